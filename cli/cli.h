@@ -1,0 +1,36 @@
+/*
+** cli.h — the softmax-tune command's pieces: parsed options and one function per command.
+*/
+#ifndef CLI_H
+#define CLI_H
+
+#include <stdint.h>
+
+#include "gen.h"
+
+#define CLI_VERSION "0.1.0"
+
+typedef struct cli_Options {
+  const char *command;
+  const char *shape, *config, *output, *cache, *templates;
+  int64_t rows, cols;
+  int gpu, dtype, op, arch;
+  long run;
+  int force, quiet, log, help, version;
+  int format;                 /* 't' table, 'j' JSON, 'c' CSV */
+  char **args;                /* words after the options (cache's verb) */
+  int nargs;
+  char err[1024];
+} cli_Options;
+
+void cli_fail(const char *fmt, ...);
+
+int cli_tune(cli_Options *o);
+int cli_space(cli_Options *o);
+int cli_emit(cli_Options *o);
+int cli_compile(cli_Options *o);
+int cli_knobs(cli_Options *o);
+int cli_log(cli_Options *o);
+int cli_cache(cli_Options *o);
+
+#endif

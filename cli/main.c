@@ -1,0 +1,156 @@
+/*
+** main.c — the softmax-tune command: parses the command line and calls the library.
+** Exit status: 0 done, 1 failed while working (GPU, compile, cache), 2 bad input or usage.
+*/
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *const USAGE =
+  "usage: softmax-tune [--gpu N] --shape RxC [options]     tune, print the winner, store it\n"
+  "       softmax-tune log [--shape RxC] [--dtype T] [--op OP] [--run ID] [--json|--csv]\n"
+  "       softmax-tune cache list|show|clear [--shape RxC] [--dtype T] [--op OP]\n"
+  "       softmax-tune space --shape RxC [--dtype T] [--op OP] [--arch sm_XX]\n"
+  "       softmax-tune emit --shape RxC --config STR [--dtype T] [--op OP] [--arch sm_XX]\n"
+  "       softmax-tune compile --shape RxC --config STR --arch sm_XX -o FILE [--log]\n"
+  "       softmax-tune knobs\n"
+  "\n"
+  "options:\n"
+  "  --gpu N          GPU ordinal (default 0)\n"
+  "  --shape RxC      rows x cols, softmax over each row of cols elements\n"
+  "  --dtype T        f32 (default), f16 or bf16: input and output; math is float32\n"
+  "  --op OP          softmax (default) or log_softmax\n"
+  "  --arch sm_XX     target for space/emit/compile without a GPU (default sm_90)\n"
+  "  --config STR     one config, as printed by space: threads=256,items=16,...\n"
+  "  -o, --output F   where compile writes the cubin\n"
+  "  --cache PATH     cache database (default $SOFTMAX_TUNE_CACHE, else\n"
+  "                   $XDG_CACHE_HOME/softmax-tune/cache.db, else ~/.cache/softmax-tune/cache.db)\n"
+  "  --force          tune again even when the cache has the answer\n"
+  "  --quiet          no progress bar, only the winner\n"
+  "  --templates DIR  use the templates in DIR instead of the built-in ones\n"
+  "  --run ID         log: that run instead of the last one\n"
+  "  --json, --csv    log: machine-readable output\n"
+  "  --log            compile: print NVRTC's whole log\n"
+  "  -h, --help       this text\n"
+  "  -V, --version    the version\n";
+
+void cli_fail(const char *fmt, ...)
+{
+  va_list ap;
+  fputs("softmax-tune: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+  fputs("softmax-tune: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputs(" (see softmax-tune --help)\n", stderr);
+  return 2;
+}
+
+static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] = {
+  { "tune", cli_tune },   { "space", cli_space }, { "emit", cli_emit },   { "compile", cli_compile },
+  { "log", cli_log },     { "cache", cli_cache }, { "knobs", cli_knobs },
+};
+
+enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
+       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU };
+
+static const struct option LONGOPTS[] = {
+  { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
+  { "dtype", required_argument, 0, O_DTYPE },     { "op", required_argument, 0, O_OP },
+  { "arch", required_argument, 0, O_ARCH },       { "config", required_argument, 0, O_CONFIG },
+  { "output", required_argument, 0, 'o' },        { "cache", required_argument, 0, O_CACHE },
+  { "force", no_argument, 0, O_FORCE },           { "quiet", no_argument, 0, O_QUIET },
+  { "templates", required_argument, 0, O_TEMPLATES }, { "run", required_argument, 0, O_RUN },
+  { "json", no_argument, 0, O_JSON },             { "csv", no_argument, 0, O_CSV },
+  { "log", no_argument, 0, O_LOG },               { "help", no_argument, 0, 'h' },
+  { "version", no_argument, 0, 'V' },             { 0, 0, 0, 0 },
+};
+
+/* A whole non-negative decimal number that fits an int, else -1. */
+static long parse_index(const char *s)
+{
+  long v = 0;
+  if (!*s) return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9' || v > 100000000) return -1;
+    v = v * 10 + (*s - '0');
+  }
+  return v;
+}
+
+static int parse_options(int argc, char **argv, cli_Options *o)
+{
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":o:hV", LONGOPTS, NULL)) != -1) {
+    switch (c) {
+    case O_GPU:
+      if ((o->gpu = (int)parse_index(optarg)) < 0) return usage_error("bad --gpu '%s': expected a GPU ordinal 0, 1, ...", optarg);
+      break;
+    case O_SHAPE: o->shape = optarg; break;
+    case O_DTYPE:
+      if ((o->dtype = gen_parse_dtype(optarg)) < 0) return usage_error("unknown dtype '%s' (f32, f16, bf16)", optarg);
+      break;
+    case O_OP:
+      if ((o->op = gen_parse_op(optarg)) < 0) return usage_error("unknown op '%s' (softmax, log_softmax)", optarg);
+      break;
+    case O_ARCH:
+      if ((o->arch = gen_parse_arch(optarg)) < 0) return usage_error("bad arch '%s': expected sm_XX such as sm_90", optarg);
+      break;
+    case O_CONFIG: o->config = optarg; break;
+    case 'o': o->output = optarg; break;
+    case O_CACHE: o->cache = optarg; break;
+    case O_FORCE: o->force = 1; break;
+    case O_QUIET: o->quiet = 1; break;
+    case O_TEMPLATES: o->templates = optarg; break;
+    case O_RUN:
+      if ((o->run = parse_index(optarg)) <= 0) return usage_error("bad --run '%s': expected a run id", optarg);
+      break;
+    case O_JSON: o->format = 'j'; break;
+    case O_CSV: o->format = 'c'; break;
+    case O_LOG: o->log = 1; break;
+    case 'h': o->help = 1; break;
+    case 'V': o->version = 1; break;
+    case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+    default: return usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  cli_Options o = { .gpu = 0, .dtype = GEN_F32, .op = GEN_SOFTMAX, .arch = 0, .format = 't' };
+  int (*run)(cli_Options *) = cli_tune;
+  const char *name = "tune";
+  if (argc > 1 && argv[1][0] != '-') {
+    run = NULL;
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+      if (strcmp(argv[1], COMMANDS[i].name) == 0) run = COMMANDS[i].run, name = argv[1];
+    if (!run) return usage_error("unknown command '%s'", argv[1]);
+    argv++, argc--;
+  }
+  int rc = parse_options(argc, argv, &o);
+  if (rc) return rc;
+  if (o.help) return fputs(USAGE, stdout), 0;
+  if (o.version) return printf("softmax-tune %s\n", CLI_VERSION), 0;
+  o.command = name;
+  o.args = argv + optind;
+  o.nargs = argc - optind;
+  if (o.nargs > 0 && strcmp(name, "cache") != 0) return usage_error("unexpected argument '%s'", o.args[0]);
+  if (o.shape && gen_parse_shape(o.shape, &o.rows, &o.cols, o.err, sizeof o.err)) {
+    cli_fail("%s", o.err);
+    return 2;
+  }
+  return run(&o);
+}

@@ -1,0 +1,374 @@
+/*
+** gen.c — the generator's C side: one Lua state running generator/gen.lua over the templates
+** (built into the binary, or read from a folder), and the calls that cross into it.
+*/
+#include "gen.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "embedded.h"
+
+struct gen_State {
+  lua_State *L;
+  char *dir;                /* templates folder, or NULL for the built-in ones */
+  int entry;                /* registry ref of gen.lua's table of entry points */
+  char err[1024];
+};
+
+static const char *const DTYPES[] = { "f32", "f16", "bf16" };
+static const char *const OPS[] = { "softmax", "log_softmax" };
+
+static void seterr(char *err, size_t n, const char *fmt, ...)
+{
+  va_list ap;
+  if (!err || !n) return;
+  va_start(ap, fmt);
+  vsnprintf(err, n, fmt, ap);
+  va_end(ap);
+  for (char *p = err; *p; p++)   /* one line, always */
+    if (*p == '\n' || *p == '\r') *p = ' ';
+}
+
+static const gen_Embedded *embedded(const char *path)
+{
+  for (int i = 0; i < gen_nembedded; i++)
+    if (strcmp(gen_embedded[i].name, path) == 0) return &gen_embedded[i];
+  return NULL;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  char *buf = NULL;
+  long n;
+  if (!f) return NULL;
+  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+      (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+    buf[n] = '\0';
+    *len = (size_t)n;
+  } else {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  return buf;
+}
+
+/* source(name) -> text, chunkname: templates/<name> from the folder or the binary. */
+static int l_source(lua_State *L)
+{
+  gen_State *g = lua_touserdata(L, lua_upvalueindex(1));
+  const char *name = luaL_checkstring(L, 1);
+  if (strchr(name, '/')) return luaL_error(L, "template name '%s' has a '/'", name);
+  if (g->dir) {
+    size_t len;
+    const char *path = lua_pushfstring(L, "%s/%s", g->dir, name);
+    char *text = read_file(path, &len);
+    if (!text) return luaL_error(L, "cannot read template '%s': %s", path, strerror(errno));
+    lua_pushlstring(L, text, len);
+    free(text);
+    lua_pushfstring(L, "@%s", path);
+    return 2;
+  }
+  const char *path = lua_pushfstring(L, "templates/%s", name);
+  const gen_Embedded *e = embedded(path);
+  if (!e) return luaL_error(L, "no template '%s' in this build", name);
+  lua_pushlstring(L, (const char *)e->data, e->size);
+  lua_pushfstring(L, "@%s", path);
+  return 2;
+}
+
+/* Take the error on top of the stack into g->err; returns 1 for the caller to return. */
+static int lua_fail(gen_State *g)
+{
+  const char *msg = lua_tostring(g->L, -1);
+  seterr(g->err, sizeof g->err, "%s", msg ? msg : "error in the generator (not a string)");
+  lua_pop(g->L, 1);
+  return 1;
+}
+
+int gen_open(gen_State **out, const char *dir, char *err, size_t errlen)
+{
+  gen_State *g = calloc(1, sizeof *g);
+  const gen_Embedded *e = embedded("generator/gen.lua");
+  *out = NULL;
+  if (!g || !(g->L = luaL_newstate()) || (dir && !(g->dir = strdup(dir)))) {
+    seterr(err, errlen, "out of memory starting Lua");
+    gen_close(g);
+    return 1;
+  }
+  if (!e) {
+    seterr(err, errlen, "generator/gen.lua is missing from this build");
+    gen_close(g);
+    return 1;
+  }
+  luaL_openlibs(g->L);
+  if (luaL_loadbuffer(g->L, (const char *)e->data, e->size, "@generator/gen.lua") != LUA_OK) goto fail;
+  lua_pushlightuserdata(g->L, g);
+  lua_pushcclosure(g->L, l_source, 1);
+  if (lua_pcall(g->L, 1, 1, 0) != LUA_OK) goto fail;
+  if (!lua_istable(g->L, -1)) {
+    lua_pushstring(g->L, "generator/gen.lua did not return its entry points");
+    goto fail;
+  }
+  g->entry = luaL_ref(g->L, LUA_REGISTRYINDEX);
+  *out = g;
+  return 0;
+fail:
+  lua_fail(g);
+  seterr(err, errlen, "%s", g->err);
+  gen_close(g);
+  return 1;
+}
+
+void gen_close(gen_State *g)
+{
+  if (!g) return;
+  if (g->L) lua_close(g->L);
+  free(g->dir);
+  free(g);
+}
+
+const char *gen_error(const gen_State *g)
+{
+  return g->err;
+}
+
+/* Push entry point `fn` and the problem table; the caller pushes more and calls pcall. */
+static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
+{
+  lua_State *L = g->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, g->entry);
+  lua_getfield(L, -1, fn);
+  lua_remove(L, -2);
+  lua_createtable(L, 0, 12);
+  lua_pushinteger(L, p->rows);
+  lua_setfield(L, -2, "rows");
+  lua_pushinteger(L, p->cols);
+  lua_setfield(L, -2, "cols");
+  lua_pushstring(L, gen_dtype_name(p->dtype));
+  lua_setfield(L, -2, "dtype");
+  lua_pushstring(L, gen_op_name(p->op));
+  lua_setfield(L, -2, "op");
+  lua_pushinteger(L, p->arch);
+  lua_setfield(L, -2, "arch");
+#define LIMIT(f) if (p->f) { lua_pushinteger(L, p->f); lua_setfield(L, -2, #f); }
+  LIMIT(sms) LIMIT(smem_block) LIMIT(threads_sm) LIMIT(cluster) LIMIT(l2)
+#undef LIMIT
+}
+
+int gen_space(gen_State *g, const gen_Problem *p, char ***configs, int *n)
+{
+  lua_State *L = g->L;
+  *configs = NULL;
+  *n = 0;
+  push_call(g, "space", p);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) return lua_fail(g);
+  int count = (int)luaL_len(L, -1);
+  char **list = calloc((size_t)count + 1, sizeof *list);
+  for (int i = 0; list && i < count; i++) {
+    lua_rawgeti(L, -1, i + 1);
+    list[i] = strdup(lua_tostring(L, -1));
+    lua_pop(L, 1);
+    if (!list[i]) {
+      gen_free_list(list, i);
+      list = NULL;
+    }
+  }
+  lua_pop(L, 1);
+  if (!list) {
+    seterr(g->err, sizeof g->err, "out of memory listing the space");
+    return 1;
+  }
+  *configs = list;
+  *n = count;
+  return 0;
+}
+
+void gen_free_list(char **list, int n)
+{
+  if (!list) return;
+  for (int i = 0; i < n; i++) free(list[i]);
+  free(list);
+}
+
+int gen_canon(gen_State *g, const gen_Problem *p, const char *config, char *out, size_t outlen)
+{
+  push_call(g, "canon", p);
+  lua_pushstring(g->L, config);
+  if (lua_pcall(g->L, 2, 1, 0) != LUA_OK) return lua_fail(g);
+  snprintf(out, outlen, "%s", lua_tostring(g->L, -1));
+  lua_pop(g->L, 1);
+  return 0;
+}
+
+static int field_int(lua_State *L, const char *name)
+{
+  lua_getfield(L, -1, name);
+  int v = (int)lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+int gen_render(gen_State *g, const gen_Problem *p, const char *config, gen_Kernel *k)
+{
+  lua_State *L = g->L;
+  memset(k, 0, sizeof *k);
+  push_call(g, "render", p);
+  lua_pushstring(L, config);
+  if (lua_pcall(L, 2, 4, 0) != LUA_OK) return lua_fail(g);
+  k->source = strdup(lua_tostring(L, -4));
+  snprintf(k->name, sizeof k->name, "%s", lua_tostring(L, -3));
+  snprintf(k->config, sizeof k->config, "%s", lua_tostring(L, -1));
+  lua_pop(L, 1);
+  k->launch.threads = field_int(L, "threads");
+  k->launch.rows_per_block = field_int(L, "rows_per_block");
+  k->launch.blocks_per_row = field_int(L, "blocks_per_row");
+  k->launch.cluster = field_int(L, "cluster");
+  k->launch.smem = field_int(L, "smem");
+  lua_pop(L, 3);
+  if (!k->source) {
+    seterr(g->err, sizeof g->err, "out of memory rendering '%s'", config);
+    return 1;
+  }
+  return 0;
+}
+
+int gen_aux(gen_State *g, const gen_Problem *p, const char *name, char **source)
+{
+  push_call(g, "aux", p);
+  lua_pushstring(g->L, name);
+  if (lua_pcall(g->L, 2, 1, 0) != LUA_OK) return lua_fail(g);
+  *source = strdup(lua_tostring(g->L, -1));
+  lua_pop(g->L, 1);
+  if (!*source) {
+    seterr(g->err, sizeof g->err, "out of memory rendering '%s'", name);
+    return 1;
+  }
+  return 0;
+}
+
+void gen_kernel_free(gen_Kernel *k)
+{
+  if (!k) return;
+  free(k->source);
+  k->source = NULL;
+}
+
+int gen_sources(gen_State *g, char **text, size_t *len)
+{
+  luaL_Buffer b;
+  lua_State *L = g->L;
+  luaL_buffinit(L, &b);
+  for (int i = 0; i < gen_nembedded; i++) {
+    const gen_Embedded *e = &gen_embedded[i];
+    const char *base = strrchr(e->name, '/') + 1;
+    luaL_addstring(&b, e->name);
+    luaL_addchar(&b, '\0');
+    if (g->dir && strncmp(e->name, "templates/", 10) == 0) {
+      size_t n;
+      char *t = read_file(lua_pushfstring(L, "%s/%s", g->dir, base), &n);
+      lua_pop(L, 1);
+      if (t) luaL_addlstring(&b, t, n);
+      free(t);
+    } else {
+      luaL_addlstring(&b, (const char *)e->data, e->size);
+    }
+    luaL_addchar(&b, '\0');
+  }
+  luaL_pushresult(&b);
+  size_t n;
+  const char *s = lua_tolstring(L, -1, &n);
+  *text = malloc(n);
+  if (*text) memcpy(*text, s, n);
+  *len = n;
+  lua_pop(L, 1);
+  if (!*text) {
+    seterr(g->err, sizeof g->err, "out of memory fingerprinting templates");
+    return 1;
+  }
+  return 0;
+}
+
+int gen_knobs(gen_State *g, char **text)
+{
+  static const char *const code =
+    "local E = ...; local t = {}\n"
+    "for _, k in ipairs(E.knobs()) do\n"
+    "  local v = {}; for i, x in ipairs(k.values) do v[i] = tostring(x) end\n"
+    "  local s = #v > 8 and (v[1] .. '..' .. v[#v]) or table.concat(v, '|')\n"
+    "  t[#t + 1] = string.format('  %-8s %-22s %s', k.name, s, k.doc)\n"
+    "end\n"
+    "return table.concat(t, '\\n') .. '\\n'\n";
+  lua_State *L = g->L;
+  if (luaL_loadstring(L, code) != LUA_OK) return lua_fail(g);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, g->entry);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) return lua_fail(g);
+  *text = strdup(lua_tostring(L, -1));
+  lua_pop(L, 1);
+  return *text ? 0 : 1;
+}
+
+/* ---- parsing ---- */
+
+/* A positive decimal integer of at most 18 digits (no sign, space or exponent). */
+static int parse_count(const char *s, size_t n, int64_t *v)
+{
+  int64_t x = 0;
+  if (n == 0 || n > 18) return 1;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9') return 1;
+    x = x * 10 + (s[i] - '0');
+  }
+  if (x < 1) return 1;
+  *v = x;
+  return 0;
+}
+
+int gen_parse_shape(const char *s, int64_t *rows, int64_t *cols, char *err, size_t errlen)
+{
+  const char *x = s ? strchr(s, 'x') : NULL;
+  if (!x || parse_count(s, (size_t)(x - s), rows) || parse_count(x + 1, strlen(x + 1), cols)) {
+    seterr(err, errlen, "bad shape '%s': expected ROWSxCOLS, two positive integers such as 32000x16384", s ? s : "");
+    return 1;
+  }
+  if (*cols > 0x7fffffff) {
+    seterr(err, errlen, "bad shape '%s': cols must be at most 2147483647", s);
+    return 1;
+  }
+  if (*rows > INT64_MAX / 8 / *cols) {
+    seterr(err, errlen, "bad shape '%s': rows*cols overflows", s);
+    return 1;
+  }
+  return 0;
+}
+
+static int lookup(const char *const *names, int n, const char *s)
+{
+  for (int i = 0; s && i < n; i++)
+    if (strcmp(names[i], s) == 0) return i;
+  return -1;
+}
+
+int gen_parse_dtype(const char *s) { return lookup(DTYPES, GEN_NDTYPE, s); }
+int gen_parse_op(const char *s) { return lookup(OPS, GEN_NOP, s); }
+const char *gen_dtype_name(int d) { return d >= 0 && d < GEN_NDTYPE ? DTYPES[d] : "?"; }
+const char *gen_op_name(int o) { return o >= 0 && o < GEN_NOP ? OPS[o] : "?"; }
+int gen_dtype_size(int d) { return d == GEN_F32 ? 4 : 2; }
+
+int gen_parse_arch(const char *s)
+{
+  int64_t v;
+  if (!s) return -1;
+  if (strncmp(s, "sm_", 3) == 0) s += 3;
+  if (parse_count(s, strlen(s), &v) || v > 1000) return -1;
+  return (int)v;
+}

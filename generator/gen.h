@@ -1,0 +1,80 @@
+/*
+** gen.h — the generator: a problem and a config string go in, CUDA source comes out (Lua
+** templates in templates/), and NVRTC turns source into a cubin. Needs no GPU.
+**
+** Every function returns 0 on success. On failure it returns nonzero and leaves a one-line
+** message: in the state (gen_error) for functions taking a gen_State, else in err[errlen].
+*/
+#ifndef GEN_H
+#define GEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { GEN_F32, GEN_F16, GEN_BF16, GEN_NDTYPE };
+enum { GEN_SOFTMAX, GEN_LOG_SOFTMAX, GEN_NOP };
+
+typedef struct gen_Problem {
+  int64_t rows, cols;
+  int dtype, op;
+  int arch;                 /* compute capability, 90 for sm_90 */
+  /* device limits; 0 takes the arch's defaults from templates/space.lua */
+  int sms, smem_block, threads_sm, cluster;
+  int64_t l2;
+} gen_Problem;
+
+/* How a kernel is launched: grid = ceil(rows/rows_per_block) * blocks_per_row blocks of
+** `threads`, in clusters of `cluster` blocks when nonzero, with `smem` dynamic shared bytes. */
+typedef struct gen_Launch {
+  int threads, rows_per_block, blocks_per_row, cluster, smem;
+} gen_Launch;
+
+typedef struct gen_Kernel {
+  char *source;
+  char name[64];            /* the extern "C" kernel in source */
+  char config[256];         /* canonical config string */
+  gen_Launch launch;
+} gen_Kernel;
+
+typedef struct gen_Cubin {
+  void *data;
+  size_t size;
+  char *log;                /* NVRTC's log, kept even on success */
+  char options[256];        /* the options compiled with, space separated */
+  int regs, stack, spill_stores, spill_loads;   /* from ptxas -v; -1 when not reported */
+  double ms;                /* compile time */
+} gen_Cubin;
+
+typedef struct gen_State gen_State;
+
+/* dir: a templates folder to use instead of the ones built into the binary (NULL). */
+int gen_open(gen_State **g, const char *dir, char *err, size_t errlen);
+void gen_close(gen_State *g);
+const char *gen_error(const gen_State *g);
+
+int gen_space(gen_State *g, const gen_Problem *p, char ***configs, int *n);
+void gen_free_list(char **list, int n);
+int gen_canon(gen_State *g, const gen_Problem *p, const char *config, char *out, size_t outlen);
+int gen_render(gen_State *g, const gen_Problem *p, const char *config, gen_Kernel *k);
+int gen_aux(gen_State *g, const gen_Problem *p, const char *name, char **source);
+void gen_kernel_free(gen_Kernel *k);
+/* All template sources with their names, for a fingerprint of the generator. */
+int gen_sources(gen_State *g, char **text, size_t *len);
+/* One line per knob: name, values, what it does. */
+int gen_knobs(gen_State *g, char **text);
+
+/* NVRTC; safe to call from several threads at once. arch as in gen_Problem. */
+int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen);
+void gen_cubin_free(gen_Cubin *c);
+int gen_nvrtc_version(int *major, int *minor);
+
+/* Parsing shared by the CLI and the library; err names the bad value. */
+int gen_parse_shape(const char *s, int64_t *rows, int64_t *cols, char *err, size_t errlen);
+int gen_parse_dtype(const char *s);       /* -1 if unknown */
+int gen_parse_op(const char *s);          /* -1 if unknown */
+int gen_parse_arch(const char *s);        /* "sm_90" or "90" -> 90; -1 if malformed */
+const char *gen_dtype_name(int dtype);
+const char *gen_op_name(int op);
+int gen_dtype_size(int dtype);
+
+#endif

@@ -1,0 +1,109 @@
+/*
+** nvrtc.c — CUDA source to cubin with NVRTC, keeping the compile log (ptxas -v included) and
+** the register and spill counts it reports. Safe to call from several threads at once.
+*/
+#include "gen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nvrtc.h>
+
+static double now_ms(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* The number after `key` in the log, or -1. */
+static int log_number(const char *log, const char *key)
+{
+  const char *p = log ? strstr(log, key) : NULL;
+  return p ? atoi(p + strlen(key)) : -1;
+}
+
+/* ptxas -v says "Used 32 registers", "256 bytes stack frame, 0 bytes spill stores, ...". */
+static void read_resources(gen_Cubin *c)
+{
+  const char *p = c->log ? strstr(c->log, "bytes stack frame") : NULL;
+  c->regs = log_number(c->log, "Used ");
+  c->stack = c->spill_stores = c->spill_loads = -1;
+  if (!p) return;
+  while (p > c->log && p[-1] != '\n' && p[-1] != '.') p--;   /* back to the number */
+  c->stack = atoi(p);
+  p = strstr(p, "stack frame, ");
+  if (p) c->spill_stores = atoi(p + 13);
+  p = p ? strstr(p, "spill stores, ") : NULL;
+  if (p) c->spill_loads = atoi(p + 14);
+}
+
+static int nvrtc_fail(nvrtcResult r, const char *what, char *err, size_t errlen)
+{
+  snprintf(err, errlen, "NVRTC %s: %s", what, nvrtcGetErrorString(r));
+  return 1;
+}
+
+int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen)
+{
+  char archopt[48];
+  const char *opts[] = { archopt, "--std=c++17", "-lineinfo", "--ptxas-options=-v" };
+  const int nopts = (int)(sizeof opts / sizeof opts[0]);
+  nvrtcProgram prog;
+  nvrtcResult r;
+  size_t n;
+  double t0 = now_ms();
+
+  memset(out, 0, sizeof *out);
+  snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
+  for (int i = 0, at = 0; i < nopts; i++)
+    at += snprintf(out->options + at, sizeof out->options - (size_t)at, "%s%s", i ? " " : "", opts[i]);
+
+  if ((r = nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL)) != NVRTC_SUCCESS)
+    return nvrtc_fail(r, "create", err, errlen);
+  nvrtcResult cr = nvrtcCompileProgram(prog, nopts, opts);
+  if ((r = nvrtcGetProgramLogSize(prog, &n)) == NVRTC_SUCCESS && (out->log = malloc(n + 1)) &&
+      (r = nvrtcGetProgramLog(prog, out->log)) == NVRTC_SUCCESS)
+    out->log[n] = '\0';
+  if (r != NVRTC_SUCCESS || !out->log) {
+    nvrtcDestroyProgram(&prog);
+    gen_cubin_free(out);
+    return r != NVRTC_SUCCESS ? nvrtc_fail(r, "log", err, errlen)
+                              : (snprintf(err, errlen, "out of memory reading the NVRTC log"), 1);
+  }
+  if (cr != NVRTC_SUCCESS) {
+    const char *first = strstr(out->log, "error");
+    snprintf(err, errlen, "NVRTC compile of %s for sm_%d failed: %.300s", name, arch, first ? first : out->log);
+    for (char *p = err; *p; p++)
+      if (*p == '\n') *p = ' ';
+    nvrtcDestroyProgram(&prog);
+    return 1;   /* the log stays in out for the caller to show */
+  }
+  if ((r = nvrtcGetCUBINSize(prog, &out->size)) != NVRTC_SUCCESS || out->size == 0 ||
+      !(out->data = malloc(out->size)) || (r = nvrtcGetCUBIN(prog, out->data)) != NVRTC_SUCCESS) {
+    nvrtcDestroyProgram(&prog);
+    gen_cubin_free(out);
+    return r != NVRTC_SUCCESS ? nvrtc_fail(r, "cubin", err, errlen)
+                              : (snprintf(err, errlen, "NVRTC gave no cubin for sm_%d", arch), 1);
+  }
+  nvrtcDestroyProgram(&prog);
+  read_resources(out);
+  out->ms = now_ms() - t0;
+  return 0;
+}
+
+void gen_cubin_free(gen_Cubin *c)
+{
+  if (!c) return;
+  free(c->data);
+  free(c->log);
+  c->data = NULL;
+  c->log = NULL;
+}
+
+int gen_nvrtc_version(int *major, int *minor)
+{
+  return nvrtcVersion(major, minor) != NVRTC_SUCCESS;
+}

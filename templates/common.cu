@@ -1,0 +1,285 @@
+// common.cu — what the softmax families share: vector loads and stores, the (max, sum) pair,
+// reductions over a team of threads (warp shuffle with one cross-warp step, or a
+// shared-memory tree), and the per-segment steps (load a held segment, online statistics,
+// normalize). A family sets `team` (threads sharing one row segment) before including it.
+// Knobs used: dtype, vec, items, reduce, G (threads per row group), team.
+% include("types.cu")
+% local NW = VB // 4                                   -- 32-bit words per vector access
+% EDGE = vec > 1 and (2 * vec - 2 + team - 1) // team or 0
+
+#define VEC $(vec)
+#define ITEMS $(items)
+#define TEAM $(team)
+#define EDGE $(EDGE)
+
+// A row: h scalar elements up to the first $(VB)-byte boundary, nv vectors, t scalars after.
+// Output rows must share the input rows' alignment mod $(VB) bytes.
+struct Geo { int h, nv, t; };
+
+__device__ __forceinline__ Geo geometry(const elem_t *x)
+{
+  Geo g;
+% if vec > 1 then
+  g.h = (int)(($(VB) - (u64)x % $(VB)) % $(VB) / $(es));
+  if (g.h > COLS) g.h = COLS;
+% else
+  g.h = 0;
+% end
+  g.nv = (COLS - g.h) / VEC;
+  g.t = COLS - g.h - g.nv * VEC;
+  return g;
+}
+
+% if NW == 0 then
+template <bool SH> __device__ __forceinline__ void ldv(const elem_t *p, float *f) { f[0] = load1(p); }
+template <bool SH> __device__ __forceinline__ void stv(elem_t *p, const float *f) { store1(p, f[0]); }
+% else
+%   local sfx = ({ [1] = ".u32", [2] = ".v2.u32", [4] = ".v4.u32" })[NW]
+%   local ops, outs, ins = {}, {}, {}
+%   for i = 0, NW - 1 do
+%     ops[#ops + 1] = "%" .. i
+%     outs[#outs + 1] = '"=r"(w[' .. i .. '])'
+%     ins[#ins + 1] = '"r"(w[' .. i .. '])'
+%   end
+%   local list = NW == 1 and ops[1] or "{" .. table.concat(ops, ",") .. "}"
+%   local slist = NW == 1 and "%1" or "{" .. table.concat(ops, ","):gsub("%d", function(d) return tostring(d + 1) end) .. "}"
+%   outs, ins = table.concat(outs, ", "), table.concat(ins, ", ")
+%   if dtype == "f32" then
+__device__ __forceinline__ void unpack(u32 w, float *f) { f[0] = __uint_as_float(w); }
+__device__ __forceinline__ u32 pack(const float *f) { return __float_as_uint(f[0]); }
+%   elseif dtype == "bf16" then
+__device__ __forceinline__ void unpack(u32 w, float *f)
+{
+  f[0] = __uint_as_float(w << 16);
+  f[1] = __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ u32 pack(const float *f)
+{
+  u32 w;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(f[1]), "f"(f[0]));
+  return w;
+}
+%   else
+__device__ __forceinline__ void unpack(u32 w, float *f)
+{
+  asm("{ .reg .f16 lo, hi; mov.b32 {lo, hi}, %2; cvt.f32.f16 %0, lo; cvt.f32.f16 %1, hi; }"
+      : "=f"(f[0]), "=f"(f[1]) : "r"(w));
+}
+__device__ __forceinline__ u32 pack(const float *f)
+{
+  u32 w;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(f[1]), "f"(f[0]));
+  return w;
+}
+%   end
+#define PER_WORD $(4 // es)
+
+// One $(VB)-byte access, global (SH false) or generic into the shared-memory stage (SH true).
+// volatile keeps loads and stores in program order: in == out is allowed.
+template <bool SH>
+__device__ __forceinline__ void ldv(const elem_t *p, float *f)
+{
+  u32 w[$(NW)];
+  if (SH) asm volatile("ld$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
+  else asm volatile("ld.global$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
+  #pragma unroll
+  for (int i = 0; i < $(NW); i++) unpack(w[i], f + i * PER_WORD);
+}
+
+template <bool SH>
+__device__ __forceinline__ void stv(elem_t *p, const float *f)
+{
+  u32 w[$(NW)];
+  #pragma unroll
+  for (int i = 0; i < $(NW); i++) w[i] = pack(f + i * PER_WORD);
+  if (SH) asm volatile("st$(sfx) [%0], $(slist);" :: "l"(p), $(ins) : "memory");
+  else asm volatile("st.global$(sfx) [%0], $(slist);" :: "l"(p), $(ins) : "memory");
+}
+% end
+
+// The softmax of a segment is summed up by its max m and s = sum(exp(x - m)).
+struct MS { float m, s; };
+
+__device__ __forceinline__ MS combine(MS a, MS b)
+{
+  MS r;
+  r.m = fmaxf(a.m, b.m);
+  r.s = a.s * ex(a.m, r.m) + b.s * ex(b.m, r.m);
+  return r;
+}
+
+struct OpMax { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
+struct OpSum { __device__ float operator()(float a, float b) const { return a + b; } };
+struct OpMS { __device__ MS operator()(MS a, MS b) const { return combine(a, b); } };
+
+__device__ __forceinline__ float shfl_x(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ MS shfl_x(MS v, int o)
+{
+  MS r;
+  r.m = shfl_x(v.m, o);
+  r.s = shfl_x(v.s, o);
+  return r;
+}
+
+% local SYNC = G > 32 and "__syncthreads()" or "__syncwarp()"
+// Reduce over the G = $(G) threads of a row group (lanes [k*G, (k+1)*G) of the block);
+// every thread of the group gets the result.
+template <class T, class Op>
+__device__ __forceinline__ T group_reduce(T v, Op op)
+{
+% if reduce == "shfl" then
+  #pragma unroll
+  for (int o = $(math.min(G, 32)) / 2; o > 0; o >>= 1) v = op(v, shfl_x(v, o));
+%   if G > 32 then
+  // one cross-warp step: lane 0 of each warp posts, every thread folds its group's warps
+  __shared__ T buf[$(threads // 32)];
+  const int first = threadIdx.x / $(G) * $(G // 32);
+  if (threadIdx.x % 32 == 0) buf[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = buf[first];
+  #pragma unroll
+  for (int w = 1; w < $(G // 32); w++) v = op(v, buf[first + w]);
+  __syncthreads();   // buf is reused by the next reduction
+%   end
+% else
+  __shared__ T buf[$(threads)];
+  const int lane = threadIdx.x % $(G);
+  buf[threadIdx.x] = v;
+  $(SYNC);
+  #pragma unroll
+  for (int s = $(G) / 2; s > 0; s >>= 1) {
+    if (lane < s) buf[threadIdx.x] = op(buf[threadIdx.x], buf[threadIdx.x + s]);
+    $(SYNC);
+  }
+  v = buf[threadIdx.x - lane];
+  $(SYNC);   // buf is reused by the next reduction
+% end
+  return v;
+}
+
+// Edge element k (0 <= k < h + t) of a row: the head, then the tail.
+__device__ __forceinline__ int edge_pos(Geo g, int k) { return k < g.h ? k : g.h + g.nv * VEC + (k - g.h); }
+
+% if EDGE > 0 then
+// This thread's edge elements: slot i holds edge i*TEAM + lane, -inf where there is none.
+__device__ __forceinline__ void edge_load(const elem_t *x, Geo g, int lane, bool live, float *e)
+{
+  #pragma unroll
+  for (int i = 0; i < EDGE; i++) {
+    const int k = i * TEAM + lane;
+    e[i] = live && k < g.h + g.t ? load1(x + edge_pos(g, k)) : NEG_INF;
+  }
+}
+
+__device__ __forceinline__ void edge_store(elem_t *y, Geo g, int lane, bool live, const float *e)
+{
+  #pragma unroll
+  for (int i = 0; i < EDGE; i++) {
+    const int k = i * TEAM + lane;
+    if (live && k < g.h + g.t) store1(y + edge_pos(g, k), e[i]);
+  }
+}
+% end
+
+// ITEMS vectors starting at body vector `base`: vector base + i*TEAM + lane into slot i,
+// -inf in slots past vector `end`. SH: from the shared-memory stage instead of global.
+template <bool SH = false>
+__device__ __forceinline__ void load_step(const elem_t *body, int base, int end, int lane, bool live, float *v)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = base + i * TEAM + lane;
+    if (live && j < end) {
+      ldv<SH>(body + (i64)j * VEC, v + i * VEC);
+    } else {
+      #pragma unroll
+      for (int k = 0; k < VEC; k++) v[i * VEC + k] = NEG_INF;
+    }
+  }
+}
+
+template <bool SH = false>
+__device__ __forceinline__ void store_step(elem_t *body, int base, int end, int lane, bool live, const float *v)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = base + i * TEAM + lane;
+    if (live && j < end) stv<SH>(body + (i64)j * VEC, v + i * VEC);
+  }
+}
+
+template <int N>
+__device__ __forceinline__ float max_of(const float *v, float m)
+{
+  #pragma unroll
+  for (int i = 0; i < N; i++) m = fmaxf(m, v[i]);
+  return m;
+}
+
+// Sum of exp(v - m); with keep, v is replaced by those exps (softmax reuses them).
+template <int N, bool keep>
+__device__ __forceinline__ float exp_sum(float *v, float m)
+{
+  float s = 0.f;
+  #pragma unroll
+  for (int i = 0; i < N; i++) {
+    const float e = ex(v[i], m);
+    if (keep) v[i] = e;
+    s += e;
+  }
+  return s;
+}
+
+// The output of one element from its input x, the max m and k = 1/sum (softmax) or
+// k = log(sum) (log_softmax).
+__device__ __forceinline__ float finish(float x, float m, float k)
+{
+% if op == "softmax" then
+  return ex(x, m) * k;
+% else
+  return (x - m) - k;
+% end
+}
+
+template <int N>
+__device__ __forceinline__ void finish_all(float *v, float m, float k)
+{
+  #pragma unroll
+  for (int i = 0; i < N; i++) v[i] = finish(v[i], m, k);
+}
+
+// k for finish() from the row's (max, sum).
+__device__ __forceinline__ float row_k(MS t)
+{
+% if op == "softmax" then
+  return 1.f / t.s;
+% else
+  return logf(t.s);
+% end
+}
+
+// Online (max, sum) over body vectors [begin, end): ITEMS vectors per thread in flight, the
+// sum rescaled once per step.
+__device__ __forceinline__ MS online_stats(const elem_t *body, int begin, int end, int lane, bool live)
+{
+  MS a = { NEG_INF, 0.f };
+  for (int base = begin; base < end; base += ITEMS * TEAM) {
+    float v[ITEMS * VEC];
+    load_step(body, base, end, lane, live, v);
+    const float m = max_of<ITEMS * VEC>(v, a.m);
+    a.s = a.s * ex(a.m, m) + exp_sum<ITEMS * VEC, false>(v, m);
+    a.m = m;
+  }
+  return a;
+}
+
+// Second pass: read body vectors [begin, end) again and write the outputs.
+__device__ __forceinline__ void normalize(const elem_t *xb, elem_t *yb, int begin, int end, int lane, bool live, float m, float k)
+{
+  for (int base = begin; base < end; base += ITEMS * TEAM) {
+    float v[ITEMS * VEC];
+    load_step(xb, base, end, lane, live, v);
+    finish_all<ITEMS * VEC>(v, m, k);
+    store_step(yb, base, end, lane, live, v);
+  }
+}

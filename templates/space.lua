@@ -1,0 +1,308 @@
+-- space.lua — the tuning space: every knob with its values, the rules that make a config valid
+-- for a problem, the configs worth sweeping for a problem, and how each one is launched.
+-- The C tuner is generic: it asks for the list, renders each config, and launches it as
+-- launch() says. A problem P is {rows, cols, dtype, op, arch} plus device limits.
+--
+-- Families (one template each):
+--   row.cu    split=1: a group of G = threads/rows threads per row, several rows per block
+--   split.cu  split>1: one row across a thread-block cluster of `split` blocks (sm_90+)
+
+local M = {}
+
+local ESIZE = { f32 = 4, f16 = 2, bf16 = 2 }
+local CTYPE = { f32 = "float", f16 = "u16", bf16 = "u16" }
+local OPS = { softmax = true, log_softmax = true }
+
+-- Device limits per arch, for commands run without a GPU; the tuner passes the real ones.
+local KB, MB = 1024, 1024 * 1024
+local ARCH = {
+  [80]  = { sms = 108, smem_block = 163 * KB, threads_sm = 2048, l2 = 40 * MB, cluster = 1 },
+  [86]  = { sms = 84,  smem_block = 99 * KB,  threads_sm = 1536, l2 = 6 * MB,  cluster = 1 },
+  [87]  = { sms = 16,  smem_block = 163 * KB, threads_sm = 2048, l2 = 4 * MB,  cluster = 1 },
+  [88]  = { sms = 16,  smem_block = 99 * KB,  threads_sm = 1536, l2 = 4 * MB,  cluster = 1 },
+  [89]  = { sms = 128, smem_block = 99 * KB,  threads_sm = 1536, l2 = 72 * MB, cluster = 1 },
+  [90]  = { sms = 132, smem_block = 227 * KB, threads_sm = 2048, l2 = 50 * MB, cluster = 16 },
+  [100] = { sms = 148, smem_block = 227 * KB, threads_sm = 2048, l2 = 126 * MB, cluster = 16 },
+  [103] = { sms = 148, smem_block = 227 * KB, threads_sm = 2048, l2 = 126 * MB, cluster = 16 },
+  [110] = { sms = 20,  smem_block = 227 * KB, threads_sm = 1536, l2 = 32 * MB, cluster = 8 },
+  [120] = { sms = 84,  smem_block = 99 * KB,  threads_sm = 1536, l2 = 64 * MB, cluster = 8 },
+  [121] = { sms = 48,  smem_block = 99 * KB,  threads_sm = 1536, l2 = 24 * MB, cluster = 8 },
+}
+
+local function range(a, b, step)
+  local t = {}
+  for v = a, b, step or 1 do t[#t + 1] = v end
+  return t
+end
+
+-- Knobs in canonical order. Every config string names all of them.
+M.knobs = {
+  { name = "threads", values = range(32, 1024, 32), doc = "threads per block" },
+  { name = "items",   values = range(1, 64),
+    doc = "vectors per thread: held (passes=1) or loaded per step (passes=2, hold=smem)" },
+  { name = "vec",     values = { 1, 2, 4, 8 }, doc = "elements per access; vec*size <= 16 bytes" },
+  { name = "reduce",  values = { "shfl", "smem" },
+    doc = "shfl: warp shuffle, one cross-warp step; smem: shared-memory tree" },
+  { name = "passes",  values = { 1, 2 },
+    doc = "1: row read once and held on chip; 2: online max/sum pass, then a normalize pass" },
+  { name = "hold",    values = { "reg", "smem", "none" },
+    doc = "where a one-pass row is held (passes=2 holds none)" },
+  { name = "rows",    values = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 },
+    doc = "rows per block; threads/rows threads share a row" },
+  { name = "split",   values = { 1, 2, 4, 8, 16 },
+    doc = "blocks per row; >1 is a thread-block cluster sharing max/sum (sm_90+)" },
+}
+
+local KNOB = {}
+for i, k in ipairs(M.knobs) do
+  KNOB[k.name] = k
+  k.index = i
+end
+
+local function isvalue(k, v)
+  for _, x in ipairs(k.values) do if x == v then return true end end
+  return false
+end
+
+local function describe(k)
+  local v = k.values
+  if type(v[1]) == "number" and #v > 8 then
+    return string.format("%d..%d", v[1], v[#v]) .. (v[2] - v[1] > 1 and (" step " .. (v[2] - v[1])) or "")
+  end
+  local t = {}
+  for i, x in ipairs(v) do t[i] = tostring(x) end
+  return table.concat(t, "|")
+end
+
+-- Fill in and check a problem table coming from C.
+function M.problem(P)
+  if P.checked then return P end
+  local function bad(what, v) error(what .. " '" .. tostring(v) .. "'", 0) end
+  if not ESIZE[P.dtype] then bad("unknown dtype (f32, f16, bf16)", P.dtype) end
+  if not OPS[P.op] then bad("unknown op (softmax, log_softmax)", P.op) end
+  if math.type(P.rows) ~= "integer" or P.rows < 1 then bad("rows must be >= 1, got", P.rows) end
+  if math.type(P.cols) ~= "integer" or P.cols < 1 or P.cols > 0x7fffffff then
+    bad("cols must be in 1..2147483647, got", P.cols)
+  end
+  local d = ARCH[P.arch]
+  if not d then
+    local known = {}
+    for a in pairs(ARCH) do known[#known + 1] = a end
+    table.sort(known)
+    bad("unsupported arch (sm_" .. table.concat(known, ", sm_") .. ")", "sm_" .. tostring(P.arch))
+  end
+  for k, v in pairs(d) do if P[k] == nil then P[k] = v end end
+  P.es = ESIZE[P.dtype]
+  P.checked = true
+  return P
+end
+
+function M.parse(str)
+  local cfg, seen = {}, {}
+  if str == "" then error("empty config", 0) end
+  for item in (str .. ","):gmatch("([^,]*),") do
+    local name, value = item:match("^([%w_]+)=([%w_]+)$")
+    if not name then error("config item '" .. item .. "' is not knob=value", 0) end
+    local k = KNOB[name]
+    if not k then error("unknown knob '" .. name .. "'", 0) end
+    if seen[name] then error("duplicate knob '" .. name .. "'", 0) end
+    seen[name] = true
+    local v = value
+    if type(k.values[1]) == "number" then v = value:match("^%d+$") and math.tointeger(tonumber(value)) end
+    if v == nil or not isvalue(k, v) then
+      error("knob '" .. name .. "' takes " .. describe(k) .. ", got '" .. value .. "'", 0)
+    end
+    cfg[name] = v
+  end
+  for _, k in ipairs(M.knobs) do
+    if cfg[k.name] == nil then error("missing knob '" .. k.name .. "'", 0) end
+  end
+  return cfg
+end
+
+function M.format(cfg)
+  local t = {}
+  for i, k in ipairs(M.knobs) do t[i] = k.name .. "=" .. tostring(cfg[k.name]) end
+  return table.concat(t, ",")
+end
+
+-- Shape facts every rule and template uses.
+local function facts(cfg, P)
+  local f = {}
+  f.G = cfg.threads // cfg.rows                  -- threads per row
+  f.NVMAX = P.cols // cfg.vec                    -- full vectors in a row whose start is aligned
+  f.CV = (f.NVMAX + cfg.split - 1) // cfg.split  -- vectors per block of a split row
+  local per = cfg.split > 1 and cfg.threads or f.G
+  f.need = (f.CV + per - 1) // per               -- items to hold a row (or chunk) in registers
+  f.STAGE = (P.cols * P.es + 15) // 16 * 16 // P.es  -- elements per row in the smem stage
+  return f
+end
+
+-- nil if cfg is valid for P, else the reason.
+function M.check(cfg, P)
+  local f = facts(cfg, P)
+  local vb = cfg.vec * P.es
+  if vb > 16 then return string.format("vec=%d is %d bytes per access (max 16)", cfg.vec, vb) end
+  if cfg.vec > P.cols then return string.format("vec=%d is wider than the row (cols=%d)", cfg.vec, P.cols) end
+  if cfg.threads % cfg.rows ~= 0 then
+    return string.format("rows=%d does not divide threads=%d", cfg.rows, cfg.threads)
+  end
+  if not ((f.G <= 32 and 32 % f.G == 0) or f.G % 32 == 0) then
+    return string.format("threads/rows=%d must be a power of two up to 32 or a multiple of 32", f.G)
+  end
+  if cfg.split > 1 then
+    if cfg.rows ~= 1 then return "split>1 needs rows=1" end
+    if P.cluster < cfg.split then
+      return string.format("split=%d needs clusters of %d blocks (sm_%d allows %d)", cfg.split, cfg.split, P.arch, P.cluster)
+    end
+    if cfg.hold == "smem" then return "split>1 holds in registers (hold=reg) or re-reads (passes=2)" end
+  end
+  if (cfg.passes == 1) == (cfg.hold == "none") then
+    return "passes=1 needs hold=reg or hold=smem; passes=2 needs hold=none"
+  end
+  if cfg.hold == "reg" then
+    if cfg.items < f.need then
+      return string.format("hold=reg needs items>=%d to hold %s", f.need, cfg.split > 1 and "a block's part of the row" or "the row")
+    end
+    if cfg.items * cfg.vec > 64 then
+      return string.format("items*vec=%d values per thread (max 64)", cfg.items * cfg.vec)
+    end
+  else
+    if cfg.items > 16 then return "items>16 only with hold=reg" end
+  end
+  if cfg.hold == "smem" then
+    local bytes = cfg.rows * f.STAGE * P.es
+    if bytes > P.smem_block then
+      return string.format("hold=smem needs %d bytes of shared memory (max %d)", bytes, P.smem_block)
+    end
+  end
+  if f.G == 1 and cfg.split == 1 and cfg.reduce ~= "shfl" then
+    return "one thread per row reduces nothing: use reduce=shfl"
+  end
+  return nil
+end
+
+local function push(list, P, cfg)
+  if M.check(cfg, P) == nil then list[#list + 1] = cfg end
+end
+
+local function vecs(P)
+  local t = {}
+  for _, v in ipairs({ 8, 4, 2, 1 }) do
+    -- 2-byte accesses never beat 4-byte ones: skip vec=1 for 16-bit types when vec=2 fits
+    if v * P.es <= 16 and v <= P.cols and not (v * P.es < 4 and 2 * v <= P.cols) then t[#t + 1] = v end
+  end
+  return t
+end
+
+local POW2 = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 }
+
+-- Row family, row held in registers: every group size whose share of the row fits.
+local function row_reg(list, P, vec)
+  local nv = P.cols // vec
+  for _, G in ipairs(POW2) do
+    local items = (nv + G - 1) // G
+    if G <= nv and items * vec <= 64 then
+      for _, threads in ipairs({ 128, 256, 512, 1024 }) do
+        if threads >= G and (G >= 32 or threads <= 512) then
+          for _, reduce in ipairs(G > 1 and { "shfl", "smem" } or { "shfl" }) do
+            push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce,
+                            passes = 1, hold = "reg", rows = threads // G, split = 1 })
+          end
+        end
+      end
+    end
+  end
+end
+
+-- Row family, row staged in shared memory: medium rows that do not fit in registers.
+local function row_smem(list, P, vec)
+  if P.cols * P.es < 16 * KB then return end
+  for _, G in ipairs({ 256, 512, 1024 }) do
+    for _, items in ipairs({ 4, 8 }) do
+      push(list, P, { threads = G, items = items, vec = vec, reduce = "shfl",
+                      passes = 1, hold = "smem", rows = 1, split = 1 })
+    end
+  end
+end
+
+-- Two passes: long rows, one block per row (split=1) or one cluster per row.
+local function two_pass(list, P, vec, split)
+  if P.cols * P.es < 8 * KB then return end
+  for _, G in ipairs({ 256, 512, 1024 }) do
+    for _, items in ipairs({ 2, 4, 8 }) do
+      if P.cols // vec >= G * items * split then
+        for _, reduce in ipairs({ "shfl", "smem" }) do
+          push(list, P, { threads = G, items = items, vec = vec, reduce = reduce,
+                          passes = 2, hold = "none", rows = 1, split = split })
+        end
+      end
+    end
+  end
+end
+
+-- Split family, each block of the cluster holds its part in registers.
+local function split_reg(list, P, vec, split)
+  local cv = (P.cols // vec + split - 1) // split
+  for _, threads in ipairs({ 128, 256, 512, 1024 }) do
+    local items = (cv + threads - 1) // threads
+    if threads <= cv and items * vec <= 64 then
+      for _, reduce in ipairs({ "shfl", "smem" }) do
+        push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce,
+                        passes = 1, hold = "reg", rows = 1, split = split })
+      end
+    end
+  end
+end
+
+-- The configs worth sweeping for P, most promising family first.
+function M.enumerate(P)
+  local list = {}
+  local vs = vecs(P)
+  for i, vec in ipairs(vs) do
+    row_reg(list, P, vec)
+    if i == 1 then row_smem(list, P, vec) end
+    if i <= 2 then two_pass(list, P, vec, 1) end
+  end
+  if P.cols * P.es >= 16 * KB then
+    for _, split in ipairs({ 2, 4, 8, 16 }) do
+      if split <= P.cluster then
+        split_reg(list, P, vs[1], split)
+        two_pass(list, P, vs[1], split)
+      end
+    end
+  end
+  return list
+end
+
+-- Everything a template needs: the problem, the knobs, and the derived sizes.
+function M.vars(cfg, P)
+  local v = {
+    dtype = P.dtype, op = P.op, cols = P.cols, es = P.es, ctype = CTYPE[P.dtype], arch = P.arch,
+  }
+  if cfg then
+    local f = facts(cfg, P)
+    for k, x in pairs(cfg) do v[k] = x end
+    v.R, v.rows = cfg.rows, nil      -- rows per block; the problem's rows are a kernel argument
+    v.G, v.NVMAX, v.CV, v.STAGE = f.G, f.NVMAX, f.CV, f.STAGE
+    v.VB = cfg.vec * P.es
+    v.template = cfg.split > 1 and "split.cu" or "row.cu"
+    v.kernel = "st_softmax"
+  end
+  return v
+end
+
+-- How the C side launches the kernel of cfg: block size, rows per block, blocks per row
+-- (the cluster size when > 1) and dynamic shared memory. grid = ceil(rows/rows_per_block)*split.
+function M.launch(cfg, P)
+  local f = facts(cfg, P)
+  return {
+    threads = cfg.threads,
+    rows_per_block = cfg.rows,
+    blocks_per_row = cfg.split,
+    cluster = cfg.split > 1 and cfg.split or 0,
+    smem = cfg.hold == "smem" and cfg.rows * f.STAGE * P.es or 0,
+  }
+end
+
+return M

@@ -1,0 +1,52 @@
+// types.cu — element type, scalar conversions and the guarded exp, shared by every kernel
+// (softmax families, fill, check). Uses: dtype, ctype, cols. Needs no headers, so NVRTC
+// compiles it anywhere with no include path.
+typedef long long i64;
+typedef unsigned long long u64;
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef $(ctype) elem_t;
+
+#define COLS $(cols)
+#define NEG_INF __int_as_float(0xff800000)
+#define LOG2E 1.4426950408889634f
+
+% if dtype == "f32" then
+__device__ __forceinline__ float load1(const elem_t *p) { return *p; }
+__device__ __forceinline__ void store1(elem_t *p, float f) { *p = f; }
+% elseif dtype == "bf16" then
+__device__ __forceinline__ float load1(const elem_t *p) { return __uint_as_float((u32)*p << 16); }
+__device__ __forceinline__ void store1(elem_t *p, float f)
+{
+  u16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  *p = h;
+}
+% else
+__device__ __forceinline__ float load1(const elem_t *p)
+{
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(*p));
+  return f;
+}
+__device__ __forceinline__ void store1(elem_t *p, float f)
+{
+  u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  *p = h;
+}
+% end
+
+__device__ __forceinline__ float ex2(float x)
+{
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// exp(a - m), but 0 where a is -inf: an all -inf row then gives 0/0 = NaN as torch does,
+// and a NaN anywhere in a row makes its sum, and so the whole row, NaN.
+__device__ __forceinline__ float ex(float a, float m)
+{
+  return a == NEG_INF ? 0.f : ex2((a - m) * LOG2E);
+}
