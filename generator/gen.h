@@ -40,6 +40,7 @@ typedef struct gen_Cubin {
   void *data;
   size_t size;
   char *log;                /* NVRTC's log, kept even on success */
+  char *ptx;                /* the PTX the cubin was assembled from */
   char options[256];        /* the options compiled with, space separated */
   int regs, stack, spill_stores, spill_loads;   /* from ptxas -v; -1 when not reported */
   double ms;                /* compile time */

@@ -88,6 +88,13 @@ int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, 
     return r != NVRTC_SUCCESS ? nvrtc_fail(r, "cubin", err, errlen)
                               : (snprintf(err, errlen, "NVRTC gave no cubin for sm_%d", arch), 1);
   }
+  if ((r = nvrtcGetPTXSize(prog, &n)) != NVRTC_SUCCESS || !(out->ptx = malloc(n)) ||
+      (r = nvrtcGetPTX(prog, out->ptx)) != NVRTC_SUCCESS) {
+    nvrtcDestroyProgram(&prog);
+    gen_cubin_free(out);
+    return r != NVRTC_SUCCESS ? nvrtc_fail(r, "ptx", err, errlen)
+                              : (snprintf(err, errlen, "out of memory reading PTX"), 1);
+  }
   nvrtcDestroyProgram(&prog);
   read_resources(out);
   out->ms = now_ms() - t0;
@@ -99,8 +106,10 @@ void gen_cubin_free(gen_Cubin *c)
   if (!c) return;
   free(c->data);
   free(c->log);
+  free(c->ptx);
   c->data = NULL;
   c->log = NULL;
+  c->ptx = NULL;
 }
 
 int gen_nvrtc_version(int *major, int *minor)

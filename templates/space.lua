@@ -64,10 +64,13 @@ local function isvalue(k, v)
   return false
 end
 
+-- "32..1024 step 32" for an arithmetic run of numbers, else "1|2|4".
 local function describe(k)
   local v = k.values
-  if type(v[1]) == "number" and #v > 8 then
-    return string.format("%d..%d", v[1], v[#v]) .. (v[2] - v[1] > 1 and (" step " .. (v[2] - v[1])) or "")
+  local step = type(v[1]) == "number" and #v > 2 and v[2] - v[1]
+  for i = 3, #v do if step and v[i] - v[i - 1] ~= step then step = nil end end
+  if step then
+    return string.format("%d..%d", v[1], v[#v]) .. (step > 1 and (" step " .. step) or "")
   end
   local t = {}
   for i, x in ipairs(v) do t[i] = tostring(x) end

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# cli_bad_input.sh BINARY — each bad command line gets exit status 2 and one line on stderr
+# that names the bad value. Table: expected text in the message | arguments.
+set -u
+bin=$1
+fail=0 n=0
+cfg=threads=256,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1
+while IFS='|' read -r want args; do
+  [ -z "$want" ] && continue
+  n=$((n + 1))
+  eval "set -- $args"
+  err=$("$bin" "$@" 2>&1 >/dev/null)
+  rc=$?
+  lines=$(printf '%s\n' "$err" | wc -l)
+  if [ $rc -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != *"$want"* ]]; then
+    echo "FAIL: softmax-tune $args -> status $rc, stderr: $err (want '$want')"
+    fail=$((fail + 1))
+  fi
+done <<EOT
+'0x5'|space --shape 0x5
+'32000x'|space --shape 32000x
+'axb'|space --shape axb
+'-3x4'|space --shape -3x4
+'99999999999999999999x5'|space --shape 99999999999999999999x5
+'1e3x5'|space --shape 1e3x5
+'32000X16384 '|space --shape '32000X16384 '
+'x16384'|emit --shape x16384 --config $cfg
+unknown knob 'warp'|emit --shape 32000x16384 --config $cfg,warp=2
+duplicate knob 'vec'|emit --shape 32000x16384 --config $cfg,vec=4
+missing knob 'split'|emit --shape 32000x16384 --config threads=256,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1
+got '3'|emit --shape 32000x16384 --config threads=256,items=16,vec=3,reduce=shfl,passes=1,hold=reg,rows=1,split=1
+got '2000'|compile --shape 32000x16384 --arch sm_90 -o /tmp/st_bad.cubin --config threads=2000,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1
+unknown dtype 'f64'|space --shape 32000x16384 --dtype f64
+unknown op 'softmin'|space --shape 32000x16384 --op softmin
+bad arch 'hopper'|space --shape 32000x16384 --arch hopper
+sm_75|space --shape 32000x16384 --arch sm_75
+unknown option '--bogus'|space --shape 32000x16384 --bogus
+unknown command 'frobnicate'|frobnicate
+needs --shape|space
+needs --config|emit --shape 32000x16384
+needs --arch|compile --shape 32000x16384 --config $cfg -o /tmp/st_bad.cubin
+needs a value|space --shape
+bad --gpu '-1'|--gpu -1 --shape 32000x16384
+EOT
+[ -e /tmp/st_bad.cubin ] && { echo "FAIL: a failed compile left /tmp/st_bad.cubin"; fail=$((fail + 1)); }
+echo "cli_bad_input: $n cases, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,116 @@
+/*
+** test_compile.c — configs render and compile with NVRTC, with no warnings, for sm_80 and
+** sm_90, cols 1 .. 128256 and all three dtypes (both ops, alternating by shape).
+**   --all     every config of every space (label long: thousands of compiles)
+**   --sample  per space, a fixed set of configs that together take every value each knob
+**             takes in that space (what CI runs)
+*/
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "gen.h"
+
+typedef struct Job {
+  gen_Kernel k;
+  int arch;
+  int ok, warned, stack;
+  char err[512];
+} Job;
+
+static Job *jobs;
+static int njobs, next_job;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *worker(void *arg)
+{
+  for (;;) {
+    pthread_mutex_lock(&lock);
+    int i = next_job++;
+    pthread_mutex_unlock(&lock);
+    if (i >= njobs) return arg;
+    Job *j = &jobs[i];
+    gen_Cubin c;
+    j->ok = gen_compile(j->k.source, "softmax.cu", j->arch, &c, j->err, sizeof j->err) == 0 && c.size > 0;
+    j->warned = c.log && strstr(c.log, "warning") != NULL;
+    j->stack = c.stack;
+    if (j->warned) snprintf(j->err, sizeof j->err, "%.400s", c.log);
+    gen_cubin_free(&c);
+  }
+}
+
+/* Does cfg have a knob=value pair that no chosen config has yet? Marks them covered. */
+static int covers_new(const char *cfg, char covered[][48], int *ncov)
+{
+  int fresh = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", cfg);
+  for (char *save, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+    int seen = 0;
+    for (int i = 0; i < *ncov && !seen; i++) seen = strcmp(covered[i], kv) == 0;
+    if (!seen && *ncov < 256) {
+      snprintf(covered[(*ncov)++], 48, "%s", kv);
+      fresh = 1;
+    }
+  }
+  return fresh;
+}
+
+static void add_space(gen_State *g, const gen_Problem *p, int all)
+{
+  char **list, covered[256][48];
+  int n, ncov = 0;
+  CHECK(gen_space(g, p, &list, &n) == 0, "%s", gen_error(g));
+  for (int i = 0; i < n; i++) {
+    if (!all && !covers_new(list[i], covered, &ncov)) continue;
+    Job *j = &jobs[njobs];
+    j->arch = p->arch;
+    if (gen_render(g, p, list[i], &j->k)) {
+      CHECK(0, "%s: %s", list[i], gen_error(g));
+      continue;
+    }
+    njobs++;
+  }
+  gen_free_list(list, n);
+}
+
+int main(int argc, char **argv)
+{
+  static const int64_t cols[] = { 1, 7, 96, 128, 1000, 2048, 4096, 16384, 32000, 128256 };
+  int all = argc > 1 && strcmp(argv[1], "--all") == 0;
+  char err[1024];
+  gen_State *g;
+  if (gen_open(&g, NULL, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+  jobs = calloc(40000, sizeof *jobs);
+  for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
+    for (int d = 0; d < GEN_NDTYPE; d++)
+      for (int arch = 80; arch <= 90; arch += 10) {
+        gen_Problem p = { .rows = 64, .cols = cols[c], .dtype = d, .op = (int)((c + d) % 2), .arch = arch };
+        add_space(g, &p, all);
+      }
+  gen_close(g);
+
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int nthreads = cores > 1 ? (int)cores : 1;
+  pthread_t t[64];
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < nthreads && i < 64; i++) pthread_create(&t[i], NULL, worker, NULL);
+  for (int i = 0; i < nthreads && i < 64; i++) pthread_join(t[i], NULL);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+
+  int spilled = 0;
+  for (int i = 0; i < njobs; i++) {
+    Job *j = &jobs[i];
+    CHECK(j->ok && !j->warned, "sm_%d %s: %s", j->arch, j->k.config, j->err);
+    spilled += j->stack > 0;
+    gen_kernel_free(&j->k);
+  }
+  printf("compiled %d configs on %d threads in %.1f s; %d use local memory (pruned on the GPU)\n", njobs, nthreads,
+         (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, spilled);
+  free(jobs);
+  return check_done(all ? "test_compile --all" : "test_compile --sample");
+}

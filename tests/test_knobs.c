@@ -1,0 +1,116 @@
+/*
+** test_knobs.c — each knob changes the emitted code the way it claims, read from the PTX
+** NVRTC assembles the cubin from (loads are inline PTX, so one load in the PTX is one load
+** instruction). The SASS check (16-byte LDG, no local memory) runs on the device.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gen.h"
+
+static gen_State *g;
+
+static int count(const char *text, const char *needle)
+{
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+/* PTX of config for rows x cols of dtype/op on sm_90; NULL (and a failed check) on error. */
+static char *ptx_of(int64_t cols, int dtype, int op, const char *config)
+{
+  gen_Problem p = { .rows = 1024, .cols = cols, .dtype = dtype, .op = op, .arch = 90 };
+  gen_Kernel k;
+  gen_Cubin c;
+  char err[1024];
+  if (gen_render(g, &p, config, &k)) {
+    CHECK(0, "%s: %s", config, gen_error(g));
+    return NULL;
+  }
+  int rc = gen_compile(k.source, "knob.cu", 90, &c, err, sizeof err);
+  gen_kernel_free(&k);
+  CHECK(rc == 0, "%s: %s", config, err);
+  char *ptx = rc == 0 ? strdup(c.ptx) : NULL;
+  gen_cubin_free(&c);
+  return ptx;
+}
+
+#define EXPECT(ptx, needle, n, cmp) CHECK(count(ptx, needle) cmp (n), "'%s' x%d, want %s %d", needle, count(ptx, needle), #cmp, n)
+
+static void test_vec_items(void)
+{
+  /* 4096 f32 over 256 threads: vec*items*256 = 4096, held in registers: one load per item */
+  char *a = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
+  char *b = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=8,vec=2,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
+  char *c = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=16,vec=1,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
+  char *d = ptx_of(4096, GEN_BF16, GEN_SOFTMAX, "threads=256,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
+  char *e = ptx_of(4096, GEN_F16, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
+  if (a) { EXPECT(a, "ld.global.v4.u32", 4, ==); EXPECT(a, "st.global.v4.u32", 4, ==); EXPECT(a, ".maxntid 256", 1, ==); }
+  if (b) { EXPECT(b, "ld.global.v2.u32", 8, ==); EXPECT(b, "ld.global.v4", 0, ==); }
+  if (c) { EXPECT(c, "ld.global.u32", 16, ==); EXPECT(c, "ld.global.v", 0, ==); }
+  if (d) { EXPECT(d, "ld.global.v4.u32", 2, ==); EXPECT(d, "cvt.rn.bf16x2.f32", 4, >=); }
+  if (e) { EXPECT(e, "ld.global.v2.u32", 4, ==); EXPECT(e, "cvt.rn.f16x2.f32", 2, >=); }
+  free(a), free(b), free(c), free(d), free(e);
+}
+
+static void test_reduce_rows(void)
+{
+  /* G = 256: shuffles within warps, one barrier step across them; smem tree: no shuffle */
+  char *a = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
+  char *b = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=smem,passes=1,hold=reg,rows=1,split=1");
+  /* 128 cols f32, 8 threads per row, 32 rows per block: 3 shuffle steps per reduction, no barrier */
+  char *c = ptx_of(128, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=32,split=1");
+  char *d = ptx_of(128, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=smem,passes=1,hold=reg,rows=32,split=1");
+  if (a) { EXPECT(a, "shfl.sync.bfly", 10, ==); EXPECT(a, "bar.sync", 4, ==); }
+  if (b) { EXPECT(b, "shfl.sync", 0, ==); EXPECT(b, "bar.sync", 16, >=); }
+  if (c) { EXPECT(c, "shfl.sync.bfly", 6, ==); EXPECT(c, "bar.sync", 0, ==); }
+  if (d) { EXPECT(d, "shfl.sync", 0, ==); EXPECT(d, "bar.warp.sync", 6, >=); EXPECT(d, "bar.sync", 0, ==); }
+  free(a), free(b), free(c), free(d);
+}
+
+static void test_passes_hold(void)
+{
+  /* two passes read the row twice; smem hold stages it (generic ld/st into the stage) */
+  char *a = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=1");
+  char *b = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=smem,rows=1,split=1");
+  char *c = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=1024,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
+  if (a) { EXPECT(a, "ld.global.v4.u32", 8, >=); EXPECT(a, "st.global.v4.u32", 4, >=); EXPECT(a, ".shared .align 4 .b8 _ZZ", 1, >=); }
+  if (b) { EXPECT(b, "ld.global.v4.u32", 4, ==); EXPECT(b, "st.v4.u32", 4, ==); EXPECT(b, "ld.v4.u32", 8, ==); EXPECT(b, ".extern .shared", 1, ==); }
+  if (c) { EXPECT(c, "ld.global.v4.u32", 4, ==); EXPECT(c, ".extern .shared", 0, ==); }
+  free(a), free(b), free(c);
+}
+
+static void test_split_op_dtype(void)
+{
+  char *a = ptx_of(65536, GEN_F32, GEN_SOFTMAX, "threads=512,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=8");
+  /* log_softmax needs no exp in its normalize pass */
+  char *b = ptx_of(65536, GEN_F32, GEN_LOG_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=4");
+  char *c = ptx_of(65536, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=4");
+  if (a) {
+    EXPECT(a, "barrier.cluster.arrive", 2, ==);
+    EXPECT(a, "mapa.shared::cluster", 8, ==);
+    EXPECT(a, "ld.global.v4.u32", 4, ==);
+    EXPECT(a, "lg2.approx", 0, ==);
+    EXPECT(a, "cvt.rn.bf16", 0, ==);
+  }
+  if (b && c) {
+    EXPECT(b, "mapa.shared::cluster", 4, ==);
+    CHECK(count(c, "ex2.approx") - count(b, "ex2.approx") >= 16, "ex2: softmax %d, log_softmax %d",
+          count(c, "ex2.approx"), count(b, "ex2.approx"));
+  }
+  free(a), free(b), free(c);
+}
+
+int main(void)
+{
+  char err[1024];
+  if (gen_open(&g, NULL, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+  test_vec_items();
+  test_reduce_rows();
+  test_passes_hold();
+  test_split_op_dtype();
+  gen_close(g);
+  return check_done("test_knobs");
+}
