@@ -25,6 +25,10 @@ typedef struct cli_Options {
 
 void cli_fail(const char *fmt, ...);
 
+/* dtype and op as given, or the defaults (f32, softmax); -1 in the options means not given. */
+static inline int cli_dtype(const cli_Options *o) { return o->dtype < 0 ? GEN_F32 : o->dtype; }
+static inline int cli_op(const cli_Options *o) { return o->op < 0 ? GEN_SOFTMAX : o->op; }
+
 int cli_tune(cli_Options *o);
 int cli_space(cli_Options *o);
 int cli_emit(cli_Options *o);

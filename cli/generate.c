@@ -17,8 +17,8 @@ static int setup(cli_Options *o, gen_State **g, gen_Problem *p, int need_config)
   memset(p, 0, sizeof *p);
   p->rows = o->rows;
   p->cols = o->cols;
-  p->dtype = o->dtype;
-  p->op = o->op;
+  p->dtype = cli_dtype(o);
+  p->op = cli_op(o);
   p->arch = o->arch ? o->arch : 90;
   if (gen_open(g, o->templates, o->err, sizeof o->err)) return cli_fail("%s", o->err), 1;
   return 0;

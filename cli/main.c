@@ -130,7 +130,7 @@ static int parse_options(int argc, char **argv, cli_Options *o)
 
 int main(int argc, char **argv)
 {
-  cli_Options o = { .gpu = 0, .dtype = GEN_F32, .op = GEN_SOFTMAX, .arch = 0, .format = 't' };
+  cli_Options o = { .gpu = 0, .dtype = -1, .op = -1, .arch = 0, .format = 't' };
   int (*run)(cli_Options *) = cli_tune;
   const char *name = "tune";
   if (argc > 1 && argv[1][0] != '-') {

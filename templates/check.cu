@@ -1,8 +1,9 @@
 // check.cu — verification of a softmax output: every row is recomputed in float64 from the
 // input and every element compared with it, |out - ref| <= rtol*|ref| + atol, NaN exactly
-// where the reference is NaN, infinities equal; each row's sum (of exp(out) for log_softmax)
-// must be 1 within stol. One block of 256 threads per row. Uses: dtype, op, cols.
-% include("types.cu")
+// where the reference is NaN, infinities equal, and never the poison pattern the output was
+// filled with before the run; each row's sum (of exp(out) for log_softmax) must be 1 within
+// stol. One block of 256 threads per row. Same rule as tune_check_rows() in tuner/ref.c.
+// Rendered inside aux.cu.
 
 struct CheckOut {
   u64 bad;           // elements out of tolerance
@@ -16,6 +17,11 @@ struct CheckOut {
 #define NAN64 __longlong_as_double(0x7ff8000000000000ll)
 
 __device__ __forceinline__ bool is_inf(double v) { return fabs(v) == INF64; }
+% if dtype == "f32" then
+__device__ __forceinline__ u32 bits1(const elem_t *p) { return __float_as_uint(*p); }
+% else
+__device__ __forceinline__ u32 bits1(const elem_t *p) { return *p; }
+% end
 
 __device__ __forceinline__ double warp_sum(double v)
 {
@@ -43,7 +49,7 @@ __device__ double block_fold(double v, double *sh)
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-st_check(const elem_t *x, const elem_t *y, i64 rows, double rtol, double atol, double stol, CheckOut *res)
+st_check(const elem_t *x, const elem_t *y, i64 rows, double rtol, double atol, double stol, u32 poison, CheckOut *res)
 {
   __shared__ double sh[8];
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -79,7 +85,8 @@ st_check(const elem_t *x, const elem_t *y, i64 rows, double rtol, double atol, d
 % end
       }
       bool ok;
-      if (ref != ref) ok = o != o;
+      if (bits1(yr + c) == poison) ok = false;   // never written
+      else if (ref != ref) ok = o != o;
       else if (is_inf(ref)) ok = o == ref;
       else {
         const double d = fabs(o - ref);

@@ -2,8 +2,7 @@
 // check gets fresh data cheaply. Row kinds mix ordinary logits, wide rows where most exps
 // underflow, large magnitudes (|x| ~ 1000) and large offsets (x ~ +-1e4, where x - max must
 // be taken before exp). With `specials`, rows 1..3 hold the edge cases: some -inf, all -inf
-// (torch gives NaN), and one NaN (the whole row NaN). Uses: dtype, cols.
-% include("types.cu")
+// (torch gives NaN), and one NaN (the whole row NaN). Rendered inside aux.cu.
 
 __device__ __forceinline__ u64 mix(u64 z)
 {

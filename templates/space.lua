@@ -200,14 +200,20 @@ end
 
 local POW2 = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 }
 
+-- Values a thread can hold without spilling: the SM's 64K registers shared by a block of
+-- `threads` (at most 255 each), less about 32 for addresses, loop state and the reduction.
+local function fits(threads, values)
+  return values <= 64 and values <= math.min(255, 65536 // threads) - 32
+end
+
 -- Row family, row held in registers: every group size whose share of the row fits.
 local function row_reg(list, P, vec)
   local nv = P.cols // vec
   for _, G in ipairs(POW2) do
     local items = (nv + G - 1) // G
-    if G <= nv and items * vec <= 64 then
+    if G <= nv then
       for _, threads in ipairs({ 128, 256, 512, 1024 }) do
-        if threads >= G and (G >= 32 or threads <= 512) then
+        if threads >= G and (G >= 32 or threads <= 512) and fits(threads, items * vec) then
           for _, reduce in ipairs(G > 1 and { "shfl", "smem" } or { "shfl" }) do
             push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce,
                             passes = 1, hold = "reg", rows = threads // G, split = 1 })
@@ -249,7 +255,7 @@ local function split_reg(list, P, vec, split)
   local cv = (P.cols // vec + split - 1) // split
   for _, threads in ipairs({ 128, 256, 512, 1024 }) do
     local items = (cv + threads - 1) // threads
-    if threads <= cv and items * vec <= 64 then
+    if threads <= cv and fits(threads, items * vec) then
       for _, reduce in ipairs({ "shfl", "smem" }) do
         push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce,
                         passes = 1, hold = "reg", rows = 1, split = split })

@@ -1,0 +1,552 @@
+/*
+** cache.c — the SQLite side of the cache and the tuning log.
+*/
+#include "cache.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#define SCHEMA_VERSION "1"
+
+struct cache_Db {
+  sqlite3 *db;
+  char path[4096];
+  char err[1024];
+};
+
+static const char *const SCHEMA =
+  "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);"
+  "INSERT OR IGNORE INTO meta VALUES('schema', '" SCHEMA_VERSION "');"
+  "CREATE TABLE IF NOT EXISTS entries("
+  "  gpu TEXT NOT NULL, arch INTEGER NOT NULL, sms INTEGER NOT NULL, driver INTEGER NOT NULL,"
+  "  nvrtc INTEGER NOT NULL, templates TEXT NOT NULL, dtype TEXT NOT NULL, op TEXT NOT NULL,"
+  "  rows INTEGER NOT NULL, cols INTEGER NOT NULL,"
+  "  config TEXT NOT NULL, kernel TEXT NOT NULL, threads INTEGER NOT NULL, rows_per_block INTEGER NOT NULL,"
+  "  blocks_per_row INTEGER NOT NULL, cluster INTEGER NOT NULL, smem INTEGER NOT NULL,"
+  "  cubin BLOB NOT NULL, sha256 TEXT NOT NULL, us REAL, gbps REAL, frac REAL, copy_us REAL,"
+  "  run INTEGER, created TEXT NOT NULL,"
+  "  PRIMARY KEY(gpu, arch, sms, driver, nvrtc, templates, dtype, op, rows, cols));"
+  "CREATE TABLE IF NOT EXISTS runs("
+  "  id INTEGER PRIMARY KEY, started TEXT NOT NULL, seconds REAL, status TEXT NOT NULL,"
+  "  gpu TEXT NOT NULL, arch INTEGER, sms INTEGER, driver INTEGER, nvrtc INTEGER, templates TEXT,"
+  "  dtype TEXT NOT NULL, op TEXT NOT NULL, rows INTEGER NOT NULL, cols INTEGER NOT NULL,"
+  "  configs INTEGER, verified INTEGER, pruned INTEGER, failed INTEGER,"
+  "  winner TEXT, winner_us REAL, copy_us REAL, frac REAL);"
+  "CREATE TABLE IF NOT EXISTS trials("
+  "  run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,"
+  "  config TEXT NOT NULL, status TEXT NOT NULL, reason TEXT,"
+  "  regs INTEGER, local_bytes INTEGER, smem INTEGER, blocks_sm INTEGER, occupancy REAL,"
+  "  compile_ms REAL, us REAL, gbps REAL, frac REAL, max_err REAL, finalist INTEGER,"
+  "  PRIMARY KEY(run, idx));";
+
+static int fail(cache_Db *c, int code, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+static int sql_fail(cache_Db *c, const char *what)
+{
+  return fail(c, CACHE_ERROR, "cache '%s': %s: %s", c->path, what, sqlite3_errmsg(c->db));
+}
+
+/* mkdir -p for the folder holding path. */
+static int make_parents(const char *path, char *err, size_t errlen)
+{
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  for (char *p = dir + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+      return snprintf(err, errlen, "cannot make cache folder '%s': %s", dir, strerror(errno)), 1;
+    *p = '/';
+  }
+  return 0;
+}
+
+int cache_path(const char *opt, int create, char *out, size_t n, char *err, size_t errlen)
+{
+  const char *env = getenv("SOFTMAX_TUNE_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  int made = 0;
+  if (opt && *opt) made = snprintf(out, n, "%s", opt);
+  else if (env && *env) made = snprintf(out, n, "%s", env);
+  else {
+    if (xdg && *xdg == '/') made = snprintf(out, n, "%s/softmax-tune/cache.db", xdg);
+    else if (home && *home) made = snprintf(out, n, "%s/.cache/softmax-tune/cache.db", home);
+    else return snprintf(err, errlen, "no place for the cache: set --cache PATH, SOFTMAX_TUNE_CACHE or HOME"), 1;
+    if (made < (int)n && create && make_parents(out, err, errlen)) return 1;
+  }
+  if (made <= 0 || made >= (int)n) return snprintf(err, errlen, "cache path too long"), 1;
+  return 0;
+}
+
+static int exec(cache_Db *c, const char *sql)
+{
+  char *msg = NULL;
+  if (sqlite3_exec(c->db, sql, NULL, NULL, &msg) == SQLITE_OK) return 0;
+  fail(c, CACHE_ERROR, "cache '%s': %s", c->path, msg ? msg : sqlite3_errmsg(c->db));
+  sqlite3_free(msg);
+  return 1;
+}
+
+/* The schema version, after making the tables when they are missing (and we may write). */
+static int check_schema(cache_Db *c, int create)
+{
+  sqlite3_stmt *st;
+  int have = 0, rc;
+  if (sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k = 'schema'", -1, &st, NULL) == SQLITE_OK) {
+    if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      have = 1;
+      if (strcmp((const char *)sqlite3_column_text(st, 0), SCHEMA_VERSION) != 0)
+        rc = fail(c, CACHE_ERROR, "cache '%s' has schema version %s; this softmax-tune reads version %s", c->path,
+                  (const char *)sqlite3_column_text(st, 0), SCHEMA_VERSION);
+      else rc = 0;
+    } else {
+      rc = rc == SQLITE_DONE ? 0 : sql_fail(c, "reading its version");
+    }
+    sqlite3_finalize(st);
+    if (rc) return rc;
+  } else if (!strstr(sqlite3_errmsg(c->db), "no such table")) {
+    return fail(c, CACHE_ERROR, "cache '%s' is not a softmax-tune database: %s", c->path, sqlite3_errmsg(c->db));
+  }
+  if (have) return 0;
+  if (!create) return fail(c, CACHE_MISS, "cache '%s' holds nothing yet", c->path);
+  if (exec(c, "BEGIN IMMEDIATE")) return CACHE_ERROR;
+  if (exec(c, SCHEMA)) {
+    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    return CACHE_ERROR;
+  }
+  return exec(c, "COMMIT") ? CACHE_ERROR : 0;
+}
+
+int cache_open(cache_Db **out, const char *path, int create, char *err, size_t errlen)
+{
+  struct stat sb;
+  cache_Db *c = calloc(1, sizeof *c);
+  int rc;
+  *out = NULL;
+  if (!c) return snprintf(err, errlen, "out of memory"), CACHE_ERROR;
+  snprintf(c->path, sizeof c->path, "%s", path);
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    rc = fail(c, CACHE_ERROR, "cache path '%s' is a directory; give a file, such as %s/cache.db", path, path);
+  } else if (!create && stat(path, &sb) != 0) {
+    rc = fail(c, CACHE_MISS, "no cache at '%s' yet (tune a shape first)", path);
+  } else if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX,
+                             NULL) != SQLITE_OK) {
+    rc = fail(c, CACHE_ERROR, "cannot open cache '%s': %s", path, c->db ? sqlite3_errmsg(c->db) : "out of memory");
+  } else if (sqlite3_busy_timeout(c->db, 60000) != SQLITE_OK ||
+             sqlite3_exec(c->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL) != SQLITE_OK) {
+    rc = sql_fail(c, "setting it up");
+  } else {
+    rc = check_schema(c, create);
+    if (rc == 0 && !sqlite3_db_readonly(c->db, "main") && exec(c, "PRAGMA journal_mode = WAL")) rc = CACHE_ERROR;
+  }
+  if (rc) {
+    snprintf(err, errlen, "%s", c->err);
+    cache_close(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+void cache_close(cache_Db *c)
+{
+  if (!c) return;
+  sqlite3_close(c->db);
+  free(c);
+}
+
+const char *cache_error(const cache_Db *c)
+{
+  return c->err;
+}
+
+void cache_filter_all(cache_Key *k)
+{
+  memset(k, 0, sizeof *k);
+  k->dtype = k->op = -1;
+}
+
+/* ---- statements ---- */
+
+#define KEY_COLS "gpu, arch, sms, driver, nvrtc, templates, dtype, op, rows, cols"
+#define KEY_MATCH "gpu = ?1 AND arch = ?2 AND sms = ?3 AND driver = ?4 AND nvrtc = ?5 AND templates = ?6 " \
+                  "AND dtype = ?7 AND op = ?8"
+/* A filter: each field matches when the bound value is NULL. */
+#define FILTER "(?1 IS NULL OR gpu = ?1) AND (?2 IS NULL OR dtype = ?2) AND (?3 IS NULL OR op = ?3) " \
+               "AND (?4 IS NULL OR rows = ?4) AND (?5 IS NULL OR cols = ?5)"
+#define ENTRY_COLS KEY_COLS ", config, kernel, threads, rows_per_block, blocks_per_row, cluster, smem, " \
+                   "sha256, us, gbps, frac, copy_us, run, created"
+
+static int bind_key(sqlite3_stmt *st, const cache_Key *k, int full)
+{
+  int rc = sqlite3_bind_text(st, 1, k->gpu, -1, SQLITE_TRANSIENT);
+  rc |= sqlite3_bind_int(st, 2, k->arch);
+  rc |= sqlite3_bind_int(st, 3, k->sms);
+  rc |= sqlite3_bind_int(st, 4, k->driver);
+  rc |= sqlite3_bind_int(st, 5, k->nvrtc);
+  rc |= sqlite3_bind_text(st, 6, k->templates, -1, SQLITE_TRANSIENT);
+  rc |= sqlite3_bind_text(st, 7, gen_dtype_name(k->dtype), -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_text(st, 8, gen_op_name(k->op), -1, SQLITE_STATIC);
+  if (full) {
+    rc |= sqlite3_bind_int64(st, 9, k->rows);
+    rc |= sqlite3_bind_int64(st, 10, k->cols);
+  }
+  return rc;
+}
+
+static int bind_filter(sqlite3_stmt *st, const cache_Key *f)
+{
+  int rc = f->gpu[0] ? sqlite3_bind_text(st, 1, f->gpu, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, 1);
+  rc |= f->dtype >= 0 ? sqlite3_bind_text(st, 2, gen_dtype_name(f->dtype), -1, SQLITE_STATIC) : sqlite3_bind_null(st, 2);
+  rc |= f->op >= 0 ? sqlite3_bind_text(st, 3, gen_op_name(f->op), -1, SQLITE_STATIC) : sqlite3_bind_null(st, 3);
+  rc |= f->rows > 0 ? sqlite3_bind_int64(st, 4, f->rows) : sqlite3_bind_null(st, 4);
+  rc |= f->cols > 0 ? sqlite3_bind_int64(st, 5, f->cols) : sqlite3_bind_null(st, 5);
+  return rc;
+}
+
+static void text_col(sqlite3_stmt *st, int i, char *out, size_t n)
+{
+  const unsigned char *t = sqlite3_column_text(st, i);
+  snprintf(out, n, "%s", t ? (const char *)t : "");
+}
+
+/* Columns 0..9 of a row into a key. */
+static void read_key(sqlite3_stmt *st, cache_Key *k)
+{
+  char buf[32];
+  text_col(st, 0, k->gpu, sizeof k->gpu);
+  k->arch = sqlite3_column_int(st, 1);
+  k->sms = sqlite3_column_int(st, 2);
+  k->driver = sqlite3_column_int(st, 3);
+  k->nvrtc = sqlite3_column_int(st, 4);
+  text_col(st, 5, k->templates, sizeof k->templates);
+  text_col(st, 6, buf, sizeof buf);
+  k->dtype = gen_parse_dtype(buf);
+  text_col(st, 7, buf, sizeof buf);
+  k->op = gen_parse_op(buf);
+  k->rows = sqlite3_column_int64(st, 8);
+  k->cols = sqlite3_column_int64(st, 9);
+}
+
+/* An entries row (ENTRY_COLS, then the cubin when with_cubin) into e. */
+static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cubin)
+{
+  memset(e, 0, sizeof *e);
+  read_key(st, &e->key);
+  text_col(st, 10, e->config, sizeof e->config);
+  text_col(st, 11, e->kernel, sizeof e->kernel);
+  e->launch.threads = sqlite3_column_int(st, 12);
+  e->launch.rows_per_block = sqlite3_column_int(st, 13);
+  e->launch.blocks_per_row = sqlite3_column_int(st, 14);
+  e->launch.cluster = sqlite3_column_int(st, 15);
+  e->launch.smem = sqlite3_column_int(st, 16);
+  text_col(st, 17, e->sha256, sizeof e->sha256);
+  e->us = sqlite3_column_double(st, 18);
+  e->gbps = sqlite3_column_double(st, 19);
+  e->frac = sqlite3_column_double(st, 20);
+  e->copy_us = sqlite3_column_double(st, 21);
+  e->run = sqlite3_column_int64(st, 22);
+  text_col(st, 23, e->created, sizeof e->created);
+  if (!with_cubin) return 0;
+  const void *blob = sqlite3_column_blob(st, 24);
+  int n = sqlite3_column_bytes(st, 24);
+  if (!blob || n <= 0) return fail(c, CACHE_CORRUPT, "cache entry for %s has no cubin", e->config);
+  if (!(e->cubin = malloc((size_t)n))) return fail(c, CACHE_ERROR, "out of memory reading a cubin");
+  memcpy(e->cubin, blob, (size_t)n);
+  e->size = (size_t)n;
+  char sum[65];
+  cache_sha256(e->cubin, e->size, sum);
+  if (strcmp(sum, e->sha256) != 0) {
+    cache_entry_free(e);
+    return fail(c, CACHE_CORRUPT, "cache entry %s %lldx%lld on %s: cubin fails its checksum (stored %.12s, read %.12s)",
+                gen_dtype_name(e->key.dtype), (long long)e->key.rows, (long long)e->key.cols, e->key.gpu, e->sha256, sum);
+  }
+  return 0;
+}
+
+static int get_where(cache_Db *c, const cache_Key *k, cache_Entry *e, const char *sql, int full)
+{
+  sqlite3_stmt *st;
+  int rc;
+  if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "looking up");
+  if (bind_key(st, k, full) != SQLITE_OK) rc = sql_fail(c, "binding a key");
+  else if ((rc = sqlite3_step(st)) == SQLITE_ROW) rc = read_entry(c, st, e, 1);
+  else if (rc == SQLITE_DONE) rc = fail(c, CACHE_MISS, "no cache entry");
+  else rc = sql_fail(c, "looking up");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int cache_get(cache_Db *c, const cache_Key *k, cache_Entry *e)
+{
+  return get_where(c, k, e, "SELECT " ENTRY_COLS ", cubin FROM entries WHERE " KEY_MATCH " AND rows = ?9 AND cols = ?10",
+                   1);
+}
+
+int cache_similar(cache_Db *c, const cache_Key *k, cache_Entry *e)
+{
+  cache_Key kk = *k;
+  sqlite3_stmt *st;
+  int rc;
+  const char *sql = "SELECT " ENTRY_COLS ", cubin FROM entries WHERE " KEY_MATCH " AND cols = ?9 "
+                    "ORDER BY abs(rows - ?10) LIMIT 1";
+  if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "looking up");
+  kk.rows = k->cols;   /* ?9 is cols here, ?10 the rows to be near */
+  kk.cols = k->rows;
+  if (bind_key(st, &kk, 1) != SQLITE_OK) rc = sql_fail(c, "binding a key");
+  else if ((rc = sqlite3_step(st)) == SQLITE_ROW) rc = read_entry(c, st, e, 1);
+  else if (rc == SQLITE_DONE) rc = fail(c, CACHE_MISS, "no similar entry");
+  else rc = sql_fail(c, "looking up");
+  sqlite3_finalize(st);
+  return rc;
+}
+
+void cache_entry_free(cache_Entry *e)
+{
+  free(e->cubin);
+  e->cubin = NULL;
+}
+
+static void now_utc(char *out, size_t n)
+{
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, n, "%Y-%m-%d %H:%M:%SZ", &tm);
+}
+
+static int insert_run(cache_Db *c, cache_Run *r)
+{
+  sqlite3_stmt *st;
+  int rc = 0;
+  const char *sql = "INSERT INTO runs(gpu, arch, sms, driver, nvrtc, templates, dtype, op, rows, cols, started, seconds,"
+                    " status, configs, verified, pruned, failed, winner, winner_us, copy_us, frac)"
+                    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)";
+  if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "logging a run");
+  if (!r->started[0]) now_utc(r->started, sizeof r->started);
+  rc |= bind_key(st, &r->key, 1);
+  rc |= sqlite3_bind_text(st, 11, r->started, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_double(st, 12, r->seconds);
+  rc |= sqlite3_bind_text(st, 13, r->status, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_int(st, 14, r->configs);
+  rc |= sqlite3_bind_int(st, 15, r->verified);
+  rc |= sqlite3_bind_int(st, 16, r->pruned);
+  rc |= sqlite3_bind_int(st, 17, r->failed);
+  rc |= r->winner[0] ? sqlite3_bind_text(st, 18, r->winner, -1, SQLITE_STATIC) : sqlite3_bind_null(st, 18);
+  rc |= sqlite3_bind_double(st, 19, r->winner_us);
+  rc |= sqlite3_bind_double(st, 20, r->copy_us);
+  rc |= sqlite3_bind_double(st, 21, r->frac);
+  rc = rc != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE ? sql_fail(c, "logging a run") : 0;
+  sqlite3_finalize(st);
+  r->id = sqlite3_last_insert_rowid(c->db);
+  return rc;
+}
+
+static int insert_trials(cache_Db *c, int64_t run, const cache_Trial *t, int n)
+{
+  sqlite3_stmt *st;
+  int rc = 0;
+  const char *sql = "INSERT INTO trials(run, idx, config, status, reason, regs, local_bytes, smem, blocks_sm, occupancy,"
+                    " compile_ms, us, gbps, frac, max_err, finalist) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)";
+  if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "logging trials");
+  for (int i = 0; i < n && rc == 0; i++) {
+    rc |= sqlite3_bind_int64(st, 1, run);
+    rc |= sqlite3_bind_int(st, 2, i);
+    rc |= sqlite3_bind_text(st, 3, t[i].config, -1, SQLITE_STATIC);
+    rc |= sqlite3_bind_text(st, 4, t[i].status, -1, SQLITE_STATIC);
+    rc |= sqlite3_bind_text(st, 5, t[i].reason, -1, SQLITE_STATIC);
+    rc |= sqlite3_bind_int(st, 6, t[i].regs);
+    rc |= sqlite3_bind_int(st, 7, t[i].local_bytes);
+    rc |= sqlite3_bind_int(st, 8, t[i].smem);
+    rc |= sqlite3_bind_int(st, 9, t[i].blocks_sm);
+    rc |= sqlite3_bind_double(st, 10, t[i].occupancy);
+    rc |= sqlite3_bind_double(st, 11, t[i].compile_ms);
+    rc |= sqlite3_bind_double(st, 12, t[i].us);
+    rc |= sqlite3_bind_double(st, 13, t[i].gbps);
+    rc |= sqlite3_bind_double(st, 14, t[i].frac);
+    rc |= sqlite3_bind_double(st, 15, t[i].max_err);
+    rc |= sqlite3_bind_int(st, 16, t[i].finalist);
+    if (rc != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE) rc = sql_fail(c, "logging a trial");
+    sqlite3_reset(st);
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int insert_entry(cache_Db *c, const cache_Entry *e, int64_t run)
+{
+  sqlite3_stmt *st;
+  int rc = 0;
+  char created[32], sum[65];
+  const char *sql = "INSERT OR REPLACE INTO entries(" ENTRY_COLS ", cubin)"
+                    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)";
+  if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "storing the winner");
+  now_utc(created, sizeof created);
+  cache_sha256(e->cubin, e->size, sum);
+  rc |= bind_key(st, &e->key, 1);
+  rc |= sqlite3_bind_text(st, 11, e->config, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_text(st, 12, e->kernel, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_int(st, 13, e->launch.threads);
+  rc |= sqlite3_bind_int(st, 14, e->launch.rows_per_block);
+  rc |= sqlite3_bind_int(st, 15, e->launch.blocks_per_row);
+  rc |= sqlite3_bind_int(st, 16, e->launch.cluster);
+  rc |= sqlite3_bind_int(st, 17, e->launch.smem);
+  rc |= sqlite3_bind_text(st, 18, sum, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_double(st, 19, e->us);
+  rc |= sqlite3_bind_double(st, 20, e->gbps);
+  rc |= sqlite3_bind_double(st, 21, e->frac);
+  rc |= sqlite3_bind_double(st, 22, e->copy_us);
+  rc |= sqlite3_bind_int64(st, 23, run);
+  rc |= sqlite3_bind_text(st, 24, created, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_blob(st, 25, e->cubin, (int)e->size, SQLITE_STATIC);
+  rc = rc != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE ? sql_fail(c, "storing the winner") : 0;
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int cache_store(cache_Db *c, cache_Run *run, const cache_Trial *trials, int ntrials, const cache_Entry *e)
+{
+  if (exec(c, "BEGIN IMMEDIATE")) return CACHE_ERROR;
+  if (insert_run(c, run) || insert_trials(c, run->id, trials, ntrials) || (e && insert_entry(c, e, run->id)) ||
+      exec(c, "COMMIT")) {
+    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    return CACHE_ERROR;
+  }
+  return 0;
+}
+
+/* Run `sql` with the filter bound, calling row() for each row into a growing array. */
+static int collect(cache_Db *c, sqlite3_stmt *st, void **items, int *n, size_t size,
+                   int (*row)(cache_Db *, sqlite3_stmt *, void *))
+{
+  int rc, cap = 0;
+  char *a = NULL;
+  *n = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      char *b = realloc(a, (size_t)(cap = cap ? 2 * cap : 16) * size);
+      if (!b) {
+        free(a);
+        return fail(c, CACHE_ERROR, "out of memory reading the cache");
+      }
+      a = b;
+    }
+    if ((rc = row(c, st, a + (size_t)*n * size))) {
+      free(a);
+      return rc;
+    }
+    (*n)++;
+  }
+  if (rc != SQLITE_DONE) {
+    free(a);
+    return sql_fail(c, "reading");
+  }
+  *items = a;
+  return 0;
+}
+
+static int run_row(cache_Db *c, sqlite3_stmt *st, void *item)
+{
+  cache_Run *r = item;
+  memset(r, 0, sizeof *r);
+  read_key(st, &r->key);
+  r->id = sqlite3_column_int64(st, 10);
+  text_col(st, 11, r->started, sizeof r->started);
+  r->seconds = sqlite3_column_double(st, 12);
+  text_col(st, 13, r->status, sizeof r->status);
+  r->configs = sqlite3_column_int(st, 14);
+  r->verified = sqlite3_column_int(st, 15);
+  r->pruned = sqlite3_column_int(st, 16);
+  r->failed = sqlite3_column_int(st, 17);
+  text_col(st, 18, r->winner, sizeof r->winner);
+  r->winner_us = sqlite3_column_double(st, 19);
+  r->copy_us = sqlite3_column_double(st, 20);
+  r->frac = sqlite3_column_double(st, 21);
+  return 0;
+}
+
+int cache_runs(cache_Db *c, const cache_Key *f, int64_t id, int limit, cache_Run **runs, int *n)
+{
+  sqlite3_stmt *st;
+  const char *sql = "SELECT " KEY_COLS ", id, started, seconds, status, configs, verified, pruned, failed, winner,"
+                    " winner_us, copy_us, frac FROM runs WHERE " FILTER " AND (?6 IS NULL OR id = ?6)"
+                    " ORDER BY id DESC LIMIT ?7";
+  if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "reading the log");
+  int rc = bind_filter(st, f);
+  rc |= id > 0 ? sqlite3_bind_int64(st, 6, id) : sqlite3_bind_null(st, 6);
+  rc |= sqlite3_bind_int(st, 7, limit);
+  rc = rc != SQLITE_OK ? sql_fail(c, "reading the log") : collect(c, st, (void **)runs, n, sizeof **runs, run_row);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int trial_row(cache_Db *c, sqlite3_stmt *st, void *item)
+{
+  cache_Trial *t = item;
+  memset(t, 0, sizeof *t);
+  text_col(st, 0, t->config, sizeof t->config);
+  text_col(st, 1, t->status, sizeof t->status);
+  text_col(st, 2, t->reason, sizeof t->reason);
+  t->regs = sqlite3_column_int(st, 3);
+  t->local_bytes = sqlite3_column_int(st, 4);
+  t->smem = sqlite3_column_int(st, 5);
+  t->blocks_sm = sqlite3_column_int(st, 6);
+  t->occupancy = sqlite3_column_double(st, 7);
+  t->compile_ms = sqlite3_column_double(st, 8);
+  t->us = sqlite3_column_double(st, 9);
+  t->gbps = sqlite3_column_double(st, 10);
+  t->frac = sqlite3_column_double(st, 11);
+  t->max_err = sqlite3_column_double(st, 12);
+  t->finalist = sqlite3_column_int(st, 13);
+  return 0;
+}
+
+int cache_trials(cache_Db *c, int64_t run, cache_Trial **trials, int *n)
+{
+  sqlite3_stmt *st;
+  const char *sql = "SELECT config, status, reason, regs, local_bytes, smem, blocks_sm, occupancy, compile_ms, us,"
+                    " gbps, frac, max_err, finalist FROM trials WHERE run = ?1 ORDER BY idx";
+  if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "reading trials");
+  int rc = sqlite3_bind_int64(st, 1, run) != SQLITE_OK ? sql_fail(c, "reading trials")
+                                                        : collect(c, st, (void **)trials, n, sizeof **trials, trial_row);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int entry_row(cache_Db *c, sqlite3_stmt *st, void *item)
+{
+  return read_entry(c, st, item, 0);
+}
+
+int cache_entries(cache_Db *c, const cache_Key *f, cache_Entry **e, int *n)
+{
+  sqlite3_stmt *st;
+  const char *sql = "SELECT " ENTRY_COLS " FROM entries WHERE " FILTER " ORDER BY created DESC";
+  if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "listing");
+  int rc = bind_filter(st, f) != SQLITE_OK ? sql_fail(c, "listing") : collect(c, st, (void **)e, n, sizeof **e, entry_row);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int cache_clear(cache_Db *c, const cache_Key *f, int *n)
+{
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE " FILTER, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "clearing");
+  int rc = bind_filter(st, f) != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE ? sql_fail(c, "clearing") : 0;
+  sqlite3_finalize(st);
+  *n = rc ? 0 : sqlite3_changes(c->db);
+  return rc;
+}

@@ -1,0 +1,88 @@
+/*
+** cache.h — the cache and the tuning log, in one SQLite database: the winning cubin per GPU and
+** problem, with its config and figures, and a record of every run and every trial.
+**
+** An entry is keyed by everything that could make a cubin wrong or slow elsewhere: GPU model,
+** compute capability, SM count, driver and NVRTC versions, a hash of the templates, dtype, op,
+** rows and cols. Entries are written in one transaction with their run, or not at all; the
+** cubin's SHA-256 is checked on every read. WAL mode and a busy timeout let several tuners share
+** one file. Functions return 0 or an error code; cache_error() says what went wrong.
+*/
+#ifndef CACHE_H
+#define CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gen.h"
+
+enum { CACHE_OK = 0, CACHE_ERROR = 1, CACHE_MISS = 2, CACHE_CORRUPT = 3 };
+
+typedef struct cache_Key {
+  char gpu[256];
+  int arch, sms, driver, nvrtc;   /* nvrtc as major*1000 + minor*10, like the driver version */
+  char templates[65];             /* SHA-256 of the generator's sources */
+  int dtype, op;
+  int64_t rows, cols;
+} cache_Key;
+
+typedef struct cache_Entry {
+  cache_Key key;
+  char config[256], kernel[64], created[32];
+  gen_Launch launch;
+  void *cubin;                    /* malloc'ed; cache_entry_free */
+  size_t size;
+  char sha256[65];
+  double us, gbps, frac, copy_us;
+  int64_t run;
+} cache_Entry;
+
+/* One trial of a run, as logged. */
+typedef struct cache_Trial {
+  char config[256], status[16], reason[256];
+  int regs, local_bytes, smem, blocks_sm;
+  double occupancy, compile_ms, us, gbps, frac, max_err;
+  int finalist;
+} cache_Trial;
+
+typedef struct cache_Run {
+  int64_t id;
+  cache_Key key;
+  char started[32], status[32], winner[256];
+  double seconds, winner_us, copy_us, frac;
+  int configs, verified, pruned, failed;
+} cache_Run;
+
+typedef struct cache_Db cache_Db;
+
+/* The database path: opt, else $SOFTMAX_TUNE_CACHE, else $XDG_CACHE_HOME/softmax-tune/cache.db,
+** else ~/.cache/softmax-tune/cache.db. Default folders are made when create is set. */
+int cache_path(const char *opt, int create, char *out, size_t n, char *err, size_t errlen);
+/* create: make the file when missing; else a missing file is CACHE_MISS. */
+int cache_open(cache_Db **db, const char *path, int create, char *err, size_t errlen);
+void cache_close(cache_Db *db);
+const char *cache_error(const cache_Db *db);
+
+/* CACHE_OK with e filled, CACHE_MISS, or CACHE_CORRUPT when the cubin fails its checksum. */
+int cache_get(cache_Db *db, const cache_Key *k, cache_Entry *e);
+void cache_entry_free(cache_Entry *e);
+/* Entries for these cols, dtype, op on this GPU (other rows): for reusing a tuned config. */
+int cache_similar(cache_Db *db, const cache_Key *k, cache_Entry *e);
+
+/* Store a run, its trials and (when e is not NULL) its winning entry, in one transaction. */
+int cache_store(cache_Db *db, cache_Run *run, const cache_Trial *trials, int ntrials, const cache_Entry *e);
+
+/* Runs, newest first, filtered by key fields that are set (rows/cols > 0, dtype/op >= 0);
+** id > 0 picks one run. *runs is malloc'ed. */
+int cache_runs(cache_Db *db, const cache_Key *filter, int64_t id, int limit, cache_Run **runs, int *n);
+int cache_trials(cache_Db *db, int64_t run, cache_Trial **trials, int *n);
+/* Entries (without cubins) matching the filter; *e is malloc'ed. */
+int cache_entries(cache_Db *db, const cache_Key *filter, cache_Entry **e, int *n);
+/* Delete the entries matching the filter; *n says how many. */
+int cache_clear(cache_Db *db, const cache_Key *filter, int *n);
+
+/* A key that matches everything: the filter to fill in. */
+void cache_filter_all(cache_Key *k);
+void cache_sha256(const void *data, size_t n, char hex[65]);
+
+#endif

@@ -1,0 +1,170 @@
+/*
+** tune.c — the main job: softmax-tune --gpu N --shape RxC. Answers from the cache when it can,
+** else sweeps the space on the GPU, prints the winner and the top five, and stores the run.
+*/
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "tune.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+  (void)sig;
+  interrupted = 1;
+}
+
+typedef struct Progress {
+  int tty;
+  int64_t bytes;
+} Progress;
+
+static void progress(void *ud, int done, int total, const tune_Trial *t, const tune_Trial *best)
+{
+  Progress *p = ud;
+  char bar[31];
+  if (!p->tty) return;
+  int fill = done * 30 / total;
+  memset(bar, '=', (size_t)fill);
+  memset(bar + fill, ' ', (size_t)(30 - fill));
+  bar[30] = '\0';
+  fprintf(stderr, "\r[%s] %d/%d", bar, done, total);
+  if (best) fprintf(stderr, "  best %.1f us (%.0f GB/s)", best->us, p->bytes / best->us / 1e3);
+  fprintf(stderr, "  %-8s\033[K", t->status == TUNE_OK ? "ok" : t->status == TUNE_PRUNED ? "pruned" : "failed");
+  if (done == total) fputs("\r\033[K", stderr);
+  fflush(stderr);
+}
+
+static void print_header(const tune_Device *d, const gen_Problem *p, int nvrtc, int64_t bytes)
+{
+  printf("GPU %d: %s, sm_%d, %d SMs, %.1f GB, driver %d.%d, NVRTC %d.%d\n", d->ordinal, d->name, d->arch, d->sms,
+         d->mem / 1e9, d->driver / 1000, d->driver % 1000 / 10, nvrtc / 1000, nvrtc % 1000 / 10);
+  printf("problem: %lldx%lld %s %s, %.3f GB moved per call (read + write)\n", (long long)p->rows, (long long)p->cols,
+         gen_dtype_name(p->dtype), gen_op_name(p->op), bytes / 1e9);
+}
+
+static void print_result(const tune_Result *r)
+{
+  int top[5], n = tune_top(r, top, 5);
+  printf("copy floor  %10.1f us  %7.1f GB/s\n", r->copy_us, r->bytes / r->copy_us / 1e3);
+  if (r->winner < 0) {
+    printf("no winner: no config passed (see softmax-tune log for the reasons)\n");
+    return;
+  }
+  const tune_Trial *w = &r->trials[r->winner];
+  printf("winner      %10.1f us  %7.1f GB/s  %.3f of copy  %s\n", w->us, w->gbps, w->frac, w->config);
+  printf("top %d (finalists re-timed interleaved with the copy):\n", n);
+  printf("  %-3s %-74s %10s %9s %8s\n", "#", "config", "us", "GB/s", "of copy");
+  for (int i = 0; i < n; i++) {
+    const tune_Trial *t = &r->trials[top[i]];
+    printf("  %-3d %-74s %10.1f %9.1f %8.3f%s\n", i + 1, t->config, t->us, t->gbps, t->frac, t->finalist ? "" : "  (first round)");
+  }
+  printf("swept %d configs in %.1f s: %d verified, %d pruned, %d failed\n", r->ntrials, r->seconds, r->verified,
+         r->pruned, r->failed);
+}
+
+static int answer_from_cache(cache_Db *db, const cache_Key *k, const char *path)
+{
+  cache_Entry e;
+  int rc = cache_get(db, k, &e);
+  if (rc == CACHE_CORRUPT) {
+    fprintf(stderr, "softmax-tune: %s; tuning again\n", cache_error(db));
+    return -1;
+  }
+  if (rc == CACHE_MISS) return -1;
+  if (rc) return cli_fail("%s", cache_error(db)), 1;
+  printf("winner      %10.1f us  %7.1f GB/s  %.3f of copy  %s\n", e.us, e.gbps, e.frac, e.config);
+  printf("from the cache %s (tuned %s, run %lld; --force tunes again)\n", path, e.created, (long long)e.run);
+  cache_entry_free(&e);
+  return 0;
+}
+
+/* Everything after the cache missed: GPU buffers, the sweep, the report, the store. */
+static int sweep(cli_Options *o, tune_Gpu *gpu, gen_State *g, gen_Problem *p, cache_Db *db, const cache_Key *k,
+                 const char *path)
+{
+  tune_Options opt;
+  tune_Result r;
+  char **list;
+  int n, rc;
+  int64_t run;
+  Progress pr = { isatty(2) && !o->quiet, 2 * p->rows * p->cols * gen_dtype_size(p->dtype) };
+  if (gen_space(g, p, &list, &n)) return cli_fail("%s", gen_error(g)), 2;
+  gen_free_list(list, n);
+  if ((rc = tune_gpu_prepare(gpu, g, p, n, o->err, sizeof o->err))) return cli_fail("%s", o->err), rc == 2 ? 2 : 1;
+  tune_default_options(&opt);
+  opt.cancel = &interrupted;
+  opt.progress = progress;
+  opt.progress_ud = &pr;
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  tune_Backend b = tune_gpu_backend(gpu);
+  rc = tune_sweep(g, p, &b, &opt, &r, o->err, sizeof o->err);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  if (pr.tty) fputs("\r\033[K", stderr);
+  if (rc) {
+    cli_fail("%s", o->err);
+    tune_result_free(&r);
+    return 1;
+  }
+  if (r.cancelled) {
+    cli_fail("interrupted after %.1f s: nothing was stored", r.seconds);
+    tune_result_free(&r);
+    return 130;
+  }
+  print_result(&r);
+  rc = tune_store(db, k, &r, &run, o->err, sizeof o->err);
+  if (rc) cli_fail("%s", o->err);
+  else printf("stored in %s (run %lld); every trial: softmax-tune log --run %lld\n", path, (long long)run, (long long)run);
+  int won = r.winner >= 0;
+  tune_result_free(&r);
+  return rc ? 1 : won ? 0 : 1;
+}
+
+int cli_tune(cli_Options *o)
+{
+  char path[4096];
+  cache_Db *db = NULL;
+  tune_Gpu *gpu = NULL;
+  gen_State *g = NULL;
+  gen_Problem p = { 0 };
+  cache_Key k;
+  int rc = 2, nvrtc_major = 0, nvrtc_minor = 0;
+  if (!o->shape) return cli_fail("tuning needs --shape RxC, such as --shape 32000x16384 (see --help)"), 2;
+  if (cache_path(o->cache, 1, path, sizeof path, o->err, sizeof o->err) ||
+      cache_open(&db, path, 1, o->err, sizeof o->err)) {
+    cli_fail("%s", o->err);
+    return 2;
+  }
+  if (tune_gpu_open(&gpu, o->gpu, o->err, sizeof o->err)) {
+    cli_fail("%s", o->err);
+    goto done;
+  }
+  rc = 1;
+  if (gen_open(&g, o->templates, o->err, sizeof o->err)) {
+    cli_fail("%s", o->err);
+    goto done;
+  }
+  p.rows = o->rows, p.cols = o->cols, p.dtype = cli_dtype(o), p.op = cli_op(o);
+  tune_device_limits(tune_gpu_device(gpu), &p);
+  if (tune_key(g, tune_gpu_device(gpu), &p, &k, o->err, sizeof o->err)) {
+    cli_fail("%s", o->err);
+    goto done;
+  }
+  gen_nvrtc_version(&nvrtc_major, &nvrtc_minor);
+  print_header(tune_gpu_device(gpu), &p, nvrtc_major * 1000 + nvrtc_minor * 10, 2 * p.rows * p.cols * gen_dtype_size(p.dtype));
+  if (!o->force && (rc = answer_from_cache(db, &k, path)) >= 0) goto done;
+  fflush(stdout);
+  rc = sweep(o, gpu, g, &p, db, &k, path);
+done:
+  gen_close(g);
+  tune_gpu_close(gpu);
+  cache_close(db);
+  return rc;
+}

@@ -1,0 +1,157 @@
+/*
+** cudrv.c — the CUDA driver through dlopen: every entry point is looked up with
+** cuGetProcAddress for the CUDA version of the cuda.h we were built with, so each pointer has
+** the ABI of the prototype its field was declared from.
+*/
+#include "cudrv.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const NO_DRIVER =
+  "; softmax-tune needs an NVIDIA GPU with its driver (libcuda.so.1, CUDA 12 or newer): "
+  "check that nvidia-smi lists the GPU, or in a container run with the GPU passed through "
+  "(docker --gpus all); commands space, emit, compile, log and cache work without one";
+
+int tune_driver_load(tune_Driver *d, char *err, size_t errlen)
+{
+  CUresult (*getproc)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+  memset(d, 0, sizeof *d);
+  if (!(d->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))) {
+    snprintf(err, errlen, "no CUDA driver: cannot load libcuda.so.1 (%s)%s", dlerror(), NO_DRIVER);
+    return 1;
+  }
+  *(void **)&getproc = dlsym(d->lib, "cuGetProcAddress_v2");
+  if (!getproc) {
+    snprintf(err, errlen, "the CUDA driver is too old (no cuGetProcAddress_v2)%s", NO_DRIVER);
+    tune_driver_unload(d);
+    return 1;
+  }
+#define LOOKUP(f)                                                                          \
+  {                                                                                        \
+    CUdriverProcAddressQueryResult q;                                                      \
+    if (getproc(#f, (void **)&d->f, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !d->f) { \
+      snprintf(err, errlen, "the CUDA driver lacks %s (too old?)%s", #f, NO_DRIVER);       \
+      tune_driver_unload(d);                                                               \
+      return 1;                                                                            \
+    }                                                                                      \
+  }
+  TUNE_CU_FUNCS(LOOKUP)
+#undef LOOKUP
+  CUresult r = d->cuInit(0);
+  if (r != CUDA_SUCCESS) {
+    char buf[256];
+    snprintf(err, errlen, "the CUDA driver did not start: %s%s", tune_cu_error(d, r, buf, sizeof buf), NO_DRIVER);
+    tune_driver_unload(d);
+    return 1;
+  }
+  d->cuDriverGetVersion(&d->version);
+  if (d->version < 12000) {
+    snprintf(err, errlen, "the CUDA driver is version %d.%d; softmax-tune needs 12.0 or newer%s", d->version / 1000,
+             d->version % 1000 / 10, NO_DRIVER);
+    tune_driver_unload(d);
+    return 1;
+  }
+  return 0;
+}
+
+void tune_driver_unload(tune_Driver *d)
+{
+  if (d->lib) dlclose(d->lib);
+  memset(d, 0, sizeof *d);
+}
+
+const char *tune_cu_error(const tune_Driver *d, CUresult r, char *buf, size_t n)
+{
+  const char *name = NULL, *text = NULL;
+  if (d->cuGetErrorName) d->cuGetErrorName(r, &name);
+  if (d->cuGetErrorString) d->cuGetErrorString(r, &text);
+  snprintf(buf, n, "%s: %s", name ? name : "CUDA error", text ? text : "unknown");
+  return buf;
+}
+
+int tune_device(const tune_Driver *d, int ordinal, tune_Device *dev, char *err, size_t errlen)
+{
+  int count = 0, major = 0, minor = 0, l2 = 0, smem = 0;
+  char buf[256];
+  CUresult r;
+  size_t mem = 0;
+  memset(dev, 0, sizeof *dev);
+  if ((r = d->cuDeviceGetCount(&count)) != CUDA_SUCCESS)
+    return snprintf(err, errlen, "cannot count GPUs: %s", tune_cu_error(d, r, buf, sizeof buf)), 1;
+  if (ordinal < 0 || ordinal >= count)
+    return snprintf(err, errlen, "no GPU %d: this machine has %d GPU%s (--gpu 0..%d)", ordinal, count,
+                    count == 1 ? "" : "s", count - 1), 1;
+  if ((r = d->cuDeviceGet(&dev->dev, ordinal)) != CUDA_SUCCESS ||
+      (r = d->cuDeviceGetName(dev->name, sizeof dev->name, dev->dev)) != CUDA_SUCCESS ||
+      (r = d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev->dev)) ||
+      (r = d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev->dev)) ||
+      (r = d->cuDeviceGetAttribute(&dev->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev->dev)) ||
+      (r = d->cuDeviceGetAttribute(&dev->threads_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev->dev)) ||
+      (r = d->cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev->dev)) ||
+      (r = d->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->dev)) ||
+      (r = d->cuDeviceTotalMem(&mem, dev->dev)))
+    return snprintf(err, errlen, "cannot read GPU %d: %s", ordinal, tune_cu_error(d, r, buf, sizeof buf)), 1;
+  dev->ordinal = ordinal;
+  dev->arch = major * 10 + minor;
+  dev->smem_block = smem;
+  dev->l2 = l2;
+  dev->mem = (int64_t)mem;
+  dev->driver = d->version;
+  dev->cluster = major >= 9 ? 16 : 1;   /* 8 portable, 16 with the non-portable attribute */
+  if (dev->arch < 80)
+    return snprintf(err, errlen, "GPU %d (%s) is sm_%d; softmax-tune needs sm_80 or newer", ordinal, dev->name, dev->arch), 1;
+  return 0;
+}
+
+void tune_device_limits(const tune_Device *dev, gen_Problem *p)
+{
+  p->arch = dev->arch;
+  p->sms = dev->sms;
+  p->smem_block = dev->smem_block;
+  p->threads_sm = dev->threads_sm;
+  p->cluster = dev->cluster;
+  p->l2 = dev->l2;
+}
+
+CUresult tune_func_setup(const tune_Driver *d, CUfunction f, const gen_Launch *l)
+{
+  CUresult r = CUDA_SUCCESS;
+  if (l->smem > 48 * 1024) r = d->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l->smem);
+  if (r == CUDA_SUCCESS && l->cluster > 8) r = d->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+  return r;
+}
+
+unsigned tune_grid(const gen_Launch *l, int64_t rows)
+{
+  const int64_t cap = 0x7fffffff / l->blocks_per_row;   /* kernels loop over the rest */
+  int64_t groups = (rows + l->rows_per_block - 1) / l->rows_per_block;
+  if (groups > cap) groups = cap;
+  return (unsigned)(groups * l->blocks_per_row);
+}
+
+CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr out,
+                     int64_t rows, CUstream s)
+{
+  CUlaunchConfig cfg;
+  CUlaunchAttribute attr;
+  long long n = rows;
+  void *args[] = { &in, &out, &n };
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = tune_grid(l, rows);
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = (unsigned)l->threads;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = (unsigned)l->smem;
+  cfg.hStream = s;
+  if (l->cluster > 1) {
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = (unsigned)l->cluster;
+    attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  return d->cuLaunchKernelEx(&cfg, f, args, NULL);
+}

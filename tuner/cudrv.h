@@ -1,0 +1,68 @@
+/*
+** cudrv.h — the CUDA driver, loaded with dlopen at run time (never linked), so everything that
+** needs no GPU runs on machines without one. Also the device facts the tuner and the cache key
+** need, and the one way kernels are launched (tuner and runtime library alike).
+*/
+#ifndef TUNE_CUDRV_H
+#define TUNE_CUDRV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+
+#include "gen.h"
+
+#define TUNE_CU_FUNCS(X)                                                                   \
+  X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString)                    \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)            \
+  X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)             \
+  X(cuDevicePrimaryCtxReset) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize)     \
+  X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxGetDevice)                                 \
+  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)       \
+  X(cuFuncSetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                     \
+  X(cuOccupancyMaxActiveClusters) X(cuLaunchKernelEx) X(cuLaunchKernel)                                      \
+  X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemcpyHtoD) X(cuMemcpyDtoH)               \
+  X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD32Async) X(cuMemsetD16Async)               \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)             \
+  X(cuStreamGetCtx) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                    \
+  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery) X(cuPointerGetAttribute)
+
+typedef struct tune_Driver {
+  void *lib;
+  int version;              /* cuDriverGetVersion: 13000 for 13.0 */
+#define TUNE_CU_FIELD(f) __typeof__(f) *f;
+  TUNE_CU_FUNCS(TUNE_CU_FIELD)
+#undef TUNE_CU_FIELD
+} tune_Driver;
+
+typedef struct tune_Device {
+  int ordinal;
+  CUdevice dev;
+  char name[256];
+  int arch;                 /* 90 for compute capability 9.0 */
+  int sms, threads_sm, smem_block, cluster;
+  int64_t l2, mem;
+  int driver;               /* driver version, as tune_Driver.version */
+} tune_Device;
+
+/* Load libcuda.so.1 and cuInit; err explains how to get a working driver when it fails. */
+int tune_driver_load(tune_Driver *d, char *err, size_t errlen);
+void tune_driver_unload(tune_Driver *d);
+/* "CUDA_ERROR_X: text" for r, in buf. */
+const char *tune_cu_error(const tune_Driver *d, CUresult r, char *buf, size_t n);
+
+/* Device `ordinal`'s facts; no context is made. */
+int tune_device(const tune_Driver *d, int ordinal, tune_Device *dev, char *err, size_t errlen);
+/* The problem's device limits from dev. */
+void tune_device_limits(const tune_Device *dev, gen_Problem *p);
+
+/* Attributes a loaded function needs before its first launch (large smem, big clusters). */
+CUresult tune_func_setup(const tune_Driver *d, CUfunction f, const gen_Launch *l);
+/* Blocks in the grid for `rows` rows: ceil(rows/rows_per_block) * blocks_per_row, capped. */
+unsigned tune_grid(const gen_Launch *l, int64_t rows);
+/* Launch a softmax kernel: f(in, out, rows). */
+CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr out,
+                     int64_t rows, CUstream s);
+
+#endif

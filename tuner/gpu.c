@@ -1,0 +1,421 @@
+/*
+** gpu.c — the tuner's GPU backend: buffers for one problem, random inputs drawn on the GPU,
+** verification by the float64 check kernel (templates/check.cu), event timing with L2 flushed
+** before every launch, and recovery when a config's launch breaks the context.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ref.h"
+#include "tune.h"
+
+#define MAX_REPS 256
+#define FLUSH_BYTES (256u << 20)   /* what triton.testing.do_bench clears between launches */
+
+typedef struct Slot {
+  CUmodule mod;
+  CUfunction fn;
+  gen_Launch launch;
+  const gen_Cubin *cubin;   /* borrowed from the sweep, to reload after a context reset */
+  char name[64];
+} Slot;
+
+typedef struct CheckOut {   /* as struct CheckOut in templates/check.cu */
+  uint64_t bad, first_bad, bad_sums;
+  uint32_t max_err, max_sumdev;
+} CheckOut;
+
+struct tune_Gpu {
+  tune_Driver drv;
+  tune_Device dev;
+  int ready;                /* context, buffers and aux kernels are up */
+  CUcontext ctx;
+  CUstream stream;
+  CUevent ev[2 * MAX_REPS];
+  gen_Problem p;
+  size_t bytes;             /* one tensor */
+  CUdeviceptr in, out, flush, res;
+  gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
+  CUmodule auxmod;
+  CUfunction fill, check;
+  Slot *slots;
+  int nslots;
+  uint64_t seed;
+  char err[512];
+};
+
+static const uint32_t POISON32 = 0x7fa5a5a5u;   /* NaNs no arithmetic produces */
+static const uint16_t POISON16[GEN_NDTYPE] = { 0, 0x7d5a, 0x7fa5 };
+
+static uint32_t poison_bits(int dtype) { return dtype == GEN_F32 ? POISON32 : POISON16[dtype]; }
+
+/* "what: CUDA_ERROR_X: text" into buf. */
+static const char *cu_msg(tune_Gpu *g, const char *what, CUresult r, char *buf, size_t n)
+{
+  char e[256];
+  snprintf(buf, n, "%s: %s", what, tune_cu_error(&g->drv, r, e, sizeof e));
+  return buf;
+}
+
+static int sticky(CUresult r)
+{
+  return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED || r == CUDA_ERROR_MISALIGNED_ADDRESS ||
+         r == CUDA_ERROR_ILLEGAL_INSTRUCTION || r == CUDA_ERROR_HARDWARE_STACK_ERROR || r == CUDA_ERROR_INVALID_PC ||
+         r == CUDA_ERROR_ASSERT || r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_INVALID_ADDRESS_SPACE;
+}
+
+/* Wait for the stream, giving up after `seconds`: a kernel that never ends (a deadlock) must
+** not hang the tuner. CUDA_ERROR_NOT_READY means it timed out. */
+static CUresult wait(tune_Gpu *g, double seconds)
+{
+  struct timespec t0, t, nap = { 0, 50000 };
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    CUresult r = g->drv.cuStreamQuery(g->stream);
+    if (r != CUDA_ERROR_NOT_READY) return r;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 > seconds) return CUDA_ERROR_NOT_READY;
+    nanosleep(&nap, NULL);
+  }
+}
+
+int tune_gpu_open(tune_Gpu **out, int ordinal, char *err, size_t errlen)
+{
+  tune_Gpu *g = calloc(1, sizeof *g);
+  *out = NULL;
+  if (!g) return snprintf(err, errlen, "out of memory"), 1;
+  if (tune_driver_load(&g->drv, err, errlen)) {
+    free(g);
+    return 1;
+  }
+  if (tune_device(&g->drv, ordinal, &g->dev, err, errlen)) {
+    tune_driver_unload(&g->drv);
+    free(g);
+    return 1;
+  }
+  *out = g;
+  return 0;
+}
+
+const tune_Device *tune_gpu_device(const tune_Gpu *g)
+{
+  return &g->dev;
+}
+
+static void unload_slot(tune_Gpu *g, Slot *s)
+{
+  if (s->mod) g->drv.cuModuleUnload(s->mod);
+  s->mod = NULL;
+  s->fn = NULL;
+}
+
+/* Release the context's resources (not the slots' bookkeeping). */
+static void teardown(tune_Gpu *g)
+{
+  tune_Driver *d = &g->drv;
+  if (!g->ctx) return;
+  for (int i = 0; i < g->nslots; i++) unload_slot(g, &g->slots[i]);
+  if (g->auxmod) d->cuModuleUnload(g->auxmod);
+  for (int i = 0; i < 2 * MAX_REPS; i++)
+    if (g->ev[i]) d->cuEventDestroy(g->ev[i]);
+  if (g->in) d->cuMemFree(g->in);
+  if (g->out) d->cuMemFree(g->out);
+  if (g->flush) d->cuMemFree(g->flush);
+  if (g->res) d->cuMemFree(g->res);
+  if (g->stream) d->cuStreamDestroy(g->stream);
+  d->cuDevicePrimaryCtxRelease(g->dev.dev);
+  g->auxmod = NULL;
+  memset(g->ev, 0, sizeof g->ev);
+  g->in = g->out = g->flush = g->res = 0;
+  g->stream = NULL;
+  g->ctx = NULL;
+  g->ready = 0;
+}
+
+/* Context, stream, events, buffers, aux kernels: everything but the configs' modules. */
+static int setup(tune_Gpu *g, char *err, size_t errlen)
+{
+  tune_Driver *d = &g->drv;
+  CUresult r;
+  size_t free_mem = 0, total = 0;
+  const size_t need = 2 * g->bytes + FLUSH_BYTES + (64u << 20);
+  if ((r = d->cuDevicePrimaryCtxRetain(&g->ctx, g->dev.dev)) != CUDA_SUCCESS) {
+    g->ctx = NULL;
+    return cu_msg(g, "cannot get a context on the GPU", r, err, errlen), 1;
+  }
+  if ((r = d->cuCtxSetCurrent(g->ctx)) || (r = d->cuMemGetInfo(&free_mem, &total)))
+    return cu_msg(g, "cannot use the GPU", r, err, errlen), 1;
+  if (need > free_mem)   /* 2: the shape is too large for this GPU, refused before allocating */
+    return snprintf(err, errlen, "shape %lldx%lld %s needs %.2f GB on the GPU (input, output, L2 flush); %.2f GB of %.2f GB are free",
+                    (long long)g->p.rows, (long long)g->p.cols, gen_dtype_name(g->p.dtype), need / 1e9, free_mem / 1e9,
+                    total / 1e9), 2;
+  if ((r = d->cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING)))
+    return cu_msg(g, "cannot make a stream", r, err, errlen), 1;
+  for (int i = 0; i < 2 * MAX_REPS; i++)
+    if ((r = d->cuEventCreate(&g->ev[i], CU_EVENT_DEFAULT))) return cu_msg(g, "cannot make events", r, err, errlen), 1;
+  if ((r = d->cuMemAlloc(&g->in, g->bytes)) || (r = d->cuMemAlloc(&g->out, g->bytes)) ||
+      (r = d->cuMemAlloc(&g->flush, FLUSH_BYTES)) || (r = d->cuMemAlloc(&g->res, sizeof(CheckOut))))
+    return cu_msg(g, "cannot allocate GPU memory", r, err, errlen), 1;
+  if ((r = d->cuModuleLoadData(&g->auxmod, g->aux.data)) || (r = d->cuModuleGetFunction(&g->fill, g->auxmod, "st_fill")) ||
+      (r = d->cuModuleGetFunction(&g->check, g->auxmod, "st_check")))
+    return cu_msg(g, "cannot load the fill and check kernels", r, err, errlen), 1;
+  g->ready = 1;
+  return 0;
+}
+
+int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslots, char *err, size_t errlen)
+{
+  char *src;
+  g->p = *p;
+  g->bytes = (size_t)(p->rows * p->cols * gen_dtype_size(p->dtype));
+  g->seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
+  if (!(g->slots = calloc((size_t)nslots, sizeof *g->slots))) return snprintf(err, errlen, "out of memory"), 1;
+  g->nslots = nslots;
+  if (gen_aux(gen, p, "aux", &src)) return snprintf(err, errlen, "%s", gen_error(gen)), 1;
+  int rc = gen_compile(src, "aux.cu", g->dev.arch, &g->aux, err, errlen);
+  free(src);
+  return rc ? rc : setup(g, err, errlen);
+}
+
+static int load_slot(tune_Gpu *g, Slot *s, char *why, size_t n)
+{
+  tune_Driver *d = &g->drv;
+  CUresult r;
+  if ((r = d->cuModuleLoadData(&s->mod, s->cubin->data))) {
+    s->mod = NULL;
+    return cu_msg(g, "module load", r, why, n), 1;
+  }
+  if ((r = d->cuModuleGetFunction(&s->fn, s->mod, s->name)) || (r = tune_func_setup(d, s->fn, &s->launch)))
+    return cu_msg(g, "function setup", r, why, n), 1;
+  return 0;
+}
+
+/* After a launch broke the context: start over and reload every loaded config. */
+static int recover(tune_Gpu *g)
+{
+  char err[512];
+  for (int i = 0; i < g->nslots; i++) g->slots[i].mod = NULL;   /* gone with the context */
+  teardown(g);
+  g->drv.cuDevicePrimaryCtxReset(g->dev.dev);
+  if (setup(g, err, sizeof err)) return snprintf(g->err, sizeof g->err, "recovering the GPU: %s", err), 1;
+  for (int i = 0; i < g->nslots; i++)
+    if (g->slots[i].cubin && load_slot(g, &g->slots[i], err, sizeof err))
+      return snprintf(g->err, sizeof g->err, "reloading after a reset: %s", err), 1;
+  return 0;
+}
+
+static int occupancy(tune_Gpu *g, Slot *s, tune_Trial *t)
+{
+  tune_Driver *d = &g->drv;
+  const gen_Launch *l = &s->launch;
+  CUresult r;
+  int n = 0;
+  if (l->cluster > 1) {
+    CUlaunchConfig cfg;
+    CUlaunchAttribute attr;
+    memset(&cfg, 0, sizeof cfg);
+    memset(&attr, 0, sizeof attr);
+    cfg.gridDimX = (unsigned)l->cluster;
+    cfg.gridDimY = cfg.gridDimZ = cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.blockDimX = (unsigned)l->threads;
+    cfg.sharedMemBytes = (unsigned)l->smem;
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = (unsigned)l->cluster;
+    attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    r = d->cuOccupancyMaxActiveClusters(&n, s->fn, &cfg);
+    t->blocks_sm = (n * l->cluster + g->dev.sms - 1) / g->dev.sms;
+  } else {
+    r = d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, s->fn, l->threads, (size_t)l->smem);
+    t->blocks_sm = n;
+  }
+  if (r) return cu_msg(g, "occupancy", r, t->reason, sizeof t->reason), 1;
+  t->occupancy = (double)n * (l->cluster > 1 ? l->cluster : 1) * l->threads / ((double)g->dev.threads_sm * (l->cluster > 1 ? g->dev.sms : 1));
+  if (n == 0)
+    return snprintf(t->reason, sizeof t->reason, "zero occupancy: %d threads, %d registers, %d bytes shared%s", l->threads,
+                    t->regs, t->smem, l->cluster > 1 ? ", cluster does not fit" : ""), 1;
+  return 0;
+}
+
+static int gpu_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c, tune_Trial *t)
+{
+  tune_Gpu *g = ud;
+  tune_Driver *d = &g->drv;
+  Slot *s = &g->slots[slot];
+  int regs = 0, local = 0, shared = 0, maxthreads = 0;
+  s->launch = k->launch;
+  s->cubin = c;
+  snprintf(s->name, sizeof s->name, "%s", k->name);
+  if (load_slot(g, s, t->reason, sizeof t->reason)) {
+    unload_slot(g, s);
+    s->cubin = NULL;
+    return TUNE_ECONFIG;
+  }
+  d->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, s->fn);
+  d->cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, s->fn);
+  d->cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, s->fn);
+  d->cuFuncGetAttribute(&maxthreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, s->fn);
+  t->regs = regs;
+  t->local_bytes = local;
+  t->smem = shared + k->launch.smem;
+  int bad = occupancy(g, s, t);
+  if (!bad && maxthreads < k->launch.threads)
+    bad = snprintf(t->reason, sizeof t->reason, "%d registers allow %d threads per block, not %d", regs, maxthreads,
+                   k->launch.threads) > 0;
+  if (!bad && local > 0)
+    bad = snprintf(t->reason, sizeof t->reason, "spills: %d bytes of local memory per thread", local) > 0;
+  if (bad) {
+    unload_slot(g, s);
+    s->cubin = NULL;
+    return TUNE_ECONFIG;
+  }
+  return TUNE_EOK;
+}
+
+/* A failed launch or run: recover the context when the error broke it. */
+static int run_failed(tune_Gpu *g, const char *what, CUresult r, tune_Trial *t)
+{
+  if (r == CUDA_ERROR_NOT_READY)
+    return snprintf(g->err, sizeof g->err, "%s did not finish in 20 s (%s): stopping, the GPU may still be busy", what,
+                    t ? t->config : "check"), TUNE_EFATAL;
+  if (t) cu_msg(g, what, r, t->reason, sizeof t->reason);
+  else cu_msg(g, what, r, g->err, sizeof g->err);
+  if (sticky(r) && recover(g)) return TUNE_EFATAL;
+  return t ? TUNE_ECONFIG : TUNE_EFATAL;
+}
+
+static unsigned aux_grid(tune_Gpu *g)
+{
+  int64_t n = g->p.rows < (int64_t)g->dev.sms * 16 ? g->p.rows : (int64_t)g->dev.sms * 16;
+  return (unsigned)n;
+}
+
+/* Fresh random input (with the special rows) and the output poisoned. */
+static CUresult fresh_input(tune_Gpu *g)
+{
+  tune_Driver *d = &g->drv;
+  long long rows = g->p.rows;
+  unsigned long long seed = ++g->seed * 0xbf58476d1ce4e5b9ull;
+  int specials = 1;
+  void *args[] = { &g->in, &rows, &seed, &specials };
+  CUresult r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL);
+  if (r) return r;
+  if (g->p.dtype == GEN_F32) return d->cuMemsetD32Async(g->out, POISON32, g->bytes / 4, g->stream);
+  return d->cuMemsetD16Async(g->out, POISON16[g->p.dtype], g->bytes / 2, g->stream);
+}
+
+/* The first wrong element, checked on the CPU against the float64 reference, for the reason. */
+static void describe_bad(tune_Gpu *g, const CheckOut *co, tune_Trial *t)
+{
+  const int64_t cols = g->p.cols, es = gen_dtype_size(g->p.dtype);
+  char first[160] = "";
+  if (co->bad) {
+    const int64_t row = (int64_t)(co->first_bad / (uint64_t)cols), col = (int64_t)(co->first_bad % (uint64_t)cols);
+    void *x = malloc((size_t)(cols * es)), *y = malloc((size_t)(cols * es));
+    double *xr = malloc((size_t)cols * sizeof *xr), *ref = malloc((size_t)cols * sizeof *ref);
+    if (x && y && xr && ref && !g->drv.cuMemcpyDtoH(x, g->in + (CUdeviceptr)(row * cols * es), (size_t)(cols * es)) &&
+        !g->drv.cuMemcpyDtoH(y, g->out + (CUdeviceptr)(row * cols * es), (size_t)(cols * es))) {
+      for (int64_t j = 0; j < cols; j++) xr[j] = tune_load(x, g->p.dtype, j);
+      tune_ref_row(xr, cols, g->p.op, ref);
+      snprintf(first, sizeof first, " (first: row %lld col %lld, input %.6g, got %.6g, want %.6g)", (long long)row,
+               (long long)col, xr[col], tune_load(y, g->p.dtype, col), ref[col]);
+    }
+    free(x), free(y), free(xr), free(ref);
+  }
+  float sumdev;
+  memcpy(&sumdev, &co->max_sumdev, 4);
+  snprintf(t->reason, sizeof t->reason, "wrong: %llu elements out of tolerance%s; %llu rows' sums off (max |sum-1| %.3g)",
+           (unsigned long long)co->bad, first, (unsigned long long)co->bad_sums, sumdev);
+}
+
+static int gpu_verify(void *ud, int slot, tune_Trial *t)
+{
+  tune_Gpu *g = ud;
+  tune_Driver *d = &g->drv;
+  Slot *s = &g->slots[slot];
+  tune_Tol tol = tune_tolerance(g->p.dtype, g->p.op, g->p.cols);
+  CheckOut co = { 0, ~0ull, 0, 0, 0 };
+  long long rows = g->p.rows;
+  uint32_t poison = poison_bits(g->p.dtype);
+  void *args[] = { &g->in, &g->out, &rows, &tol.rtol, &tol.atol, &tol.stol, &poison, &g->res };
+  CUresult r;
+  if ((r = fresh_input(g))) return run_failed(g, "fill", r, NULL);
+  if ((r = tune_launch(d, s->fn, &s->launch, g->in, g->out, g->p.rows, g->stream))) return run_failed(g, "launch", r, t);
+  if ((r = wait(g, 20.))) return run_failed(g, "run", r, t);
+  if ((r = d->cuMemcpyHtoD(g->res, &co, sizeof co)) ||
+      (r = d->cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL)) || (r = wait(g, 60.)) ||
+      (r = d->cuMemcpyDtoH(&co, g->res, sizeof co)))
+    return run_failed(g, "check", r, NULL);
+  float err;
+  memcpy(&err, &co.max_err, 4);
+  t->max_err = err;
+  if (co.bad || co.bad_sums) {
+    describe_bad(g, &co, t);
+    return TUNE_ECONFIG;
+  }
+  return TUNE_EOK;
+}
+
+static int gpu_time(void *ud, int slot, int n, double *us, char *err, size_t errlen)
+{
+  tune_Gpu *g = ud;
+  tune_Driver *d = &g->drv;
+  for (int done = 0; done < n;) {
+    const int m = n - done < MAX_REPS ? n - done : MAX_REPS;
+    CUresult r = CUDA_SUCCESS;
+    for (int i = 0; i < m && !r; i++) {
+      r = d->cuMemsetD32Async(g->flush, (unsigned)i, FLUSH_BYTES / 4, g->stream);
+      if (!r) r = d->cuEventRecord(g->ev[2 * i], g->stream);
+      if (!r) r = slot < 0 ? d->cuMemcpyDtoDAsync(g->out, g->in, g->bytes, g->stream)
+                           : tune_launch(d, g->slots[slot].fn, &g->slots[slot].launch, g->in, g->out, g->p.rows, g->stream);
+      if (!r) r = d->cuEventRecord(g->ev[2 * i + 1], g->stream);
+    }
+    if (!r) r = wait(g, 60.);
+    for (int i = 0; i < m && !r; i++) {
+      float ms;
+      r = d->cuEventElapsedTime(&ms, g->ev[2 * i], g->ev[2 * i + 1]);
+      us[done + i] = ms * 1e3;
+    }
+    if (r) {
+      tune_Trial t;
+      snprintf(t.config, sizeof t.config, "%s", slot < 0 ? "copy" : "timing");
+      int rc = run_failed(g, "timing", r, &t);
+      snprintf(err, errlen, "%s", rc == TUNE_EFATAL ? g->err : t.reason);
+      return slot < 0 ? TUNE_EFATAL : rc;
+    }
+    done += m;
+  }
+  return TUNE_EOK;
+}
+
+static void gpu_unload(void *ud, int slot)
+{
+  tune_Gpu *g = ud;
+  unload_slot(g, &g->slots[slot]);
+  g->slots[slot].cubin = NULL;
+}
+
+static int gpu_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, size_t errlen)
+{
+  tune_Gpu *g = ud;
+  return gen_compile(k->source, "softmax.cu", g->dev.arch, c, err, errlen);
+}
+
+tune_Backend tune_gpu_backend(tune_Gpu *g)
+{
+  tune_Backend b = { g, gpu_compile, gpu_load, gpu_verify, gpu_time, gpu_unload };
+  return b;
+}
+
+void tune_gpu_close(tune_Gpu *g)
+{
+  if (!g) return;
+  teardown(g);
+  gen_cubin_free(&g->aux);
+  free(g->slots);
+  tune_driver_unload(&g->drv);
+  free(g);
+}

@@ -1,0 +1,357 @@
+/*
+** tune.c — the sweep (see tune.h), the cache key and storing a run.
+*/
+#include "tune.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void tune_default_options(tune_Options *o)
+{
+  memset(o, 0, sizeof *o);
+  o->budget_ms = 30.;
+  o->min_reps = 10;
+  o->max_reps = 200;
+  o->margin = 0.03;
+  o->max_finalists = 6;
+  o->rounds = 40;
+}
+
+static double now_s(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- the compile pool: threads take configs in order; the sweep waits for each in turn ---- */
+
+typedef struct Pool {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  const tune_Backend *b;
+  const gen_Kernel *kernels;
+  gen_Cubin *cubins;
+  int *state;               /* 0 waiting, 1 compiled, 2 failed */
+  char (*errs)[512];
+  int n, next, stop;
+} Pool;
+
+static void *compile_worker(void *arg)
+{
+  Pool *p = arg;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    int i = p->stop || p->next >= p->n ? -1 : p->next++;
+    pthread_mutex_unlock(&p->mu);
+    if (i < 0) return NULL;
+    int rc = p->kernels[i].source ? p->b->compile(p->b->ud, &p->kernels[i], &p->cubins[i], p->errs[i], sizeof p->errs[i])
+                                  : 1;
+    pthread_mutex_lock(&p->mu);
+    p->state[i] = rc ? 2 : 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+}
+
+static int pool_wait(Pool *p, int i)
+{
+  pthread_mutex_lock(&p->mu);
+  while (p->state[i] == 0) pthread_cond_wait(&p->cv, &p->mu);
+  int s = p->state[i];
+  pthread_mutex_unlock(&p->mu);
+  return s;
+}
+
+/* ---- one config ---- */
+
+/* Time slot in a first round: a few launches to size it, then enough to fill the budget. */
+static int first_round(const tune_Backend *b, const tune_Options *o, int slot, double *us_out, char *err, size_t errlen)
+{
+  double us[1024];
+  int rc = b->time(b->ud, slot, 3, us, err, errlen);
+  if (rc) return rc;
+  double est = median(us, 3) + 50.;   /* plus the L2 flush before each */
+  int n = (int)(o->budget_ms * 1e3 / est);
+  n = n < o->min_reps ? o->min_reps : n > o->max_reps ? o->max_reps : n;
+  if ((rc = b->time(b->ud, slot, n, us, err, errlen))) return rc;
+  *us_out = median(us, n);
+  return 0;
+}
+
+/* Load, verify and time config i; returns TUNE_EFATAL when the device is lost. */
+static int run_config(const tune_Backend *b, const tune_Options *o, Pool *pool, int i, tune_Trial *t, char *err,
+                      size_t errlen)
+{
+  int rc;
+  if (pool_wait(pool, i) == 2) {
+    t->status = TUNE_FAILED;
+    snprintf(t->reason, sizeof t->reason, "compile: %s", pool->errs[i]);
+    return 0;
+  }
+  t->compile_ms = pool->cubins[i].ms;
+  if ((rc = b->load(b->ud, i, &pool->kernels[i], &pool->cubins[i], t))) {
+    t->status = TUNE_PRUNED;
+    return rc == TUNE_EFATAL ? (snprintf(err, errlen, "%s", t->reason), TUNE_EFATAL) : 0;
+  }
+  if ((rc = b->verify(b->ud, i, t)) == TUNE_EOK) rc = first_round(b, o, i, &t->us, t->reason, sizeof t->reason);
+  if (rc) {
+    t->status = TUNE_FAILED;
+    b->unload(b->ud, i);
+    return rc == TUNE_EFATAL ? (snprintf(err, errlen, "%s", t->reason), TUNE_EFATAL) : 0;
+  }
+  t->status = TUNE_OK;
+  return 0;
+}
+
+int tune_top(const tune_Result *r, int *idx, int n)
+{
+  int k = 0;
+  for (int i = 0; i < r->ntrials; i++) {
+    if (r->trials[i].status != TUNE_OK) continue;
+    /* insert i among the best k so far; equal times keep the earlier config first */
+    int j = k;
+    while (j > 0 && r->trials[i].us < r->trials[idx[j - 1]].us) {
+      if (j < n) idx[j] = idx[j - 1];
+      j--;
+    }
+    if (j < n) idx[j] = i;
+    if (k < n) k++;
+  }
+  return k;
+}
+
+/* Time the finalists and the copy again, one launch each per round, in rotating order, so
+** drift in clocks or temperature falls on all of them alike. */
+static int final_rounds(const tune_Backend *b, const tune_Options *o, tune_Result *r, const int *fin, int nf, char *err,
+                        size_t errlen)
+{
+  const int rounds = o->rounds, m = nf + 1;
+  double *s = malloc(sizeof *s * (size_t)(m * rounds));
+  int rc = 0;
+  if (!s) return snprintf(err, errlen, "out of memory"), TUNE_EFATAL;
+  for (int k = 0; k < rounds && !rc; k++)
+    for (int j = 0; j < m && !rc; j++) {
+      int f = (j + k) % m;   /* f == nf is the copy */
+      rc = b->time(b->ud, f == nf ? -1 : fin[f], 1, &s[f * rounds + k], err, errlen);
+    }
+  if (!rc) {
+    for (int f = 0; f < nf; f++) r->trials[fin[f]].us = median(s + f * rounds, rounds);
+    r->copy_us = median(s + nf * rounds, rounds);
+  }
+  free(s);
+  return rc ? TUNE_EFATAL : 0;
+}
+
+/* Finalists, the winner (fastest after re-timing; ties go to the earlier config) and figures. */
+static int pick_winner(const tune_Backend *b, const tune_Options *o, tune_Result *r, char *err, size_t errlen)
+{
+  int fin[64], nf = tune_top(r, fin, o->max_finalists < 64 ? o->max_finalists : 64);
+  while (nf > 1 && r->trials[fin[nf - 1]].us > r->trials[fin[0]].us * (1. + o->margin)) nf--;
+  if (first_round(b, o, -1, &r->copy_us, err, errlen)) return TUNE_EFATAL;
+  if (nf > 0 && final_rounds(b, o, r, fin, nf, err, errlen)) return TUNE_EFATAL;
+  for (int f = 0; f < nf; f++) r->trials[fin[f]].finalist = 1;
+  r->winner = -1;
+  for (int f = 0; f < nf; f++) {
+    int i = fin[f];
+    if (r->winner < 0 || r->trials[i].us < r->trials[r->winner].us ||
+        (r->trials[i].us == r->trials[r->winner].us && i < r->winner))
+      r->winner = i;
+  }
+  for (int i = 0; i < r->ntrials; i++) {
+    tune_Trial *t = &r->trials[i];
+    if (t->status != TUNE_OK || t->us <= 0) continue;
+    t->gbps = r->bytes / t->us / 1e3;
+    t->frac = r->copy_us / t->us;
+  }
+  return 0;
+}
+
+static void count(tune_Result *r)
+{
+  for (int i = 0; i < r->ntrials; i++) {
+    r->verified += r->trials[i].status == TUNE_OK;
+    r->pruned += r->trials[i].status == TUNE_PRUNED;
+    r->failed += r->trials[i].status == TUNE_FAILED;
+  }
+}
+
+int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const tune_Options *o, tune_Result *r,
+               char *err, size_t errlen)
+{
+  char **list = NULL;
+  int n = 0, rc = 0, nthreads = o->threads;
+  double t0 = now_s();
+  Pool pool;
+  pthread_t th[64];
+
+  memset(r, 0, sizeof *r);
+  r->winner = -1;
+  r->bytes = 2 * p->rows * p->cols * gen_dtype_size(p->dtype);
+  if (gen_space(g, p, &list, &n)) return snprintf(err, errlen, "%s", gen_error(g)), 1;
+  if (n == 0) {
+    gen_free_list(list, n);
+    return snprintf(err, errlen, "the space is empty for %lldx%lld %s", (long long)p->rows, (long long)p->cols,
+                    gen_dtype_name(p->dtype)), 1;
+  }
+  memset(&pool, 0, sizeof pool);
+  r->trials = calloc((size_t)n, sizeof *r->trials);
+  gen_Kernel *kernels = calloc((size_t)n, sizeof *kernels);
+  pool.cubins = calloc((size_t)n, sizeof *pool.cubins);
+  pool.state = calloc((size_t)n, sizeof *pool.state);
+  pool.errs = calloc((size_t)n, sizeof *pool.errs);
+  if (!r->trials || !kernels || !pool.cubins || !pool.state || !pool.errs) {
+    snprintf(err, errlen, "out of memory for %d configs", n);
+    rc = 1;
+    goto done;
+  }
+  r->ntrials = n;
+  for (int i = 0; i < n; i++) {   /* Lua is single-threaded: render everything first */
+    snprintf(r->trials[i].config, sizeof r->trials[i].config, "%s", list[i]);
+    if (gen_render(g, p, list[i], &kernels[i])) snprintf(pool.errs[i], sizeof pool.errs[i], "render: %s", gen_error(g));
+  }
+  pool.b = b;
+  pool.kernels = kernels;
+  pool.n = n;
+  pthread_mutex_init(&pool.mu, NULL);
+  pthread_cond_init(&pool.cv, NULL);
+  if (nthreads <= 0) nthreads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  nthreads = nthreads < 1 ? 1 : nthreads > 64 ? 64 : nthreads;
+  int started = 0;
+  while (started < nthreads && pthread_create(&th[started], NULL, compile_worker, &pool) == 0) started++;
+  if (started == 0) {
+    snprintf(err, errlen, "cannot start compile threads");
+    rc = 1;
+  }
+  int best = -1;
+  for (int i = 0; i < n && !rc; i++) {
+    if (o->cancel && *o->cancel) {
+      r->cancelled = 1;
+      break;
+    }
+    if ((rc = run_config(b, o, &pool, i, &r->trials[i], err, errlen)) != 0) break;
+    if (r->trials[i].status == TUNE_OK && (best < 0 || r->trials[i].us < r->trials[best].us)) best = i;
+    if (o->progress) o->progress(o->progress_ud, i + 1, n, &r->trials[i], best >= 0 ? &r->trials[best] : NULL);
+  }
+  pthread_mutex_lock(&pool.mu);
+  pool.stop = 1;
+  pthread_mutex_unlock(&pool.mu);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  pthread_mutex_destroy(&pool.mu);
+  pthread_cond_destroy(&pool.cv);
+  if (!rc && !r->cancelled && pick_winner(b, o, r, err, errlen)) rc = 1;
+  count(r);
+  if (r->winner >= 0) {   /* the winner's kernel and cubin move into the result */
+    r->kernel = kernels[r->winner];
+    r->cubin = pool.cubins[r->winner];
+    memset(&kernels[r->winner], 0, sizeof kernels[0]);
+    memset(&pool.cubins[r->winner], 0, sizeof pool.cubins[0]);
+  }
+  for (int i = 0; i < n; i++)
+    if (r->trials[i].status == TUNE_OK) b->unload(b->ud, i);
+done:
+  for (int i = 0; kernels && i < n; i++) gen_kernel_free(&kernels[i]);
+  for (int i = 0; pool.cubins && i < n; i++) gen_cubin_free(&pool.cubins[i]);
+  free(kernels);
+  free(pool.cubins);
+  free(pool.state);
+  free(pool.errs);
+  gen_free_list(list, n);
+  r->seconds = now_s() - t0;
+  return rc;
+}
+
+void tune_result_free(tune_Result *r)
+{
+  free(r->trials);
+  gen_kernel_free(&r->kernel);
+  gen_cubin_free(&r->cubin);
+  memset(r, 0, sizeof *r);
+  r->winner = -1;
+}
+
+int tune_key(gen_State *g, const tune_Device *dev, const gen_Problem *p, cache_Key *k, char *err, size_t errlen)
+{
+  char *text;
+  size_t len;
+  int major = 0, minor = 0;
+  memset(k, 0, sizeof *k);
+  if (gen_sources(g, &text, &len)) return snprintf(err, errlen, "%s", gen_error(g)), 1;
+  cache_sha256(text, len, k->templates);
+  free(text);
+  if (gen_nvrtc_version(&major, &minor)) return snprintf(err, errlen, "cannot read the NVRTC version"), 1;
+  snprintf(k->gpu, sizeof k->gpu, "%s", dev->name);
+  k->arch = dev->arch;
+  k->sms = dev->sms;
+  k->driver = dev->driver;
+  k->nvrtc = major * 1000 + minor * 10;
+  k->dtype = p->dtype;
+  k->op = p->op;
+  k->rows = p->rows;
+  k->cols = p->cols;
+  return 0;
+}
+
+static const char *status_name(int s)
+{
+  return s == TUNE_OK ? "ok" : s == TUNE_PRUNED ? "pruned" : s == TUNE_FAILED ? "failed" : "not run";
+}
+
+int tune_store(cache_Db *db, const cache_Key *k, const tune_Result *r, int64_t *run_id, char *err, size_t errlen)
+{
+  cache_Run run;
+  cache_Entry e;
+  cache_Trial *t = calloc((size_t)(r->ntrials ? r->ntrials : 1), sizeof *t);
+  if (!t) return snprintf(err, errlen, "out of memory"), 1;
+  for (int i = 0; i < r->ntrials; i++) {
+    const tune_Trial *s = &r->trials[i];
+    snprintf(t[i].config, sizeof t[i].config, "%s", s->config);
+    snprintf(t[i].status, sizeof t[i].status, "%s", status_name(s->status));
+    snprintf(t[i].reason, sizeof t[i].reason, "%s", s->reason);
+    t[i].regs = s->regs, t[i].local_bytes = s->local_bytes, t[i].smem = s->smem, t[i].blocks_sm = s->blocks_sm;
+    t[i].occupancy = s->occupancy, t[i].compile_ms = s->compile_ms, t[i].us = s->us, t[i].gbps = s->gbps;
+    t[i].frac = s->frac, t[i].max_err = s->max_err, t[i].finalist = s->finalist;
+  }
+  memset(&run, 0, sizeof run);
+  run.key = *k;
+  run.seconds = r->seconds;
+  run.configs = r->ntrials;
+  run.verified = r->verified, run.pruned = r->pruned, run.failed = r->failed;
+  run.copy_us = r->copy_us;
+  snprintf(run.status, sizeof run.status, "%s", r->winner >= 0 ? "ok" : "no winner");
+  memset(&e, 0, sizeof e);
+  if (r->winner >= 0) {
+    const tune_Trial *w = &r->trials[r->winner];
+    snprintf(run.winner, sizeof run.winner, "%s", w->config);
+    run.winner_us = w->us;
+    run.frac = w->frac;
+    e.key = *k;
+    snprintf(e.config, sizeof e.config, "%s", r->kernel.config);
+    snprintf(e.kernel, sizeof e.kernel, "%s", r->kernel.name);
+    e.launch = r->kernel.launch;
+    e.cubin = r->cubin.data;
+    e.size = r->cubin.size;
+    e.us = w->us, e.gbps = w->gbps, e.frac = w->frac, e.copy_us = r->copy_us;
+  }
+  int rc = cache_store(db, &run, t, r->ntrials, r->winner >= 0 ? &e : NULL);
+  free(t);
+  if (rc) return snprintf(err, errlen, "%s", cache_error(db)), 1;
+  *run_id = run.id;
+  return 0;
+}

@@ -1,0 +1,98 @@
+/*
+** tune.h — the sweep: every config of the space is compiled (a pool of threads, while the GPU
+** measures earlier ones), loaded, pruned on occupancy, spills and launch errors, verified
+** against a float64 reference, and timed; the finalists are timed again, interleaved with the
+** copy floor, before the winner is named. A backend does the device work: the GPU one in
+** gpu.c, or a scripted fake in the tests.
+*/
+#ifndef TUNE_H
+#define TUNE_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "cache.h"
+#include "cudrv.h"
+#include "gen.h"
+
+enum { TUNE_PENDING, TUNE_OK, TUNE_PRUNED, TUNE_FAILED };
+/* Backend return codes: this config cannot run or is wrong (go on), or the device is lost. */
+enum { TUNE_EOK = 0, TUNE_ECONFIG = 1, TUNE_EFATAL = 2 };
+
+typedef struct tune_Trial {
+  char config[256];
+  int status;               /* TUNE_OK, TUNE_PRUNED, TUNE_FAILED */
+  char reason[256];
+  int regs, local_bytes, smem, blocks_sm;
+  double occupancy;         /* resident threads / the SM's maximum */
+  double compile_ms;
+  double us, gbps, frac;    /* median time, GB/s (read + write), copy time / this time */
+  double max_err;           /* largest |out - ref| / (|ref| + atol/rtol) */
+  int finalist;
+} tune_Trial;
+
+typedef struct tune_Backend {
+  void *ud;
+  /* Compile a kernel; called from several threads at once. */
+  int (*compile)(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, size_t errlen);
+  /* Load into slot; fill regs, local_bytes, smem, blocks_sm, occupancy; TUNE_ECONFIG with
+  ** t->reason when the config cannot run here. */
+  int (*load)(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c, tune_Trial *t);
+  /* Run on fresh random inputs and check every element; TUNE_ECONFIG with t->reason if wrong. */
+  int (*verify)(void *ud, int slot, tune_Trial *t);
+  /* n launches, each timed alone with L2 flushed before it, into us[]; slot -1 times the copy. */
+  int (*time)(void *ud, int slot, int n, double *us, char *err, size_t errlen);
+  void (*unload)(void *ud, int slot);
+} tune_Backend;
+
+typedef struct tune_Options {
+  int threads;              /* compile threads; 0 = one per core */
+  double budget_ms;         /* device time to spend timing one config (first round) */
+  int min_reps, max_reps;   /* first-round repetitions */
+  double margin;            /* finalists: within this fraction of the best */
+  int max_finalists;
+  int rounds;               /* interleaved re-timing rounds */
+  volatile sig_atomic_t *cancel;   /* set (by a signal handler) to stop between configs */
+  /* After each config (done of total); t is its trial. */
+  void (*progress)(void *ud, int done, int total, const tune_Trial *t, const tune_Trial *best);
+  void *progress_ud;
+} tune_Options;
+
+typedef struct tune_Result {
+  tune_Trial *trials;
+  int ntrials;
+  int winner;               /* index into trials, -1 when nothing passed */
+  gen_Kernel kernel;        /* the winner's */
+  gen_Cubin cubin;
+  double copy_us;           /* the copy floor, median of the interleaved rounds */
+  int64_t bytes;            /* read + written per call */
+  double seconds;
+  int verified, pruned, failed;
+  int cancelled;
+} tune_Result;
+
+void tune_default_options(tune_Options *o);
+/* Sweep the space of p. 0 on success (even with no winner); else err says why it stopped. */
+int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const tune_Options *o, tune_Result *r,
+               char *err, size_t errlen);
+void tune_result_free(tune_Result *r);
+/* Indices of the best n OK trials, fastest first; returns how many. */
+int tune_top(const tune_Result *r, int *idx, int n);
+
+/* The cache key for problem p on dev, with the generator's fingerprint and NVRTC version. */
+int tune_key(gen_State *g, const tune_Device *dev, const gen_Problem *p, cache_Key *k, char *err, size_t errlen);
+/* Log the run and store its winner, in one transaction; *run gets the run id. */
+int tune_store(cache_Db *db, const cache_Key *k, const tune_Result *r, int64_t *run, char *err, size_t errlen);
+
+/* ---- the GPU backend (gpu.c) ---- */
+typedef struct tune_Gpu tune_Gpu;
+/* Driver, device `ordinal` and its facts; no context yet. */
+int tune_gpu_open(tune_Gpu **g, int ordinal, char *err, size_t errlen);
+const tune_Device *tune_gpu_device(const tune_Gpu *g);
+/* Context, buffers for p and the fill and check kernels; up to nslots loaded configs.
+** Returns 2 when the problem does not fit in the GPU's free memory. */
+int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslots, char *err, size_t errlen);
+tune_Backend tune_gpu_backend(tune_Gpu *g);
+void tune_gpu_close(tune_Gpu *g);
+
+#endif
