@@ -117,6 +117,8 @@ static int check_schema(cache_Db *c, int create)
     }
     sqlite3_finalize(st);
     if (rc) return rc;
+  } else if (strstr(sqlite3_errmsg(c->db), "malformed")) {
+    return fail(c, CACHE_ERROR, "cache '%s' is damaged: %s (move it away to start a new one)", c->path, sqlite3_errmsg(c->db));
   } else if (!strstr(sqlite3_errmsg(c->db), "no such table")) {
     return fail(c, CACHE_ERROR, "cache '%s' is not a softmax-tune database: %s", c->path, sqlite3_errmsg(c->db));
   }
@@ -270,7 +272,10 @@ static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cu
   char sum[65];
   cache_sha256(e->cubin, e->size, sum);
   if (strcmp(sum, e->sha256) != 0) {
+    cache_Entry bad = *e;
     cache_entry_free(e);
+    memset(e, 0, sizeof *e);   /* nothing of a corrupt entry is handed out */
+    e = &bad;
     return fail(c, CACHE_CORRUPT, "cache entry %s %lldx%lld on %s: cubin fails its checksum (stored %.12s, read %.12s)",
                 gen_dtype_name(e->key.dtype), (long long)e->key.rows, (long long)e->key.cols, e->key.gpu, e->sha256, sum);
   }
@@ -351,7 +356,7 @@ static int insert_run(cache_Db *c, cache_Run *r)
   rc |= sqlite3_bind_double(st, 21, r->frac);
   rc = rc != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE ? sql_fail(c, "logging a run") : 0;
   sqlite3_finalize(st);
-  r->id = sqlite3_last_insert_rowid(c->db);
+  if (rc == 0) r->id = sqlite3_last_insert_rowid(c->db);
   return rc;
 }
 

@@ -47,7 +47,7 @@ void cache_sha256(const void *data, size_t n, char hex[65])
   unsigned char tail[128] = { 0 };
   size_t full = n / 64 * 64, rest = n - full;
   for (size_t i = 0; i < full; i += 64) block(h, p + i);
-  memcpy(tail, p + full, rest);
+  if (rest) memcpy(tail, p + full, rest);
   tail[rest] = 0x80;
   size_t len = rest < 56 ? 64 : 128;
   uint64_t bits = (uint64_t)n * 8;

@@ -16,6 +16,7 @@ typedef struct cli_Options {
   int64_t rows, cols;
   int gpu, dtype, op, arch;
   long run;
+  int reps;                   /* bench: timing rounds */
   int force, quiet, log, help, version;
   int format;                 /* 't' table, 'j' JSON, 'c' CSV */
   char **args;                /* words after the options (cache's verb) */
@@ -36,5 +37,6 @@ int cli_compile(cli_Options *o);
 int cli_knobs(cli_Options *o);
 int cli_log(cli_Options *o);
 int cli_cache(cli_Options *o);
+int cli_bench(cli_Options *o);
 
 #endif

@@ -17,6 +17,7 @@ static const char *const USAGE =
   "       softmax-tune space --shape RxC [--dtype T] [--op OP] [--arch sm_XX]\n"
   "       softmax-tune emit --shape RxC --config STR [--dtype T] [--op OP] [--arch sm_XX]\n"
   "       softmax-tune compile --shape RxC --config STR --arch sm_XX -o FILE [--log]\n"
+  "       softmax-tune bench [--gpu N] --shape RxC [--dtype T] [--op OP] [--reps N]\n"
   "       softmax-tune knobs\n"
   "\n"
   "options:\n"
@@ -33,6 +34,7 @@ static const char *const USAGE =
   "  --quiet          no progress bar, only the winner\n"
   "  --templates DIR  use the templates in DIR instead of the built-in ones\n"
   "  --run ID         log: that run instead of the last one\n"
+  "  --reps N         bench: timing rounds (default 100)\n"
   "  --json, --csv    log: machine-readable output\n"
   "  --log            compile: print NVRTC's whole log\n"
   "  -h, --help       this text\n"
@@ -58,11 +60,11 @@ static int usage_error(const char *fmt, const char *arg)
 
 static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] = {
   { "tune", cli_tune },   { "space", cli_space }, { "emit", cli_emit },   { "compile", cli_compile },
-  { "log", cli_log },     { "cache", cli_cache }, { "knobs", cli_knobs },
+  { "log", cli_log },     { "cache", cli_cache }, { "knobs", cli_knobs }, { "bench", cli_bench },
 };
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
-       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU };
+       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -73,6 +75,7 @@ static const struct option LONGOPTS[] = {
   { "templates", required_argument, 0, O_TEMPLATES }, { "run", required_argument, 0, O_RUN },
   { "json", no_argument, 0, O_JSON },             { "csv", no_argument, 0, O_CSV },
   { "log", no_argument, 0, O_LOG },               { "help", no_argument, 0, 'h' },
+  { "reps", required_argument, 0, O_REPS },
   { "version", no_argument, 0, 'V' },             { 0, 0, 0, 0 },
 };
 
@@ -115,6 +118,9 @@ static int parse_options(int argc, char **argv, cli_Options *o)
     case O_TEMPLATES: o->templates = optarg; break;
     case O_RUN:
       if ((o->run = parse_index(optarg)) <= 0) return usage_error("bad --run '%s': expected a run id", optarg);
+      break;
+    case O_REPS:
+      if ((o->reps = (int)parse_index(optarg)) < 5 || o->reps > 100000) return usage_error("bad --reps '%s': expected 5..100000", optarg);
       break;
     case O_JSON: o->format = 'j'; break;
     case O_CSV: o->format = 'c'; break;

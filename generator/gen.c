@@ -210,6 +210,16 @@ int gen_canon(gen_State *g, const gen_Problem *p, const char *config, char *out,
   return 0;
 }
 
+int gen_heuristic(gen_State *g, const gen_Problem *p, int unaligned, char *out, size_t outlen)
+{
+  push_call(g, "heuristic", p);
+  lua_pushboolean(g->L, unaligned);
+  if (lua_pcall(g->L, 2, 1, 0) != LUA_OK) return lua_fail(g);
+  snprintf(out, outlen, "%s", lua_tostring(g->L, -1));
+  lua_pop(g->L, 1);
+  return 0;
+}
+
 static int field_int(lua_State *L, const char *name)
 {
   lua_getfield(L, -1, name);

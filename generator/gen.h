@@ -57,6 +57,8 @@ int gen_space(gen_State *g, const gen_Problem *p, char ***configs, int *n);
 void gen_free_list(char **list, int n);
 int gen_canon(gen_State *g, const gen_Problem *p, const char *config, char *out, size_t outlen);
 int gen_render(gen_State *g, const gen_Problem *p, const char *config, gen_Kernel *k);
+/* A config chosen without measuring; unaligned: input and output differ in alignment mod 16. */
+int gen_heuristic(gen_State *g, const gen_Problem *p, int unaligned, char *out, size_t outlen);
 int gen_aux(gen_State *g, const gen_Problem *p, const char *name, char **source);
 void gen_kernel_free(gen_Kernel *k);
 /* All template sources with their names, for a fingerprint of the generator. */

@@ -125,6 +125,12 @@ function E.render(P, str)
   return src, vars.kernel, S.launch(cfg, P), S.format(cfg)
 end
 
+-- The heuristic config for P (see space.lua), canonical.
+function E.heuristic(P, unaligned)
+  P = S.problem(P)
+  return S.format(S.heuristic(P, unaligned))
+end
+
 -- Render an auxiliary kernel (fill, check) for problem P.
 function E.aux(P, name)
   P = S.problem(P)

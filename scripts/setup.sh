@@ -4,7 +4,7 @@
 # toolkit (nvcc, NVRTC, headers) must be there already: it is not a Debian package here.
 set -euo pipefail
 
-want=(build-essential cmake liblua5.4-dev libsqlite3-dev)
+want=(build-essential cmake pkg-config liblua5.4-dev libsqlite3-dev)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

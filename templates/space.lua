@@ -284,6 +284,25 @@ function M.enumerate(P)
   return list
 end
 
+-- A config chosen without measuring, for shapes nobody tuned: 16-byte vectors (vec=1 when the
+-- caller's input and output are not equally aligned), the row in a group's registers when it
+-- fits in at most 32 values per thread, else two passes with one 512-thread block per row.
+function M.heuristic(P, unaligned)
+  local vec = unaligned and 1 or 16 // P.es
+  while vec > P.cols do vec = vec // 2 end
+  local nv = P.cols // vec
+  for _, G in ipairs(POW2) do
+    local items = (nv + G - 1) // G
+    if G <= math.max(nv, 1) and items * vec <= 32 then
+      local threads = math.max(G, 256)
+      local cfg = { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "reg",
+                    rows = threads // G, split = 1 }
+      if M.check(cfg, P) == nil then return cfg end
+    end
+  end
+  return { threads = 512, items = 4, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1 }
+end
+
 -- Everything a template needs: the problem, the knobs, and the derived sizes.
 function M.vars(cfg, P)
   local v = {

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "gen.h"
+#include "sample.h"
 
 typedef struct Job {
   gen_Kernel k;
@@ -42,30 +43,14 @@ static void *worker(void *arg)
   }
 }
 
-/* Does cfg have a knob=value pair that no chosen config has yet? Marks them covered. */
-static int covers_new(const char *cfg, char covered[][48], int *ncov)
-{
-  int fresh = 0;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", cfg);
-  for (char *save, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-    int seen = 0;
-    for (int i = 0; i < *ncov && !seen; i++) seen = strcmp(covered[i], kv) == 0;
-    if (!seen && *ncov < 256) {
-      snprintf(covered[(*ncov)++], 48, "%s", kv);
-      fresh = 1;
-    }
-  }
-  return fresh;
-}
-
 static void add_space(gen_State *g, const gen_Problem *p, int all)
 {
-  char **list, covered[256][48];
-  int n, ncov = 0;
+  char **list;
+  int n;
+  Cover cover = { .n = 0 };
   CHECK(gen_space(g, p, &list, &n) == 0, "%s", gen_error(g));
   for (int i = 0; i < n; i++) {
-    if (!all && !covers_new(list[i], covered, &ncov)) continue;
+    if (!all && !cover_adds(&cover, list[i])) continue;
     Job *j = &jobs[njobs];
     j->arch = p->arch;
     if (gen_render(g, p, list[i], &j->k)) {

@@ -23,7 +23,7 @@
   X(cuFuncSetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                     \
   X(cuOccupancyMaxActiveClusters) X(cuLaunchKernelEx) X(cuLaunchKernel)                                      \
   X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemcpyHtoD) X(cuMemcpyDtoH)               \
-  X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD32Async) X(cuMemsetD16Async)               \
+  X(cuMemcpyDtoDAsync) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD32Async) X(cuMemsetD16Async)               \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)             \
   X(cuStreamGetCtx) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                    \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery) X(cuPointerGetAttribute)

@@ -3,6 +3,7 @@
 ** verification by the float64 check kernel (templates/check.cu), event timing with L2 flushed
 ** before every launch, and recovery when a config's launch breaks the context.
 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,24 +332,33 @@ static void describe_bad(tune_Gpu *g, const CheckOut *co, tune_Trial *t)
            (unsigned long long)co->bad, first, (unsigned long long)co->bad_sums, sumdev);
 }
 
+/* Run the check kernel over input x and output y into co. */
+static CUresult check_buffers(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, CheckOut *co)
+{
+  tune_Tol tol = tune_tolerance(g->p.dtype, g->p.op, g->p.cols);
+  long long rows = g->p.rows;
+  uint32_t poison = poison_bits(g->p.dtype);
+  void *args[] = { &x, &y, &rows, &tol.rtol, &tol.atol, &tol.stol, &poison, &g->res };
+  CUresult r;
+  const CheckOut init = { 0, ~0ull, 0, 0, 0 };
+  if ((r = g->drv.cuMemcpyHtoD(g->res, &init, sizeof init)) ||
+      (r = g->drv.cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL)) || (r = wait(g, 60.)))
+    return r;
+  return g->drv.cuMemcpyDtoH(co, g->res, sizeof *co);
+}
+
+static CUresult run_check(tune_Gpu *g, CheckOut *co) { return check_buffers(g, g->in, g->out, co); }
+
 static int gpu_verify(void *ud, int slot, tune_Trial *t)
 {
   tune_Gpu *g = ud;
-  tune_Driver *d = &g->drv;
   Slot *s = &g->slots[slot];
-  tune_Tol tol = tune_tolerance(g->p.dtype, g->p.op, g->p.cols);
-  CheckOut co = { 0, ~0ull, 0, 0, 0 };
-  long long rows = g->p.rows;
-  uint32_t poison = poison_bits(g->p.dtype);
-  void *args[] = { &g->in, &g->out, &rows, &tol.rtol, &tol.atol, &tol.stol, &poison, &g->res };
+  CheckOut co;
   CUresult r;
   if ((r = fresh_input(g))) return run_failed(g, "fill", r, NULL);
-  if ((r = tune_launch(d, s->fn, &s->launch, g->in, g->out, g->p.rows, g->stream))) return run_failed(g, "launch", r, t);
+  if ((r = tune_launch(&g->drv, s->fn, &s->launch, g->in, g->out, g->p.rows, g->stream))) return run_failed(g, "launch", r, t);
   if ((r = wait(g, 20.))) return run_failed(g, "run", r, t);
-  if ((r = d->cuMemcpyHtoD(g->res, &co, sizeof co)) ||
-      (r = d->cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL)) || (r = wait(g, 60.)) ||
-      (r = d->cuMemcpyDtoH(&co, g->res, sizeof co)))
-    return run_failed(g, "check", r, NULL);
+  if ((r = run_check(g, &co))) return run_failed(g, "check", r, NULL);
   float err;
   memcpy(&err, &co.max_err, 4);
   t->max_err = err;
@@ -359,9 +369,68 @@ static int gpu_verify(void *ud, int slot, tune_Trial *t)
   return TUNE_EOK;
 }
 
-static int gpu_time(void *ud, int slot, int n, double *us, char *err, size_t errlen)
+/* Set element i of the output to v (in the output's dtype). */
+static CUresult poke(tune_Gpu *g, int64_t i, double v)
 {
-  tune_Gpu *g = ud;
+  uint32_t buf[2];
+  const int es = gen_dtype_size(g->p.dtype);
+  tune_store_elem(buf, g->p.dtype, 0, v);
+  return g->drv.cuMemcpyHtoD(g->out + (CUdeviceptr)(i * es), buf, (size_t)es);
+}
+
+/* The GPU check against the CPU reference on the whole (small) problem, before and after one
+** element of the output is moved by ten times its tolerance, then set to the poison. */
+int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
+{
+  const size_t n = g->bytes;
+  const int64_t mid = g->p.rows / 2 * g->p.cols + g->p.cols / 2;
+  const tune_Tol tol = tune_tolerance(g->p.dtype, g->p.op, g->p.cols);
+  void *x = malloc(n), *y = malloc(n);
+  tune_Trial t;
+  CheckOut co[3];
+  tune_Check cpu[3];
+  int rc = 1;
+  memset(cpu, 0, sizeof cpu);
+  memset(&t, 0, sizeof t);
+  if (!x || !y) snprintf(err, errlen, "out of memory");
+  else if (gpu_verify(g, slot, &t)) snprintf(err, errlen, "verify: %s", t.reason);
+  else {
+    for (int k = 0; k < 3; k++) {
+      CUresult r = CUDA_SUCCESS;
+      if (k == 1) {   /* y holds the output read back at step 0 */
+        const double v = tune_load(y, g->p.dtype, mid);
+        r = poke(g, mid, v + 10 * (tol.rtol * fabs(v) + tol.atol));
+      } else if (k == 2) {
+        uint32_t p = poison_bits(g->p.dtype);
+        r = g->drv.cuMemcpyHtoD(g->out + (CUdeviceptr)(mid * gen_dtype_size(g->p.dtype)), &p, (size_t)gen_dtype_size(g->p.dtype));
+      }
+      if (!r) r = run_check(g, &co[k]);
+      if (!r) r = g->drv.cuMemcpyDtoH(x, g->in, n);
+      if (!r) r = g->drv.cuMemcpyDtoH(y, g->out, n);
+      if (r) {
+        cu_msg(g, "selftest", r, err, errlen);
+        break;
+      }
+      cpu[k].first_bad = -1;
+      tune_check_rows(x, y, g->p.dtype, g->p.op, g->p.cols, 0, g->p.rows, poison_bits(g->p.dtype), &cpu[k]);
+      const uint64_t want = k == 0 ? 0 : 1;
+      if (co[k].bad != want || (uint64_t)cpu[k].bad != want || co[k].bad_sums != (uint64_t)cpu[k].bad_sums) {
+        snprintf(err, errlen, "step %d: GPU check says %llu bad (%llu sums), CPU says %lld bad (%lld sums), want %llu", k,
+                 (unsigned long long)co[k].bad, (unsigned long long)co[k].bad_sums, (long long)cpu[k].bad,
+                 (long long)cpu[k].bad_sums, (unsigned long long)want);
+        break;
+      }
+      if (k == 2) rc = 0;
+    }
+  }
+  free(x);
+  free(y);
+  return rc;
+}
+
+/* n launches of go(g, arg), each timed alone by events with L2 flushed before it. */
+static CUresult timed(tune_Gpu *g, CUresult (*go)(tune_Gpu *, void *), void *arg, int n, double *us)
+{
   tune_Driver *d = &g->drv;
   for (int done = 0; done < n;) {
     const int m = n - done < MAX_REPS ? n - done : MAX_REPS;
@@ -369,8 +438,7 @@ static int gpu_time(void *ud, int slot, int n, double *us, char *err, size_t err
     for (int i = 0; i < m && !r; i++) {
       r = d->cuMemsetD32Async(g->flush, (unsigned)i, FLUSH_BYTES / 4, g->stream);
       if (!r) r = d->cuEventRecord(g->ev[2 * i], g->stream);
-      if (!r) r = slot < 0 ? d->cuMemcpyDtoDAsync(g->out, g->in, g->bytes, g->stream)
-                           : tune_launch(d, g->slots[slot].fn, &g->slots[slot].launch, g->in, g->out, g->p.rows, g->stream);
+      if (!r) r = go(g, arg);
       if (!r) r = d->cuEventRecord(g->ev[2 * i + 1], g->stream);
     }
     if (!r) r = wait(g, 60.);
@@ -379,16 +447,86 @@ static int gpu_time(void *ud, int slot, int n, double *us, char *err, size_t err
       r = d->cuEventElapsedTime(&ms, g->ev[2 * i], g->ev[2 * i + 1]);
       us[done + i] = ms * 1e3;
     }
-    if (r) {
-      tune_Trial t;
-      snprintf(t.config, sizeof t.config, "%s", slot < 0 ? "copy" : "timing");
-      int rc = run_failed(g, "timing", r, &t);
-      snprintf(err, errlen, "%s", rc == TUNE_EFATAL ? g->err : t.reason);
-      return slot < 0 ? TUNE_EFATAL : rc;
-    }
+    if (r) return r;
     done += m;
   }
-  return TUNE_EOK;
+  return CUDA_SUCCESS;
+}
+
+static CUresult go_copy(tune_Gpu *g, void *arg)
+{
+  (void)arg;
+  return g->drv.cuMemcpyDtoDAsync(g->out, g->in, g->bytes, g->stream);
+}
+
+static CUresult go_slot(tune_Gpu *g, void *arg)
+{
+  const Slot *s = arg;
+  return tune_launch(&g->drv, s->fn, &s->launch, g->in, g->out, g->p.rows, g->stream);
+}
+
+static int gpu_time(void *ud, int slot, int n, double *us, char *err, size_t errlen)
+{
+  tune_Gpu *g = ud;
+  CUresult r = slot < 0 ? timed(g, go_copy, NULL, n, us) : timed(g, go_slot, &g->slots[slot], n, us);
+  if (!r) return TUNE_EOK;
+  tune_Trial t;
+  snprintf(t.config, sizeof t.config, "%s", slot < 0 ? "copy" : "timing");
+  int rc = run_failed(g, "timing", r, &t);
+  snprintf(err, errlen, "%s", rc == TUNE_EFATAL ? g->err : t.reason);
+  return slot < 0 ? TUNE_EFATAL : rc;
+}
+
+/* ---- for the bench command and the runtime tests ---- */
+
+void tune_gpu_buffers(tune_Gpu *g, CUdeviceptr *in, CUdeviceptr *out, CUstream *s)
+{
+  *in = g->in, *out = g->out, *s = g->stream;
+}
+
+const tune_Driver *tune_gpu_driver(const tune_Gpu *g)
+{
+  return &g->drv;
+}
+
+int tune_gpu_fill(tune_Gpu *g, char *err, size_t errlen)
+{
+  CUresult r = fresh_input(g);
+  if (!r) r = wait(g, 20.);
+  return r ? (cu_msg(g, "fill", r, err, errlen), 1) : 0;
+}
+
+int tune_gpu_check(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, tune_Check *c, char *err, size_t errlen)
+{
+  CheckOut co;
+  float e, dev;
+  CUresult r = wait(g, 20.);
+  if (!r) r = check_buffers(g, x, y, &co);
+  if (r) return cu_msg(g, "check", r, err, errlen), 1;
+  memcpy(&e, &co.max_err, 4);
+  memcpy(&dev, &co.max_sumdev, 4);
+  c->checked = g->p.rows * g->p.cols;
+  c->bad = (int64_t)co.bad;
+  c->bad_sums = (int64_t)co.bad_sums;
+  c->first_bad = co.bad ? (int64_t)co.first_bad : -1;
+  c->max_err = e;
+  c->max_sumdev = dev;
+  return 0;
+}
+
+typedef struct Call { tune_Call fn; void *ud; } Call;
+
+static CUresult go_call(tune_Gpu *g, void *arg)
+{
+  const Call *c = arg;
+  return c->fn(c->ud, g->in, g->out, g->stream);
+}
+
+int tune_gpu_time_call(tune_Gpu *g, tune_Call fn, void *ud, int n, double *us, char *err, size_t errlen)
+{
+  Call c = { fn, ud };
+  CUresult r = fn ? timed(g, go_call, &c, n, us) : timed(g, go_copy, NULL, n, us);
+  return r ? (cu_msg(g, "timing", r, err, errlen), 1) : 0;
 }
 
 static void gpu_unload(void *ud, int slot)

@@ -84,7 +84,7 @@ static int pool_wait(Pool *p, int i)
 /* Time slot in a first round: a few launches to size it, then enough to fill the budget. */
 static int first_round(const tune_Backend *b, const tune_Options *o, int slot, double *us_out, char *err, size_t errlen)
 {
-  double us[1024];
+  double us[TUNE_MAX_REPS];
   int rc = b->time(b->ud, slot, 3, us, err, errlen);
   if (rc) return rc;
   double est = median(us, 3) + 50.;   /* plus the L2 flush before each */
@@ -107,7 +107,7 @@ static int run_config(const tune_Backend *b, const tune_Options *o, Pool *pool, 
   }
   t->compile_ms = pool->cubins[i].ms;
   if ((rc = b->load(b->ud, i, &pool->kernels[i], &pool->cubins[i], t))) {
-    t->status = TUNE_PRUNED;
+    t->status = rc == TUNE_EFATAL ? TUNE_FAILED : TUNE_PRUNED;
     return rc == TUNE_EFATAL ? (snprintf(err, errlen, "%s", t->reason), TUNE_EFATAL) : 0;
   }
   if ((rc = b->verify(b->ud, i, t)) == TUNE_EOK) rc = first_round(b, o, i, &t->us, t->reason, sizeof t->reason);
@@ -162,7 +162,7 @@ static int final_rounds(const tune_Backend *b, const tune_Options *o, tune_Resul
 /* Finalists, the winner (fastest after re-timing; ties go to the earlier config) and figures. */
 static int pick_winner(const tune_Backend *b, const tune_Options *o, tune_Result *r, char *err, size_t errlen)
 {
-  int fin[64], nf = tune_top(r, fin, o->max_finalists < 64 ? o->max_finalists : 64);
+  int fin[64], nf = tune_top(r, fin, o->max_finalists);
   while (nf > 1 && r->trials[fin[nf - 1]].us > r->trials[fin[0]].us * (1. + o->margin)) nf--;
   if (first_round(b, o, -1, &r->copy_us, err, errlen)) return TUNE_EFATAL;
   if (nf > 0 && final_rounds(b, o, r, fin, nf, err, errlen)) return TUNE_EFATAL;
@@ -192,9 +192,22 @@ static void count(tune_Result *r)
   }
 }
 
-int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const tune_Options *o, tune_Result *r,
+/* Options brought into the ranges the sweep needs. */
+static tune_Options sane(const tune_Options *in)
+{
+  tune_Options o = *in;
+  o.min_reps = o.min_reps < 1 ? 1 : o.min_reps > TUNE_MAX_REPS ? TUNE_MAX_REPS : o.min_reps;
+  o.max_reps = o.max_reps < o.min_reps ? o.min_reps : o.max_reps > TUNE_MAX_REPS ? TUNE_MAX_REPS : o.max_reps;
+  o.rounds = o.rounds < 1 ? 1 : o.rounds;
+  o.max_finalists = o.max_finalists < 1 ? 1 : o.max_finalists > 64 ? 64 : o.max_finalists;
+  o.margin = o.margin < 0 ? 0 : o.margin;
+  return o;
+}
+
+int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const tune_Options *opt, tune_Result *r,
                char *err, size_t errlen)
 {
+  const tune_Options opts = sane(opt), *o = &opts;
   char **list = NULL;
   int n = 0, rc = 0, nthreads = o->threads;
   double t0 = now_s();

@@ -14,6 +14,7 @@
 #include "cache.h"
 #include "cudrv.h"
 #include "gen.h"
+#include "ref.h"
 
 enum { TUNE_PENDING, TUNE_OK, TUNE_PRUNED, TUNE_FAILED };
 /* Backend return codes: this config cannot run or is wrong (go on), or the device is lost. */
@@ -45,10 +46,12 @@ typedef struct tune_Backend {
   void (*unload)(void *ud, int slot);
 } tune_Backend;
 
+#define TUNE_MAX_REPS 1024
+
 typedef struct tune_Options {
   int threads;              /* compile threads; 0 = one per core */
   double budget_ms;         /* device time to spend timing one config (first round) */
-  int min_reps, max_reps;   /* first-round repetitions */
+  int min_reps, max_reps;   /* first-round repetitions, at most TUNE_MAX_REPS */
   double margin;            /* finalists: within this fraction of the best */
   int max_finalists;
   int rounds;               /* interleaved re-timing rounds */
@@ -93,6 +96,19 @@ const tune_Device *tune_gpu_device(const tune_Gpu *g);
 ** Returns 2 when the problem does not fit in the GPU's free memory. */
 int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslots, char *err, size_t errlen);
 tune_Backend tune_gpu_backend(tune_Gpu *g);
+/* For the GPU tests: slot verified, and the check kernel agreeing with the CPU float64
+** reference on the whole problem, also after an output element is spoiled or left unwritten. */
+int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen);
+
+/* For the bench command and the runtime tests: the prepared buffers, a fresh random input
+** (output poisoned), the check kernel over any input/output pair of the problem's shape, and
+** n calls of fn timed as the sweep times configs (fn NULL: the copy floor). */
+typedef CUresult (*tune_Call)(void *ud, CUdeviceptr in, CUdeviceptr out, CUstream s);
+void tune_gpu_buffers(tune_Gpu *g, CUdeviceptr *in, CUdeviceptr *out, CUstream *s);
+const tune_Driver *tune_gpu_driver(const tune_Gpu *g);
+int tune_gpu_fill(tune_Gpu *g, char *err, size_t errlen);
+int tune_gpu_check(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, tune_Check *c, char *err, size_t errlen);
+int tune_gpu_time_call(tune_Gpu *g, tune_Call fn, void *ud, int n, double *us, char *err, size_t errlen);
 void tune_gpu_close(tune_Gpu *g);
 
 #endif

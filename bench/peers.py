@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""peers.py — softmax-tune against its peers on one GPU, in one run.
+
+Times softmax-tune (through the Python binding, tuned kernels from the cache), torch.softmax,
+a Triton one-program-per-row softmax (the tutorial's; n/a when cols > 65536), and optionally
+torch.compile(mode="max-autotune-no-cudagraphs"), plus a torch copy of the same tensor, all with
+triton.testing.do_bench (median, L2 cleared before each repetition). Each system's output is
+checked against a float64 reference first. Prints a TSV with the columns of
+shared/peers/h200.tsv: dtype, shape, system, ms, GB/s, frac_of_copy (copy time / system time).
+
+    python3 bench/peers.py [--dtypes float32,bfloat16] [--shapes 4096x4096,...] [--inductor] [--out F]
+
+softmax-tune's kernels come from the cache ($SOFTMAX_TUNE_CACHE or the default); tune the shapes
+first (bench/device_run.sh does). SOFTMAX_TUNE_MISS decides what happens to untuned shapes.
+"""
+
+import argparse
+import datetime
+import os
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import softmax_tune  # noqa: E402
+
+SHAPES = ["32000x16384", "4096x4096", "1048576x128", "131072x1000", "65536x2048",
+          "8192x32000", "2048x128256", "256x1048576", "32x16384"]
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# element tolerance |y - ref| <= rtol*|ref| + atol, as softmax-tune's own check
+RTOL = {torch.float32: 1e-4, torch.float16: 2 ** -10, torch.bfloat16: 2 ** -7}
+
+
+@triton.jit
+def _row_softmax(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(in_ptr + row * in_stride + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    y = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_stride + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def triton_softmax(x):
+    rows, cols = x.shape
+    block = triton.next_power_of_2(cols)
+    warps = 4 if block < 2048 else 8 if block < 4096 else 16 if block < 16384 else 32
+    y = torch.empty_like(x)
+    _row_softmax[(rows,)](y, x, x.stride(0), y.stride(0), cols, BLOCK=block, num_warps=warps)
+    return y
+
+
+def check(y, ref, dtype):
+    """Largest |y - ref| / (|ref| + atol/rtol) and whether every element is within tolerance."""
+    rtol = RTOL[dtype]
+    atol = 2 ** -24 if dtype == torch.float16 else 1e-37
+    d = (y.double() - ref).abs()
+    ok = bool((d <= rtol * ref.abs() + atol).all()) and bool(torch.isfinite(y).all())
+    err = float((d / (ref.abs() + atol / rtol)).max())
+    return ok, err
+
+
+def systems(args, x, dtype):
+    out = torch.empty_like(x)
+    yield "copy", lambda: out.copy_(x)
+    yield "softmax_tune", lambda: softmax_tune.softmax(x, out=out)
+    yield "torch", lambda: torch.softmax(x, -1)
+    if x.shape[1] <= 65536:
+        yield "triton_tutorial", lambda: triton_softmax(x)
+    if args.inductor:
+        f = torch.compile(lambda t: torch.softmax(t, -1), mode="max-autotune-no-cudagraphs", dynamic=False)
+        yield "inductor_maxautotune", lambda: f(x)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--inductor", action="store_true", help="also torch.compile max-autotune (slow to compile)")
+    ap.add_argument("--out", help="also write the TSV here")
+    args = ap.parse_args()
+
+    dev = torch.cuda.get_device_properties(0)
+    lines = ["# %s (%d SMs), torch %s, triton %s, %s." % (dev.name, dev.multi_processor_count, torch.__version__,
+                                                         triton.__version__, datetime.date.today().isoformat()),
+             "# Median of triton.testing.do_bench (L2 cleared before each repetition). GB/s counts one read + one write.",
+             "# frac_of_copy = copy time / system time, copy = torch copy_ of the same tensor in the same run.",
+             "# every output checked against torch.softmax in float64 first; a failed check is marked WRONG.",
+             "dtype\tshape\tsystem\tms\tGB/s\tfrac_of_copy"]
+    print("\n".join(lines), flush=True)
+    for dname in args.dtypes.split(","):
+        dtype = DTYPES[dname]
+        for shape in args.shapes.split(","):
+            rows, cols = map(int, shape.split("x"))
+            torch.manual_seed(rows * 7 + cols)
+            x = (torch.randn(rows, cols, device="cuda", dtype=torch.float32) * 3).to(dtype)
+            ref = torch.softmax(x.double(), -1)
+            nbytes = 2 * x.numel() * x.element_size()
+            copy_ms = None
+            for name, fn in systems(args, x, dtype):
+                try:
+                    if name != "copy":
+                        ok, err = check(fn(), ref, dtype)
+                    ms = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+                except Exception as e:  # a peer that cannot run this shape is reported, not fatal
+                    print("# %s %s %s: %s" % (dname, shape, name, str(e).splitlines()[0][:200]), flush=True)
+                    continue
+                copy_ms = ms if name == "copy" else copy_ms
+                row = "%s\t%s\t%s\t%.4f\t%.1f\t%.3f" % (dname, shape, name, ms, nbytes / ms / 1e6, copy_ms / ms)
+                if name != "copy" and not ok:
+                    row += "\tWRONG (max err %.3g)" % err
+                lines.append(row)
+                print(row, flush=True)
+            del x, ref
+            torch.cuda.empty_cache()
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

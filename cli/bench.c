@@ -1,0 +1,105 @@
+/*
+** bench.c — softmax-tune bench: the cached winner, launched through the runtime library
+** (st_softmax), against the copy floor, timed as the tuner times (CUDA events, L2 flushed
+** before each launch, median), after checking its output once against float64.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "softmax_tune.h"
+#include "tune.h"
+
+typedef struct Bench {
+  st_ctx *ctx;
+  gen_Problem p;
+  char err[1024];
+} Bench;
+
+static CUresult call(void *ud, CUdeviceptr in, CUdeviceptr out, CUstream s)
+{
+  Bench *b = ud;
+  st_status rc = st_softmax(b->ctx, (st_dtype)b->p.dtype, (st_op)b->p.op, (const void *)in, (void *)out, b->p.rows,
+                            b->p.cols, (struct CUstream_st *)s);
+  if (rc) snprintf(b->err, sizeof b->err, "%s", st_error(b->ctx));
+  return rc ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
+}
+
+static int cmp(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Rounds of one copy and one softmax each, alternating which goes first; medians. */
+static int measure(tune_Gpu *gpu, Bench *b, int rounds, double *copy_us, double *us, char *err, size_t errlen)
+{
+  double *c = malloc(sizeof *c * (size_t)rounds), *s = malloc(sizeof *s * (size_t)rounds), w[3];
+  int rc = !c || !s;
+  rc = rc || tune_gpu_time_call(gpu, call, b, 3, w, err, errlen) || tune_gpu_time_call(gpu, NULL, NULL, 3, w, err, errlen);
+  for (int k = 0; k < rounds && !rc; k++) {
+    if (k % 2) rc = tune_gpu_time_call(gpu, NULL, NULL, 1, &c[k], err, errlen) || tune_gpu_time_call(gpu, call, b, 1, &s[k], err, errlen);
+    else rc = tune_gpu_time_call(gpu, call, b, 1, &s[k], err, errlen) || tune_gpu_time_call(gpu, NULL, NULL, 1, &c[k], err, errlen);
+  }
+  if (!rc) {
+    qsort(c, (size_t)rounds, sizeof *c, cmp);
+    qsort(s, (size_t)rounds, sizeof *s, cmp);
+    *copy_us = c[rounds / 2];
+    *us = s[rounds / 2];
+  }
+  free(c), free(s);
+  return rc;
+}
+
+int cli_bench(cli_Options *o)
+{
+  tune_Gpu *gpu = NULL;
+  gen_State *g = NULL;
+  Bench b = { 0 };
+  st_options so = { ST_MISS_ERROR, NULL, NULL };
+  tune_Check chk = { 0 };
+  CUdeviceptr in, out;
+  CUstream s;
+  char config[256] = "";
+  double copy_us = 0, us = 0;
+  int rc = 2;
+  if (!o->shape) return cli_fail("bench needs --shape RxC"), 2;
+  if (tune_gpu_open(&gpu, o->gpu, o->err, sizeof o->err)) goto done;
+  rc = 1;
+  b.p.rows = o->rows, b.p.cols = o->cols, b.p.dtype = cli_dtype(o), b.p.op = cli_op(o);
+  tune_device_limits(tune_gpu_device(gpu), &b.p);
+  if (gen_open(&g, NULL, o->err, sizeof o->err)) goto done;
+  if ((rc = tune_gpu_prepare(gpu, g, &b.p, 1, o->err, sizeof o->err))) goto done;
+  rc = 1;
+  if (st_open_ex(&b.ctx, o->gpu, o->cache, &so) || st_config(b.ctx, b.p.dtype, b.p.op, b.p.rows, b.p.cols, config, sizeof config)) {
+    snprintf(o->err, sizeof o->err, "%s", st_error(b.ctx));
+    goto done;
+  }
+  tune_gpu_buffers(gpu, &in, &out, &s);
+  if (tune_gpu_fill(gpu, o->err, sizeof o->err)) goto done;
+  if (call(&b, in, out, s) || tune_gpu_check(gpu, in, out, &chk, o->err, sizeof o->err)) {
+    if (b.err[0]) snprintf(o->err, sizeof o->err, "%s", b.err);
+    goto done;
+  }
+  if (chk.bad || chk.bad_sums) {
+    snprintf(o->err, sizeof o->err, "the cached kernel is WRONG here: %lld elements and %lld row sums out of tolerance",
+             (long long)chk.bad, (long long)chk.bad_sums);
+    goto done;
+  }
+  if (measure(gpu, &b, o->reps > 0 ? o->reps : 100, &copy_us, &us, o->err, sizeof o->err)) goto done;
+  const double bytes = 2. * b.p.rows * b.p.cols * gen_dtype_size(b.p.dtype);
+  printf("%s, %lldx%lld %s %s: %s\n", tune_gpu_device(gpu)->name, (long long)b.p.rows, (long long)b.p.cols,
+         gen_dtype_name(b.p.dtype), gen_op_name(b.p.op), config);
+  printf("verified against float64 (max err %.2g)\n", chk.max_err);
+  printf("%-12s %10s %9s %8s\n", "", "us", "GB/s", "of copy");
+  printf("%-12s %10.2f %9.1f %8.3f\n", "copy", copy_us, bytes / copy_us / 1e3, 1.0);
+  printf("%-12s %10.2f %9.1f %8.3f\n", "softmax-tune", us, bytes / us / 1e3, copy_us / us);
+  rc = 0;
+done:
+  if (rc) cli_fail("%s", o->err);
+  st_close(b.ctx);
+  gen_close(g);
+  tune_gpu_close(gpu);
+  return rc;
+}

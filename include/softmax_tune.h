@@ -1,0 +1,78 @@
+/*
+** softmax_tune.h — the runtime library: softmax and log_softmax over the last dimension of a
+** rows x cols tensor on an NVIDIA GPU, with the kernel softmax-tune tuned for that GPU and
+** shape (loaded from its cache, checksum verified), or, for shapes not tuned, a heuristic
+** kernel, a tuning run, or an error (the miss policy).
+**
+** Works in the device's primary context, so it shares memory and streams with the CUDA
+** runtime and PyTorch. Thread-safe: several host threads may call st_softmax on one context.
+** Nothing prints and nothing exits: functions return a status and st_error() says why.
+** C99 and C++.
+*/
+#ifndef SOFTMAX_TUNE_H
+#define SOFTMAX_TUNE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct st_ctx st_ctx;
+struct CUstream_st;         /* a CUstream or cudaStream_t; NULL is the default stream */
+
+typedef enum st_dtype { ST_F32 = 0, ST_F16 = 1, ST_BF16 = 2 } st_dtype;
+typedef enum st_op { ST_SOFTMAX = 0, ST_LOG_SOFTMAX = 1 } st_op;
+
+typedef enum st_status {
+  ST_OK = 0,
+  ST_EINVAL = 1,            /* a bad argument: dtype, op, sizes, pointers */
+  ST_ENODEV = 2,            /* no driver, or no such GPU */
+  ST_ECUDA = 3,             /* the driver failed (launch, load, memory) */
+  ST_EMISS = 4,             /* miss policy "error" and the shape is not in the cache */
+  ST_ECACHE = 5,            /* the cache could not be opened or written */
+  ST_ECOMPILE = 6,          /* generating or compiling a kernel failed */
+  ST_ENOMEM = 7
+} st_status;
+
+/* What st_softmax does for a shape the cache lacks. */
+typedef enum st_miss {
+  ST_MISS_DEFAULT = 0,      /* $SOFTMAX_TUNE_MISS (error, heuristic or tune), else heuristic */
+  ST_MISS_HEURISTIC = 1,    /* compile a rule-based config with NVRTC (said once via log) */
+  ST_MISS_TUNE = 2,         /* tune now, store the winner in the cache, use it */
+  ST_MISS_ERROR = 3         /* fail with ST_EMISS */
+} st_miss;
+
+typedef struct st_options {
+  st_miss miss;
+  /* Called with one line of text for notable events (a heuristic kernel used, a tuning run,
+  ** a corrupt cache entry skipped); NULL for silence. May be called from any thread. */
+  void (*log)(void *ud, const char *message);
+  void *log_ud;
+} st_options;
+
+/* Open device `device` (an ordinal) with the cache at `cache_path`, or NULL for the default:
+** $SOFTMAX_TUNE_CACHE, else $XDG_CACHE_HOME/softmax-tune/cache.db, else
+** ~/.cache/softmax-tune/cache.db. On failure *ctx is NULL and st_error(NULL) says why. */
+st_status st_open(st_ctx **ctx, int device, const char *cache_path);
+st_status st_open_ex(st_ctx **ctx, int device, const char *cache_path, const st_options *options);
+void st_close(st_ctx *ctx);
+
+/* out = softmax (or log_softmax) of in over each row of cols elements; in and out are device
+** pointers to rows*cols elements of dtype, in == out is allowed; enqueued on stream. The first
+** call for a (dtype, op, rows, cols) loads the kernel; later calls are a look-up and a launch. */
+st_status st_softmax(st_ctx *ctx, st_dtype dtype, st_op op, const void *in, void *out, int64_t rows, int64_t cols,
+                     struct CUstream_st *stream);
+
+/* The config string of the kernel st_softmax uses for this problem (loading it if needed). */
+st_status st_config(st_ctx *ctx, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen);
+
+/* The message of the last failed call in this thread; ctx may be NULL. */
+const char *st_error(const st_ctx *ctx);
+const char *st_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,352 @@
+/*
+** softmax_tune.c — the runtime library (include/softmax_tune.h): looks a problem up in the
+** cache once, loads its cubin, memoizes the function, and launches it.
+*/
+#include "softmax_tune.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "cudrv.h"
+#include "gen.h"
+#include "tune.h"
+
+typedef struct Memo {
+  int used, dtype, op, unaligned;
+  int64_t rows, cols;
+  CUmodule mod;
+  CUfunction fn;
+  gen_Launch launch;
+  char config[256];
+} Memo;
+
+struct st_ctx {
+  tune_Driver drv;
+  tune_Device dev;
+  CUcontext cu;
+  gen_State *gen;
+  cache_Db *db;             /* NULL until a cache file exists */
+  char path[4096];
+  cache_Key base;           /* the key's GPU, driver, NVRTC and templates fields */
+  st_miss miss;
+  void (*log)(void *, const char *);
+  void *log_ud;
+  pthread_mutex_t mu;       /* guards memo, gen, db */
+  Memo *memo;
+  int cap, n;
+};
+
+static _Thread_local char last_error[1024];
+
+static st_status fail(st_status s, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+static void say(st_ctx *c, const char *fmt, ...)
+{
+  char msg[1024];
+  va_list ap;
+  if (!c->log) return;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  c->log(c->log_ud, msg);
+}
+
+const char *st_error(const st_ctx *ctx)
+{
+  (void)ctx;
+  return last_error;
+}
+
+const char *st_version(void)
+{
+  return "0.1.0";
+}
+
+static st_miss miss_policy(const st_options *o)
+{
+  const char *env = getenv("SOFTMAX_TUNE_MISS");
+  if (o && o->miss != ST_MISS_DEFAULT) return o->miss;
+  if (env && strcmp(env, "error") == 0) return ST_MISS_ERROR;
+  if (env && strcmp(env, "tune") == 0) return ST_MISS_TUNE;
+  return ST_MISS_HEURISTIC;
+}
+
+/* Open the cache if its file exists (or make it, when create); a missing file is no error. */
+static st_status open_cache(st_ctx *c, int create)
+{
+  char err[1024];
+  if (c->db) return ST_OK;
+  int rc = cache_open(&c->db, c->path, create, err, sizeof err);
+  if (rc == CACHE_MISS) return ST_OK;
+  return rc ? fail(ST_ECACHE, "%s", err) : ST_OK;
+}
+
+st_status st_open(st_ctx **ctx, int device, const char *cache_path)
+{
+  return st_open_ex(ctx, device, cache_path, NULL);
+}
+
+st_status st_open_ex(st_ctx **ctx, int device, const char *path, const st_options *o)
+{
+  char err[1024];
+  st_ctx *c;
+  CUresult r;
+  gen_Problem p = { 0 };
+  st_status s = ST_OK;
+  if (!ctx) return fail(ST_EINVAL, "st_open: ctx is NULL");
+  *ctx = NULL;
+  if (o && (o->miss < ST_MISS_DEFAULT || o->miss > ST_MISS_ERROR)) return fail(ST_EINVAL, "st_open: bad miss policy %d", o->miss);
+  if (!(c = calloc(1, sizeof *c))) return fail(ST_ENOMEM, "st_open: out of memory");
+  pthread_mutex_init(&c->mu, NULL);
+  c->miss = miss_policy(o);
+  c->log = o ? o->log : NULL;
+  c->log_ud = o ? o->log_ud : NULL;
+  if (tune_driver_load(&c->drv, err, sizeof err) || tune_device(&c->drv, device, &c->dev, err, sizeof err))
+    s = fail(ST_ENODEV, "%s", err);
+  else if ((r = c->drv.cuDevicePrimaryCtxRetain(&c->cu, c->dev.dev)) != CUDA_SUCCESS)
+    s = fail(ST_ECUDA, "cannot get the primary context of GPU %d: %s", device, tune_cu_error(&c->drv, r, err, sizeof err));
+  else if (cache_path(path, 0, c->path, sizeof c->path, err, sizeof err))
+    s = fail(ST_ECACHE, "%s", err);
+  else if (gen_open(&c->gen, NULL, err, sizeof err) || tune_key(c->gen, &c->dev, &p, &c->base, err, sizeof err))
+    s = fail(ST_ECOMPILE, "%s", err);
+  else
+    s = open_cache(c, c->miss == ST_MISS_TUNE);
+  if (s != ST_OK) {
+    st_close(c);
+    return s;
+  }
+  *ctx = c;
+  return ST_OK;
+}
+
+void st_close(st_ctx *c)
+{
+  if (!c) return;
+  if (c->cu) {
+    c->drv.cuCtxPushCurrent(c->cu);
+    for (int i = 0; i < c->cap; i++)
+      if (c->memo[i].used && c->memo[i].mod) c->drv.cuModuleUnload(c->memo[i].mod);
+    c->drv.cuCtxPopCurrent(NULL);
+    c->drv.cuDevicePrimaryCtxRelease(c->dev.dev);
+  }
+  free(c->memo);
+  cache_close(c->db);
+  gen_close(c->gen);
+  if (c->drv.lib) tune_driver_unload(&c->drv);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+/* ---- the memo: open addressing over (dtype, op, unaligned, rows, cols) ---- */
+
+static uint64_t hash(int dtype, int op, int unaligned, int64_t rows, int64_t cols)
+{
+  uint64_t h = (uint64_t)rows * 0x9e3779b97f4a7c15ull ^ (uint64_t)cols * 0xc2b2ae3d27d4eb4full;
+  h ^= (uint64_t)(dtype * 4 + op * 2 + unaligned) * 0x165667b19e3779f9ull;
+  return h ^ h >> 29;
+}
+
+static Memo *find(st_ctx *c, int dtype, int op, int unaligned, int64_t rows, int64_t cols)
+{
+  if (!c->cap) return NULL;
+  for (uint64_t i = hash(dtype, op, unaligned, rows, cols);; i++) {
+    Memo *m = &c->memo[i & (uint64_t)(c->cap - 1)];
+    if (!m->used) return m;
+    if (m->dtype == dtype && m->op == op && m->unaligned == unaligned && m->rows == rows && m->cols == cols) return m;
+  }
+}
+
+/* A free slot for a new entry, growing the table to stay at most half full. */
+static Memo *slot_for(st_ctx *c, int dtype, int op, int unaligned, int64_t rows, int64_t cols)
+{
+  if (2 * (c->n + 1) > c->cap) {
+    int cap = c->cap ? 2 * c->cap : 64;
+    Memo *old = c->memo, *neu = calloc((size_t)cap, sizeof *neu);
+    if (!neu) return NULL;
+    int oldcap = c->cap;
+    c->memo = neu;
+    c->cap = cap;
+    for (int i = 0; i < oldcap; i++)
+      if (old[i].used) *find(c, old[i].dtype, old[i].op, old[i].unaligned, old[i].rows, old[i].cols) = old[i];
+    free(old);
+  }
+  return find(c, dtype, op, unaligned, rows, cols);
+}
+
+/* ---- resolving a problem to a loaded function ---- */
+
+static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, const gen_Launch *l, const char *config)
+{
+  char err[512];
+  CUresult r = c->drv.cuModuleLoadData(&m->mod, cubin);
+  if (!r) r = c->drv.cuModuleGetFunction(&m->fn, m->mod, name);
+  if (!r) r = tune_func_setup(&c->drv, m->fn, l);
+  if (r) {
+    if (m->mod) c->drv.cuModuleUnload(m->mod);
+    m->mod = NULL;
+    return fail(ST_ECUDA, "loading the kernel of %s: %s", config, tune_cu_error(&c->drv, r, err, sizeof err));
+  }
+  m->launch = *l;
+  snprintf(m->config, sizeof m->config, "%s", config);
+  return ST_OK;
+}
+
+static st_status from_entry(st_ctx *c, Memo *m, cache_Entry *e)
+{
+  st_status s = load(c, m, e->cubin, e->kernel, &e->launch, e->config);
+  cache_entry_free(e);
+  return s;
+}
+
+/* Render and compile config for p, then load it. */
+static st_status compile_config(st_ctx *c, Memo *m, const gen_Problem *p, const char *config)
+{
+  gen_Kernel k;
+  gen_Cubin cb;
+  char err[1024];
+  if (gen_render(c->gen, p, config, &k)) return fail(ST_ECOMPILE, "%s", gen_error(c->gen));
+  int rc = gen_compile(k.source, "softmax.cu", p->arch, &cb, err, sizeof err);
+  st_status s = rc ? fail(ST_ECOMPILE, "%s", err) : load(c, m, cb.data, k.name, &k.launch, k.config);
+  gen_cubin_free(&cb);
+  gen_kernel_free(&k);
+  return s;
+}
+
+/* Tune p now with the GPU backend, store the run, and load the winner. */
+static st_status tune_now(st_ctx *c, Memo *m, const gen_Problem *p, const cache_Key *k)
+{
+  char err[1024];
+  tune_Gpu *gpu = NULL;
+  tune_Options o;
+  tune_Result r;
+  int64_t run;
+  char **list;
+  int n;
+  st_status s = ST_OK;
+  say(c, "softmax-tune: tuning %lldx%lld %s %s now (miss policy tune)", (long long)p->rows, (long long)p->cols,
+      gen_dtype_name(p->dtype), gen_op_name(p->op));
+  if ((s = open_cache(c, 1))) return s;
+  if (!c->db) return fail(ST_ECACHE, "no cache to store the tuning in at %s", c->path);
+  if (gen_space(c->gen, p, &list, &n)) return fail(ST_ECOMPILE, "%s", gen_error(c->gen));
+  gen_free_list(list, n);
+  if (tune_gpu_open(&gpu, c->dev.ordinal, err, sizeof err) || tune_gpu_prepare(gpu, c->gen, p, n, err, sizeof err)) {
+    tune_gpu_close(gpu);
+    return fail(ST_ECUDA, "tuning: %s", err);
+  }
+  tune_default_options(&o);
+  tune_Backend b = tune_gpu_backend(gpu);
+  if (tune_sweep(c->gen, p, &b, &o, &r, err, sizeof err)) s = fail(ST_ECUDA, "tuning: %s", err);
+  else if (r.winner < 0) s = fail(ST_ECOMPILE, "tuning: no config passed for this shape");
+  else if (tune_store(c->db, k, &r, &run, err, sizeof err)) s = fail(ST_ECACHE, "%s", err);
+  tune_gpu_close(gpu);
+  if (s == ST_OK) s = load(c, m, r.cubin.data, r.kernel.name, &r.kernel.launch, r.kernel.config);
+  tune_result_free(&r);
+  return s;
+}
+
+/* The cache, then a tuned entry of the same cols, then the miss policy. */
+static st_status resolve(st_ctx *c, Memo *m, int dtype, int op, int unaligned, int64_t rows, int64_t cols)
+{
+  gen_Problem p = { .rows = rows, .cols = cols, .dtype = dtype, .op = op };
+  cache_Key k = c->base;
+  cache_Entry e;
+  char config[256];
+  int rc = CACHE_MISS;
+  tune_device_limits(&c->dev, &p);
+  k.dtype = dtype, k.op = op, k.rows = rows, k.cols = cols;
+  if (!unaligned && open_cache(c, 0) == ST_OK && c->db) {
+    if ((rc = cache_get(c->db, &k, &e)) == CACHE_OK) return from_entry(c, m, &e);
+    if (rc == CACHE_CORRUPT) say(c, "softmax-tune: %s; not using it", cache_error(c->db));
+    if ((rc = cache_similar(c->db, &k, &e)) == CACHE_OK) {   /* rows is a kernel argument */
+      say(c, "softmax-tune: %lldx%lld %s %s uses the kernel tuned for %lldx%lld", (long long)rows, (long long)cols,
+          gen_dtype_name(dtype), gen_op_name(op), (long long)e.key.rows, (long long)e.key.cols);
+      return from_entry(c, m, &e);
+    }
+  }
+  if (unaligned || c->miss == ST_MISS_HEURISTIC) {
+    if (gen_heuristic(c->gen, &p, unaligned, config, sizeof config)) return fail(ST_ECOMPILE, "%s", gen_error(c->gen));
+    say(c, "softmax-tune: no tuned kernel for %lldx%lld %s %s%s; using %s (tune with: softmax-tune --shape %lldx%lld --dtype %s --op %s)",
+        (long long)rows, (long long)cols, gen_dtype_name(dtype), gen_op_name(op),
+        unaligned ? " with input and output differently aligned" : "", config, (long long)rows, (long long)cols,
+        gen_dtype_name(dtype), gen_op_name(op));
+    return compile_config(c, m, &p, config);
+  }
+  if (c->miss == ST_MISS_TUNE) return tune_now(c, m, &p, &k);
+  return fail(ST_EMISS, "no tuned kernel for %lldx%lld %s %s on %s in %s (miss policy error); tune it with "
+              "softmax-tune --shape %lldx%lld --dtype %s --op %s", (long long)rows, (long long)cols, gen_dtype_name(dtype),
+              gen_op_name(op), c->dev.name, c->path, (long long)rows, (long long)cols, gen_dtype_name(dtype), gen_op_name(op));
+}
+
+static st_status check_args(st_ctx *c, int dtype, int op, int64_t rows, int64_t cols)
+{
+  if (dtype < ST_F32 || dtype > ST_BF16) return fail(ST_EINVAL, "st_softmax: bad dtype %d (ST_F32, ST_F16, ST_BF16)", dtype);
+  if (op < ST_SOFTMAX || op > ST_LOG_SOFTMAX) return fail(ST_EINVAL, "st_softmax: bad op %d", op);
+  if (rows < 1 || cols < 1) return fail(ST_EINVAL, "st_softmax: rows and cols must be >= 1, got %lldx%lld", (long long)rows, (long long)cols);
+  if (cols > 0x7fffffff || rows > INT64_MAX / 8 / cols)
+    return fail(ST_EINVAL, "st_softmax: shape %lldx%lld is too large", (long long)rows, (long long)cols);
+  if (!c) return fail(ST_EINVAL, "st_softmax: ctx is NULL");
+  return ST_OK;
+}
+
+/* The memo entry's function and launch for a problem, resolving it the first time. */
+static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t rows, int64_t cols, Memo *out)
+{
+  st_status s = ST_OK;
+  pthread_mutex_lock(&c->mu);
+  Memo *m = find(c, dtype, op, unaligned, rows, cols);
+  if (!m || !m->used) {
+    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, { 0 }, "" };
+    CUresult r = c->drv.cuCtxPushCurrent(c->cu);
+    s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols);
+    if (!r) c->drv.cuCtxPopCurrent(NULL);
+    if (s == ST_OK && !(m = slot_for(c, dtype, op, unaligned, rows, cols))) s = fail(ST_ENOMEM, "out of memory");
+    if (s == ST_OK) {
+      *m = fresh;
+      c->n++;
+    }
+  }
+  if (s == ST_OK) *out = *m;
+  pthread_mutex_unlock(&c->mu);
+  return s;
+}
+
+st_status st_softmax(st_ctx *c, st_dtype dtype, st_op op, const void *in, void *out, int64_t rows, int64_t cols,
+                     struct CUstream_st *stream)
+{
+  const uintptr_t a = (uintptr_t)in, b = (uintptr_t)out;
+  const int es = dtype == ST_F32 ? 4 : 2;
+  Memo m;
+  char err[512];
+  st_status s = check_args(c, dtype, op, rows, cols);
+  if (s) return s;
+  if (!in || !out) return fail(ST_EINVAL, "st_softmax: in or out is NULL");
+  if (a % (unsigned)es || b % (unsigned)es) return fail(ST_EINVAL, "st_softmax: pointers not aligned to the %d-byte elements", es);
+  if ((s = lookup(c, dtype, op, (a ^ b) % 16 != 0, rows, cols, &m))) return s;
+  CUcontext cur = NULL;
+  int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
+  CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
+  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, (CUdeviceptr)a, (CUdeviceptr)b, rows, (CUstream)stream);
+  if (push) c->drv.cuCtxPopCurrent(NULL);
+  if (r) return fail(ST_ECUDA, "st_softmax launch (%s): %s", m.config, tune_cu_error(&c->drv, r, err, sizeof err));
+  return ST_OK;
+}
+
+st_status st_config(st_ctx *c, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen)
+{
+  Memo m;
+  st_status s = check_args(c, dtype, op, rows, cols);
+  if (!s) s = lookup(c, dtype, op, 0, rows, cols, &m);
+  if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
+  return s;
+}

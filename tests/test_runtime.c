@@ -1,0 +1,249 @@
+/*
+** test_runtime.c — the runtime library (include/softmax_tune.h).
+**   test_runtime cpu   error paths without a GPU: codes and messages, nothing printed
+**   test_runtime gpu   on a GPU (exit 77 without one): every dtype and op against float64, with
+**                      in == out, a non-default stream, 4 host threads at once, input and output
+**                      aligned differently, and the miss policies heuristic, tune and error
+*/
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "softmax_tune.h"
+#include "tune.h"
+
+static char dir[] = "/tmp/st_rtXXXXXX";
+static char db[512];
+
+static void test_cpu(void)
+{
+  st_ctx *c = (st_ctx *)1;
+  char buf[8];
+  CHECK(st_open(&c, 0, NULL) == ST_ENODEV && c == NULL, "st_open without a GPU: %s", st_error(NULL));
+  CHECK(strstr(st_error(NULL), "libcuda.so.1") != NULL, "message: %s", st_error(NULL));
+  CHECK(st_open(NULL, 0, NULL) == ST_EINVAL, "NULL ctx pointer");
+  CHECK(st_softmax(NULL, ST_F32, ST_SOFTMAX, buf, buf, 0, 10, NULL) == ST_EINVAL && strstr(st_error(NULL), "0x10"),
+        "rows = 0: %s", st_error(NULL));
+  CHECK(st_softmax(NULL, (st_dtype)7, ST_SOFTMAX, buf, buf, 1, 10, NULL) == ST_EINVAL && strstr(st_error(NULL), "dtype 7"),
+        "bad dtype: %s", st_error(NULL));
+  CHECK(st_softmax(NULL, ST_F32, (st_op)3, buf, buf, 1, 10, NULL) == ST_EINVAL && strstr(st_error(NULL), "op 3"),
+        "bad op: %s", st_error(NULL));
+  CHECK(st_softmax(NULL, ST_F32, ST_SOFTMAX, buf, buf, 1, 10, NULL) == ST_EINVAL && strstr(st_error(NULL), "ctx is NULL"),
+        "NULL ctx: %s", st_error(NULL));
+  CHECK(st_softmax(NULL, ST_BF16, ST_SOFTMAX, buf, buf, 1LL << 40, 1LL << 40, NULL) == ST_EINVAL, "huge shape");
+  st_options o = { (st_miss)9, NULL, NULL };
+  CHECK(st_open_ex(&c, 0, NULL, &o) == ST_EINVAL, "bad miss policy");
+  st_close(NULL);
+}
+
+/* ---- GPU ---- */
+
+typedef struct Env {
+  tune_Gpu *gpu;
+  gen_State *gen;
+  gen_Problem p;
+  CUdeviceptr in, out;
+  CUstream s;
+  const tune_Driver *d;
+} Env;
+
+static int logged;
+static void count_log(void *ud, const char *msg)
+{
+  (void)ud;
+  (void)msg;
+  __atomic_add_fetch(&logged, 1, __ATOMIC_SEQ_CST);
+}
+
+static int env_open(Env *e, int64_t rows, int64_t cols, int dtype, int op)
+{
+  char err[1024];
+  memset(e, 0, sizeof *e);
+  e->p = (gen_Problem){ .rows = rows, .cols = cols, .dtype = dtype, .op = op };
+  int bad = tune_gpu_open(&e->gpu, 0, err, sizeof err) || gen_open(&e->gen, NULL, err, sizeof err);
+  if (!bad) {
+    tune_device_limits(tune_gpu_device(e->gpu), &e->p);
+    bad = tune_gpu_prepare(e->gpu, e->gen, &e->p, 1, err, sizeof err) != 0;
+  }
+  CHECK(!bad, "%s", err);
+  if (bad) return 1;
+  tune_gpu_buffers(e->gpu, &e->in, &e->out, &e->s);
+  e->d = tune_gpu_driver(e->gpu);
+  return 0;
+}
+
+static void env_close(Env *e)
+{
+  gen_close(e->gen);
+  tune_gpu_close(e->gpu);
+}
+
+/* The output at y against float64 from the input at x, over the whole problem. */
+static void expect_correct(Env *e, CUdeviceptr x, CUdeviceptr y, const char *what)
+{
+  tune_Check c = { 0 };
+  char err[1024];
+  CHECK(tune_gpu_check(e->gpu, x, y, &c, err, sizeof err) == 0, "%s: %s", what, err);
+  CHECK(c.bad == 0 && c.bad_sums == 0, "%s %lldx%lld %s %s: %lld bad elements, %lld bad sums, max err %.3g", what,
+        (long long)e->p.rows, (long long)e->p.cols, gen_dtype_name(e->p.dtype), gen_op_name(e->p.op), (long long)c.bad,
+        (long long)c.bad_sums, c.max_err);
+}
+
+static st_status run(st_ctx *c, Env *e, CUdeviceptr x, CUdeviceptr y, CUstream s)
+{
+  return st_softmax(c, (st_dtype)e->p.dtype, (st_op)e->p.op, (const void *)x, (void *)y, e->p.rows, e->p.cols,
+                    (struct CUstream_st *)s);
+}
+
+static void test_dtypes_ops(st_ctx *c)
+{
+  char err[1024];
+  for (int dtype = 0; dtype < 3; dtype++)
+    for (int op = 0; op < 2; op++) {
+      Env e;
+      if (env_open(&e, 513, 1000 + 3 * dtype, dtype, op) == 0) {
+        CHECK(tune_gpu_fill(e.gpu, err, sizeof err) == 0, "%s", err);
+        CHECK(run(c, &e, e.in, e.out, NULL) == ST_OK, "default stream: %s", st_error(c));
+        expect_correct(&e, e.in, e.out, "default stream");
+        CHECK(tune_gpu_fill(e.gpu, err, sizeof err) == 0, "%s", err);
+        CHECK(e.d->cuMemcpyDtoD(e.out, e.in, (size_t)(e.p.rows * e.p.cols * gen_dtype_size(dtype))) == CUDA_SUCCESS, "copy");
+        CHECK(run(c, &e, e.out, e.out, e.s) == ST_OK, "in == out: %s", st_error(c));
+        CHECK(e.d->cuStreamSynchronize(e.s) == CUDA_SUCCESS, "sync");
+        expect_correct(&e, e.in, e.out, "in == out, non-default stream");
+      }
+      env_close(&e);
+    }
+}
+
+typedef struct Worker {
+  st_ctx *c;
+  Env *e;
+  int part, fails;
+  CUstream s;
+} Worker;
+
+/* A quarter of the rows, 50 times, on the worker's own stream. */
+static void *worker(void *arg)
+{
+  Worker *w = arg;
+  Env *e = w->e;
+  const int64_t rows = e->p.rows / 4, es = gen_dtype_size(e->p.dtype);
+  const CUdeviceptr off = (CUdeviceptr)(w->part * rows * e->p.cols * es);
+  e->d->cuCtxSetCurrent(NULL);   /* a fresh host thread: the library must bring its context */
+  for (int i = 0; i < 50; i++)
+    w->fails += st_softmax(w->c, (st_dtype)e->p.dtype, (st_op)e->p.op, (const void *)(e->in + off), (void *)(e->out + off),
+                           rows, e->p.cols, (struct CUstream_st *)w->s) != ST_OK;
+  return NULL;
+}
+
+static void test_threads(st_ctx *c)
+{
+  Env e;
+  Worker w[4];
+  pthread_t t[4];
+  char err[1024];
+  if (env_open(&e, 4096, 2048, GEN_BF16, GEN_SOFTMAX) == 0 && tune_gpu_fill(e.gpu, err, sizeof err) == 0) {
+    for (int i = 0; i < 4; i++) {
+      w[i] = (Worker){ c, &e, i, 0, NULL };
+      CHECK(e.d->cuStreamCreate(&w[i].s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS, "stream");
+      pthread_create(&t[i], NULL, worker, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+      pthread_join(t[i], NULL);
+      CHECK(w[i].fails == 0, "thread %d: %d calls failed: %s", i, w[i].fails, st_error(c));
+      e.d->cuStreamSynchronize(w[i].s);
+      e.d->cuStreamDestroy(w[i].s);
+    }
+    expect_correct(&e, e.in, e.out, "4 threads");
+  }
+  env_close(&e);
+}
+
+/* Output one element past the input's alignment: the library must fall back to a vector-free
+** kernel; checked on the CPU over rows - 1 rows. */
+static void test_unaligned(st_ctx *c)
+{
+  Env e;
+  char err[1024];
+  if (env_open(&e, 64, 4096, GEN_F32, GEN_SOFTMAX) == 0 && tune_gpu_fill(e.gpu, err, sizeof err) == 0) {
+    const int64_t rows = e.p.rows - 1, n = rows * e.p.cols;
+    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+    CHECK(st_softmax(c, ST_F32, ST_SOFTMAX, (const void *)e.in, (void *)(e.out + 4), rows, e.p.cols, NULL) == ST_OK,
+          "unaligned: %s", st_error(c));
+    CHECK(e.d->cuCtxSynchronize() == CUDA_SUCCESS && e.d->cuMemcpyDtoH(x, e.in, (size_t)n * 4) == CUDA_SUCCESS &&
+          e.d->cuMemcpyDtoH(y, e.out + 4, (size_t)n * 4) == CUDA_SUCCESS, "read back");
+    tune_Check k = { 0 };
+    k.first_bad = -1;
+    tune_check_rows(x, y, GEN_F32, GEN_SOFTMAX, e.p.cols, 0, rows, 0x7fa5a5a5u, &k);
+    CHECK(k.bad == 0 && k.bad_sums == 0, "unaligned: %lld bad, first at %lld", (long long)k.bad, (long long)k.first_bad);
+    free(x), free(y);
+  }
+  env_close(&e);
+}
+
+static st_ctx *open_with(st_miss miss)
+{
+  st_ctx *c = NULL;
+  st_options o = { miss, count_log, NULL };
+  CHECK(st_open_ex(&c, 0, db, &o) == ST_OK, "st_open: %s", st_error(NULL));
+  return c;
+}
+
+static void test_policies(void)
+{
+  char cfg[256], cfg2[256];
+  st_ctx *c = open_with(ST_MISS_ERROR);
+  if (!c) return;
+  CHECK(st_config(c, ST_F32, ST_SOFTMAX, 256, 1024, cfg, sizeof cfg) == ST_EMISS && strstr(st_error(c), "256x1024"),
+        "miss=error: %s", st_error(c));
+  st_close(c);
+  c = open_with(ST_MISS_TUNE);
+  logged = 0;
+  CHECK(c && st_config(c, ST_F32, ST_SOFTMAX, 256, 1024, cfg, sizeof cfg) == ST_OK, "miss=tune: %s", st_error(c));
+  CHECK(logged == 1, "tuning said once, got %d", logged);
+  st_close(c);
+  c = open_with(ST_MISS_ERROR);   /* the tuned entry is in the cache now, and other rows reuse it */
+  CHECK(c && st_config(c, ST_F32, ST_SOFTMAX, 256, 1024, cfg2, sizeof cfg2) == ST_OK && strcmp(cfg, cfg2) == 0,
+        "cached after tuning: '%s' vs '%s': %s", cfg, cfg2, st_error(c));
+  CHECK(c && st_config(c, ST_F32, ST_SOFTMAX, 999, 1024, cfg2, sizeof cfg2) == ST_OK && strcmp(cfg, cfg2) == 0,
+        "same cols reuse: %s", st_error(c));
+  st_close(c);
+  c = open_with(ST_MISS_HEURISTIC);
+  logged = 0;
+  CHECK(c && st_config(c, ST_BF16, ST_LOG_SOFTMAX, 77, 3000, cfg, sizeof cfg) == ST_OK, "heuristic: %s", st_error(c));
+  CHECK(c && st_config(c, ST_BF16, ST_LOG_SOFTMAX, 77, 3000, cfg, sizeof cfg) == ST_OK && logged == 1,
+        "heuristic said once, got %d", logged);
+  st_close(c);
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2 || strcmp(argv[1], "gpu") != 0) {
+    test_cpu();
+    return check_done("test_runtime cpu");
+  }
+  tune_Gpu *probe;
+  char err[1024];
+  if (tune_gpu_open(&probe, 0, err, sizeof err)) {
+    printf("SKIP: no GPU here (%s)\n", err);
+    return 77;
+  }
+  tune_gpu_close(probe);
+  CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+  snprintf(db, sizeof db, "%s/cache.db", dir);
+  st_ctx *c = open_with(ST_MISS_HEURISTIC);
+  if (c) {
+    test_dtypes_ops(c);
+    test_threads(c);
+    test_unaligned(c);
+    st_close(c);
+  }
+  test_policies();
+  unlink(db);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0, "cleanup");
+  return check_done("test_runtime gpu");
+}
