@@ -172,8 +172,9 @@ static void test_unaligned(st_ctx *c)
     float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
     CHECK(st_softmax(c, ST_F32, ST_SOFTMAX, (const void *)e.in, (void *)(e.out + 4), rows, e.p.cols, NULL) == ST_OK,
           "unaligned: %s", st_error(c));
-    CHECK(e.d->cuCtxSynchronize() == CUDA_SUCCESS && e.d->cuMemcpyDtoH(x, e.in, (size_t)n * 4) == CUDA_SUCCESS &&
-          e.d->cuMemcpyDtoH(y, e.out + 4, (size_t)n * 4) == CUDA_SUCCESS, "read back");
+    CUresult r1 = e.d->cuStreamSynchronize(NULL), r2 = e.d->cuMemcpyDtoH(x, e.in, (size_t)n * 4);
+    CUresult r3 = e.d->cuMemcpyDtoH(y, e.out + 4, (size_t)n * 4);
+    CHECK(!r1 && !r2 && !r3, "read back: sync %d, copies %d %d", r1, r2, r3);
     tune_Check k = { 0 };
     k.first_bad = -1;
     tune_check_rows(x, y, GEN_F32, GEN_SOFTMAX, e.p.cols, 0, rows, 0x7fa5a5a5u, &k);

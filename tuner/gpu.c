@@ -341,7 +341,8 @@ static CUresult check_buffers(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, CheckOu
   void *args[] = { &x, &y, &rows, &tol.rtol, &tol.atol, &tol.stol, &poison, &g->res };
   CUresult r;
   const CheckOut init = { 0, ~0ull, 0, 0, 0 };
-  if ((r = g->drv.cuMemcpyHtoD(g->res, &init, sizeof init)) ||
+  /* in stream order: a plain HtoD from pageable memory may land after the kernel starts */
+  if ((r = g->drv.cuMemcpyHtoDAsync(g->res, &init, sizeof init, g->stream)) ||
       (r = g->drv.cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL)) || (r = wait(g, 60.)))
     return r;
   return g->drv.cuMemcpyDtoH(co, g->res, sizeof *co);
@@ -375,7 +376,8 @@ static CUresult poke(tune_Gpu *g, int64_t i, double v)
   uint32_t buf[2];
   const int es = gen_dtype_size(g->p.dtype);
   tune_store_elem(buf, g->p.dtype, 0, v);
-  return g->drv.cuMemcpyHtoD(g->out + (CUdeviceptr)(i * es), buf, (size_t)es);
+  CUresult r = g->drv.cuMemcpyHtoDAsync(g->out + (CUdeviceptr)(i * es), buf, (size_t)es, g->stream);
+  return r ? r : wait(g, 20.);
 }
 
 /* The GPU check against the CPU reference on the whole (small) problem, before and after one
@@ -389,6 +391,7 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
   tune_Trial t;
   CheckOut co[3];
   tune_Check cpu[3];
+  double v = 0;
   int rc = 1;
   memset(cpu, 0, sizeof cpu);
   memset(&t, 0, sizeof t);
@@ -398,11 +401,13 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
     for (int k = 0; k < 3; k++) {
       CUresult r = CUDA_SUCCESS;
       if (k == 1) {   /* y holds the output read back at step 0 */
-        const double v = tune_load(y, g->p.dtype, mid);
+        v = tune_load(y, g->p.dtype, mid);
         r = poke(g, mid, v + 10 * (tol.rtol * fabs(v) + tol.atol));
       } else if (k == 2) {
         uint32_t p = poison_bits(g->p.dtype);
-        r = g->drv.cuMemcpyHtoD(g->out + (CUdeviceptr)(mid * gen_dtype_size(g->p.dtype)), &p, (size_t)gen_dtype_size(g->p.dtype));
+        r = g->drv.cuMemcpyHtoDAsync(g->out + (CUdeviceptr)(mid * gen_dtype_size(g->p.dtype)), &p,
+                                     (size_t)gen_dtype_size(g->p.dtype), g->stream);
+        if (!r) r = wait(g, 20.);
       }
       if (!r) r = run_check(g, &co[k]);
       if (!r) r = g->drv.cuMemcpyDtoH(x, g->in, n);
@@ -415,9 +420,10 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
       tune_check_rows(x, y, g->p.dtype, g->p.op, g->p.cols, 0, g->p.rows, poison_bits(g->p.dtype), &cpu[k]);
       const uint64_t want = k == 0 ? 0 : 1;
       if (co[k].bad != want || (uint64_t)cpu[k].bad != want || co[k].bad_sums != (uint64_t)cpu[k].bad_sums) {
-        snprintf(err, errlen, "step %d: GPU check says %llu bad (%llu sums), CPU says %lld bad (%lld sums), want %llu", k,
-                 (unsigned long long)co[k].bad, (unsigned long long)co[k].bad_sums, (long long)cpu[k].bad,
-                 (long long)cpu[k].bad_sums, (unsigned long long)want);
+        snprintf(err, errlen, "step %d: GPU check says %llu bad (%llu sums), CPU says %lld bad (%lld sums), want %llu;"
+                 " element %lld was %.6g, now reads %.6g", k, (unsigned long long)co[k].bad,
+                 (unsigned long long)co[k].bad_sums, (long long)cpu[k].bad, (long long)cpu[k].bad_sums,
+                 (unsigned long long)want, (long long)mid, v, tune_load(y, g->p.dtype, mid));
         break;
       }
       if (k == 2) rc = 0;

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# carry.sh [BUILD] — pack what a GPU machine without Lua or a package registry needs into
+# .carry/ (git-ignored): the command, the test programs, the shared library with the Lua and
+# SQLite libraries it links, and the example program. bench/device_run.sh runs from there.
+set -eu
+cd "$(dirname "$0")/.."
+build=${1:-build}
+rm -rf .carry && mkdir -p .carry/lib
+cp "$build/softmax-tune" "$build/tests/test_gpu" "$build/tests/test_runtime" .carry/
+cp -L "$build/libsoftmax_tune.so" .carry/lib/
+ln -s libsoftmax_tune.so .carry/lib/libsoftmax_tune.so.0
+cp -L /usr/lib/x86_64-linux-gnu/liblua5.4.so.0 /usr/lib/x86_64-linux-gnu/libsqlite3.so.0 .carry/lib/
+cmake --install "$build" --prefix "$PWD/.carry/prefix" >/dev/null
+cmake -S tests/example -B .carry/exbuild -DCMAKE_PREFIX_PATH="$PWD/.carry/prefix" >/dev/null
+cmake --build .carry/exbuild >/dev/null
+cp .carry/exbuild/example .carry/ && rm -rf .carry/exbuild .carry/prefix
+du -sh .carry

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# device_run.sh [tests] [tune] [peers] — on the GPU machine, from the repository root, with
+# .carry/ packed by bench/carry.sh: the GPU tests, tuning of the nine peer shapes in f32 and
+# bf16 (time per shape), bench/peers.py against them, the cache-hit latency. Logs go to $OUT
+# (or /tmp/st_out); the last lines printed are the summary table.
+set -u
+out=${OUT:-/tmp/st_out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export SOFTMAX_TUNE_LIB=$PWD/.carry/lib/libsoftmax_tune.so
+export SOFTMAX_TUNE_CACHE=${SOFTMAX_TUNE_CACHE:-/tmp/st_cache.db}
+export PYTHONUNBUFFERED=1
+B=.carry/softmax-tune
+SHAPES="32000x16384 4096x4096 1048576x128 131072x1000 65536x2048 8192x32000 2048x128256 256x1048576 32x16384"
+steps=${*:-tests tune peers}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+
+run_tests() {
+  local fails=0
+  for t in ".carry/test_gpu" ".carry/test_runtime gpu" "python3 tests/test_python.py" \
+           "bash tests/gpu_tune.sh $B" ".carry/example /tmp/st_example.db"; do
+    [ "$t" = ".carry/example /tmp/st_example.db" ] && $B --shape 1024x2048 --cache /tmp/st_example.db --quiet >/dev/null
+    name=$(echo "$t" | tr -c 'a-z0-9\n' '_' | cut -c1-40)
+    if timeout 300 $t >"$out/test_$name.log" 2>&1; then echo "PASS $t"; else echo "FAIL $t (log: test_$name.log)"; tail -5 "$out/test_$name.log"; fails=1; fi
+  done
+  return $fails
+}
+
+run_tune() {
+  : >"$out/tune_times.tsv"
+  for d in f32 bf16; do
+    for s in $SHAPES; do
+      start=$(date +%s.%N)
+      $B --shape "$s" --dtype "$d" --quiet >"$out/tune_${d}_$s.log" 2>&1
+      rc=$?
+      t=$(echo "$(date +%s.%N) - $start" | bc)
+      w=$(grep -E "^winner" "$out/tune_${d}_$s.log" | awk '{print $6, $7}')
+      printf "%s\t%s\t%.1f s\trc=%d\t%s\n" "$d" "$s" "$t" "$rc" "$w" | tee -a "$out/tune_times.tsv"
+    done
+  done
+  $B log --csv >"$out/last_log.csv"
+}
+
+run_peers() {
+  SOFTMAX_TUNE_MISS=error timeout 400 python3 bench/peers.py --out "$out/peers.tsv" >"$out/peers.log" 2>&1
+  SOFTMAX_TUNE_MISS=error python3 bench/latency.py --shape 4096x4096 --runs 5 | tee "$out/latency.txt"
+  $B bench --shape 32000x16384 --reps 50 | tee "$out/bench.txt"
+  python3 - "$out/peers.tsv" <<'PY'
+import sys, collections
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")][1:]
+best = collections.defaultdict(float); ours = {}
+for r in rows:
+    key = (r[0], r[1])
+    if r[2] == "softmax_tune": ours[key] = r[5] + (" WRONG" if len(r) > 6 else "")
+    elif r[2] != "copy": best[key] = max(best[key], float(r[5]))
+print("dtype     shape          softmax_tune  best_peer_here")
+for k in ours: print("%-9s %-14s %-13s %.3f" % (k[0], k[1], ours[k], best[k]))
+PY
+}
+
+for s in $steps; do "run_$s"; done
