@@ -21,30 +21,34 @@ run_tests() {
            "bash tests/gpu_tune.sh $B" ".carry/example /tmp/st_example.db"; do
     [ "$t" = ".carry/example /tmp/st_example.db" ] && $B --shape 1024x2048 --cache /tmp/st_example.db --quiet >/dev/null
     name=$(echo "$t" | tr -c 'a-z0-9\n' '_' | cut -c1-40)
-    if timeout 300 $t >"$out/test_$name.log" 2>&1; then echo "PASS $t"; else echo "FAIL $t (log: test_$name.log)"; tail -5 "$out/test_$name.log"; fails=1; fi
+    mkdir -p /tmp/st_tests
+    if timeout 300 $t >"/tmp/st_tests/$name.log" 2>&1; then echo "PASS $t"; else echo "FAIL $t"; grep -E "failed|FAIL" "/tmp/st_tests/$name.log" | head -8; fails=1; fi
   done
+  tar -C /tmp/st_tests -czf "$out/tests.tgz" .
   return $fails
 }
 
 run_tune() {
   : >"$out/tune_times.tsv"
+  mkdir -p /tmp/st_tune
   for d in f32 bf16; do
     for s in $SHAPES; do
-      start=$(date +%s.%N)
-      $B --shape "$s" --dtype "$d" --quiet >"$out/tune_${d}_$s.log" 2>&1
+      start=$(date +%s%N)
+      $B --shape "$s" --dtype "$d" --quiet >"/tmp/st_tune/${d}_$s.log" 2>&1
       rc=$?
-      t=$(echo "$(date +%s.%N) - $start" | bc)
-      w=$(grep -E "^winner" "$out/tune_${d}_$s.log" | awk '{print $6, $7}')
-      printf "%s\t%s\t%.1f s\trc=%d\t%s\n" "$d" "$s" "$t" "$rc" "$w" | tee -a "$out/tune_times.tsv"
+      t=$(( ($(date +%s%N) - start) / 1000000 ))
+      w=$(grep -E "^winner" "/tmp/st_tune/${d}_$s.log" | awk '{print $6, $9}')
+      printf "%s\t%s\t%d.%03d s\trc=%d\t%s\n" "$d" "$s" $((t / 1000)) $((t % 1000)) "$rc" "$w" | tee -a "$out/tune_times.tsv"
+      $B log --csv --shape "$s" --dtype "$d" >"/tmp/st_tune/${d}_$s.csv"
     done
   done
-  $B log --csv >"$out/last_log.csv"
+  tar -C /tmp/st_tune -czf "$out/tune_logs.tgz" .
 }
 
 run_peers() {
   SOFTMAX_TUNE_MISS=error timeout 400 python3 bench/peers.py --out "$out/peers.tsv" >"$out/peers.log" 2>&1
   SOFTMAX_TUNE_MISS=error python3 bench/latency.py --shape 4096x4096 --runs 5 | tee "$out/latency.txt"
-  $B bench --shape 32000x16384 --reps 50 | tee "$out/bench.txt"
+  for s in 32000x16384 256x1048576; do $B bench --shape $s --reps 50; done | tee "$out/bench.txt"
   python3 - "$out/peers.tsv" <<'PY'
 import sys, collections
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")][1:]

@@ -244,6 +244,8 @@ int gen_render(gen_State *g, const gen_Problem *p, const char *config, gen_Kerne
   k->launch.blocks_per_row = field_int(L, "blocks_per_row");
   k->launch.cluster = field_int(L, "cluster");
   k->launch.smem = field_int(L, "smem");
+  k->launch.coop = field_int(L, "coop");
+  k->launch.workspace = field_int(L, "workspace");
   lua_pop(L, 3);
   if (!k->source) {
     seterr(g->err, sizeof g->err, "out of memory rendering '%s'", config);

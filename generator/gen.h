@@ -23,10 +23,13 @@ typedef struct gen_Problem {
   int64_t l2;
 } gen_Problem;
 
-/* How a kernel is launched: grid = ceil(rows/rows_per_block) * blocks_per_row blocks of
-** `threads`, in clusters of `cluster` blocks when nonzero, with `smem` dynamic shared bytes. */
+/* How a kernel f(in, out, rows, workspace) is launched: grid = ceil(rows/rows_per_block) *
+** blocks_per_row blocks of `threads`, in clusters of `cluster` blocks when nonzero, with `smem`
+** dynamic shared bytes. coop: a cooperative launch whose grid is capped at the blocks resident
+** at once, needing `workspace` bytes per group of blocks_per_row blocks, zeroed before the
+** first launch (the kernel leaves it zeroed). */
 typedef struct gen_Launch {
-  int threads, rows_per_block, blocks_per_row, cluster, smem;
+  int threads, rows_per_block, blocks_per_row, cluster, smem, coop, workspace;
 } gen_Launch;
 
 typedef struct gen_Kernel {

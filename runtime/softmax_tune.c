@@ -21,8 +21,17 @@ typedef struct Memo {
   CUmodule mod;
   CUfunction fn;
   gen_Launch launch;
+  int resident;             /* blocks resident at once, for cooperative grids */
   char config[256];
 } Memo;
+
+/* A zeroed workspace for cooperative kernels, one per stream: kernels on one stream run in
+** order, so they can share it; kernels on two streams may run at once, so they cannot. */
+typedef struct Workspace {
+  CUstream stream;
+  CUdeviceptr ptr;
+  size_t size;
+} Workspace;
 
 struct st_ctx {
   tune_Driver drv;
@@ -38,6 +47,8 @@ struct st_ctx {
   pthread_mutex_t mu;       /* guards memo, gen, db */
   Memo *memo;
   int cap, n;
+  Workspace *ws;            /* guarded by mu too */
+  int nws;
 };
 
 static _Thread_local char last_error[1024];
@@ -140,6 +151,8 @@ void st_close(st_ctx *c)
     c->drv.cuCtxPopCurrent(NULL);
     c->drv.cuDevicePrimaryCtxRelease(c->dev.dev);
   }
+  for (int i = 0; c->cu && i < c->nws; i++) c->drv.cuMemFree(c->ws[i].ptr);
+  free(c->ws);
   free(c->memo);
   cache_close(c->db);
   gen_close(c->gen);
@@ -192,6 +205,8 @@ static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, c
   CUresult r = c->drv.cuModuleLoadData(&m->mod, cubin);
   if (!r) r = c->drv.cuModuleGetFunction(&m->fn, m->mod, name);
   if (!r) r = tune_func_setup(&c->drv, m->fn, l);
+  if (!r) r = tune_resident(&c->drv, m->fn, l, c->dev.sms, &m->resident);
+  if (!r && l->coop && m->resident < l->blocks_per_row) r = CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   if (r) {
     if (m->mod) c->drv.cuModuleUnload(m->mod);
     m->mod = NULL;
@@ -306,7 +321,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   pthread_mutex_lock(&c->mu);
   Memo *m = find(c, dtype, op, unaligned, rows, cols);
   if (!m || !m->used) {
-    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, { 0 }, "" };
+    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, { 0 }, 0, "" };
     CUresult r = c->drv.cuCtxPushCurrent(c->cu);
     s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols);
     if (!r) c->drv.cuCtxPopCurrent(NULL);
@@ -319,6 +334,33 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   if (s == ST_OK) *out = *m;
   pthread_mutex_unlock(&c->mu);
   return s;
+}
+
+/* The stream's workspace of at least n bytes, made and zeroed (in stream order) on first use;
+** a larger need gets a new one and keeps the old until st_close, as kernels may still use it. */
+static CUresult workspace(st_ctx *c, CUstream s, size_t n, CUdeviceptr *out)
+{
+  CUresult r = CUDA_SUCCESS;
+  Workspace *w = NULL;
+  pthread_mutex_lock(&c->mu);
+  for (int i = c->nws - 1; i >= 0 && !w; i--)
+    if (c->ws[i].stream == s && c->ws[i].size >= n) w = &c->ws[i];
+  if (!w) {
+    Workspace *grown = realloc(c->ws, sizeof *grown * (size_t)(c->nws + 1));
+    if (!grown) r = CUDA_ERROR_OUT_OF_MEMORY;
+    else {
+      c->ws = grown;
+      w = &c->ws[c->nws];
+      w->stream = s;
+      w->size = n < (1u << 20) ? 1u << 20 : n;
+      r = c->drv.cuMemAlloc(&w->ptr, w->size);
+      if (!r) r = c->drv.cuMemsetD8Async(w->ptr, 0, w->size, s);
+      if (!r) c->nws++;
+    }
+  }
+  if (!r) *out = w->ptr;
+  pthread_mutex_unlock(&c->mu);
+  return r;
 }
 
 st_status st_softmax(st_ctx *c, st_dtype dtype, st_op op, const void *in, void *out, int64_t rows, int64_t cols,
@@ -334,9 +376,11 @@ st_status st_softmax(st_ctx *c, st_dtype dtype, st_op op, const void *in, void *
   if (a % (unsigned)es || b % (unsigned)es) return fail(ST_EINVAL, "st_softmax: pointers not aligned to the %d-byte elements", es);
   if ((s = lookup(c, dtype, op, (a ^ b) % 16 != 0, rows, cols, &m))) return s;
   CUcontext cur = NULL;
+  CUdeviceptr ws = 0;
   int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
   CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
-  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, (CUdeviceptr)a, (CUdeviceptr)b, rows, (CUstream)stream);
+  if (!r && m.launch.coop) r = workspace(c, (CUstream)stream, tune_workspace(&m.launch, m.resident), &ws);
+  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, (CUdeviceptr)a, (CUdeviceptr)b, rows, ws, m.resident, (CUstream)stream);
   if (push) c->drv.cuCtxPopCurrent(NULL);
   if (r) return fail(ST_ECUDA, "st_softmax launch (%s): %s", m.config, tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;

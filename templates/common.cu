@@ -2,7 +2,7 @@
 // reductions over a team of threads (warp shuffle with one cross-warp step, or a
 // shared-memory tree), and the per-segment steps (load a held segment, online statistics,
 // normalize). A family sets `team` (threads sharing one row segment) before including it.
-// Knobs used: dtype, vec, items, reduce, G (threads per row group), team.
+// Knobs used: dtype, vec, items, reduce, hint, G (threads per row group), team.
 % include("types.cu")
 % local NW = VB // 4                                   -- 32-bit words per vector access
 % EDGE = vec > 1 and (2 * vec - 2 + team - 1) // team or 0
@@ -31,7 +31,7 @@ __device__ __forceinline__ Geo geometry(const elem_t *x)
 }
 
 % if NW == 0 then
-template <bool SH> __device__ __forceinline__ void ldv(const elem_t *p, float *f) { f[0] = load1(p); }
+template <bool SH, bool FINAL> __device__ __forceinline__ void ldv(const elem_t *p, float *f) { f[0] = load1(p); }
 template <bool SH> __device__ __forceinline__ void stv(elem_t *p, const float *f) { store1(p, f[0]); }
 % else
 %   local sfx = ({ [1] = ".u32", [2] = ".v2.u32", [4] = ".v4.u32" })[NW]
@@ -74,13 +74,15 @@ __device__ __forceinline__ u32 pack(const float *f)
 %   end
 #define PER_WORD $(4 // es)
 
-// One $(VB)-byte access, global (SH false) or generic into the shared-memory stage (SH true).
+// One $(VB)-byte access, global (SH false) or generic into the shared-memory stage (SH true);
+// FINAL marks the last read of the data (cache operator "$(ld_final)").
 // volatile keeps loads and stores in program order: in == out is allowed.
-template <bool SH>
+template <bool SH, bool FINAL>
 __device__ __forceinline__ void ldv(const elem_t *p, float *f)
 {
   u32 w[$(NW)];
   if (SH) asm volatile("ld$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
+  else if (FINAL) asm volatile("ld.global$(ld_final)$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
   else asm volatile("ld.global$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
   #pragma unroll
   for (int i = 0; i < $(NW); i++) unpack(w[i], f + i * PER_WORD);
@@ -93,7 +95,7 @@ __device__ __forceinline__ void stv(elem_t *p, const float *f)
   #pragma unroll
   for (int i = 0; i < $(NW); i++) w[i] = pack(f + i * PER_WORD);
   if (SH) asm volatile("st$(sfx) [%0], $(slist);" :: "l"(p), $(ins) : "memory");
-  else asm volatile("st.global$(sfx) [%0], $(slist);" :: "l"(p), $(ins) : "memory");
+  else asm volatile("st.global$(st_op)$(sfx) [%0], $(slist);" :: "l"(p), $(ins) : "memory");
 }
 % end
 
@@ -160,7 +162,8 @@ __device__ __forceinline__ T group_reduce(T v, Op op)
 // Edge element k (0 <= k < h + t) of a row: the head, then the tail.
 __device__ __forceinline__ int edge_pos(Geo g, int k) { return k < g.h ? k : g.h + g.nv * VEC + (k - g.h); }
 
-% if EDGE > 0 then
+#define EDGE_SLOTS (EDGE > 0 ? EDGE : 1)
+
 // This thread's edge elements: slot i holds edge i*TEAM + lane, -inf where there is none.
 __device__ __forceinline__ void edge_load(const elem_t *x, Geo g, int lane, bool live, float *e)
 {
@@ -179,18 +182,18 @@ __device__ __forceinline__ void edge_store(elem_t *y, Geo g, int lane, bool live
     if (live && k < g.h + g.t) store1(y + edge_pos(g, k), e[i]);
   }
 }
-% end
 
 // ITEMS vectors starting at body vector `base`: vector base + i*TEAM + lane into slot i,
-// -inf in slots past vector `end`. SH: from the shared-memory stage instead of global.
-template <bool SH = false>
+// -inf in slots past vector `end`. SH: from the shared-memory stage instead of global; FINAL:
+// the last read of these vectors.
+template <bool SH, bool FINAL>
 __device__ __forceinline__ void load_step(const elem_t *body, int base, int end, int lane, bool live, float *v)
 {
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     const int j = base + i * TEAM + lane;
     if (live && j < end) {
-      ldv<SH>(body + (i64)j * VEC, v + i * VEC);
+      ldv<SH, FINAL>(body + (i64)j * VEC, v + i * VEC);
     } else {
       #pragma unroll
       for (int k = 0; k < VEC; k++) v[i * VEC + k] = NEG_INF;
@@ -230,6 +233,17 @@ __device__ __forceinline__ float exp_sum(float *v, float m)
   return s;
 }
 
+// A thread's (max, sum) over N held values, starting from max m0 (its edges'); with keep, v
+// becomes exp(v - max) for the output step to scale.
+template <int N, bool keep>
+__device__ __forceinline__ MS pair_of(float *v, float m0)
+{
+  MS t;
+  t.m = max_of<N>(v, m0);
+  t.s = exp_sum<N, keep>(v, t.m);
+  return t;
+}
+
 // The output of one element from its input x, the max m and k = 1/sum (softmax) or
 // k = log(sum) (log_softmax).
 __device__ __forceinline__ float finish(float x, float m, float k)
@@ -258,6 +272,43 @@ __device__ __forceinline__ float row_k(MS t)
 % end
 }
 
+// The thread's (max, sum) over its held vectors v and edge elements e; for softmax v becomes
+// exp(v - max), scaled at the output by held_out().
+__device__ __forceinline__ MS held_pair(float *v, float *e)
+{
+  const float m0 = max_of<EDGE>(e, NEG_INF);
+  MS t = pair_of<ITEMS * VEC, $(op == "softmax")>(v, m0);
+  t.s += exp_sum<EDGE, false>(e, t.m);
+  return t;
+}
+
+// The thread's (max, sum) over its edge elements folded into t.
+__device__ __forceinline__ MS with_edges(MS t, float *e)
+{
+  MS te;
+  te.m = max_of<EDGE>(e, NEG_INF);
+  te.s = exp_sum<EDGE, false>(e, te.m);
+  return combine(t, te);
+}
+
+// Write the outputs of held vectors [begin, end) and of the edges, given the thread's own
+// (max, sum) `mine` (what held_pair left in v is relative to) and the row's `all`.
+__device__ __forceinline__ void held_out(elem_t *y, Geo g, int begin, int end, int lane, bool live, bool edges,
+                                         float *v, float *e, MS mine, MS all)
+{
+  const float k = row_k(all);
+  finish_all<EDGE>(e, all.m, k);
+  edge_store(y, g, lane, live && edges, e);
+% if op == "softmax" then
+  const float scale = ex(mine.m, all.m) * k;
+  #pragma unroll
+  for (int i = 0; i < ITEMS * VEC; i++) v[i] *= scale;
+% else
+  finish_all<ITEMS * VEC>(v, all.m, k);
+% end
+  store_step(y + g.h, begin, end, lane, live, v);
+}
+
 // Online (max, sum) over body vectors [begin, end): ITEMS vectors per thread in flight, the
 // sum rescaled once per step.
 __device__ __forceinline__ MS online_stats(const elem_t *body, int begin, int end, int lane, bool live)
@@ -265,7 +316,7 @@ __device__ __forceinline__ MS online_stats(const elem_t *body, int begin, int en
   MS a = { NEG_INF, 0.f };
   for (int base = begin; base < end; base += ITEMS * TEAM) {
     float v[ITEMS * VEC];
-    load_step(body, base, end, lane, live, v);
+    load_step<false, false>(body, base, end, lane, live, v);
     const float m = max_of<ITEMS * VEC>(v, a.m);
     a.s = a.s * ex(a.m, m) + exp_sum<ITEMS * VEC, false>(v, m);
     a.m = m;
@@ -278,7 +329,7 @@ __device__ __forceinline__ void normalize(const elem_t *xb, elem_t *yb, int begi
 {
   for (int base = begin; base < end; base += ITEMS * TEAM) {
     float v[ITEMS * VEC];
-    load_step(xb, base, end, lane, live, v);
+    load_step<false, true>(xb, base, end, lane, live, v);
     finish_all<ITEMS * VEC>(v, m, k);
     store_step(yb, base, end, lane, live, v);
   }

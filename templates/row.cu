@@ -1,7 +1,8 @@
 // row.cu — the row family (split=1): a group of G = threads/rows threads owns one row, a block
 // owns `rows` rows at once, and blocks loop over the grid when rows exceed it.
 // Knobs: threads, rows (rows per block: G <= 32 is part of a warp per row, G > 32 several
-//        warps), items, vec, reduce (shfl | smem), passes, hold (reg | smem | none).
+//        warps), items, vec, reduce (shfl | smem), passes, hold (reg | smem | none), hint.
+// One reduction per row, of (max, sum) pairs: each thread sums relative to its own max.
 // Regime: every shape. passes=1 hold=reg: the row fits in the group's registers, one read.
 //         passes=1 hold=smem: a medium row staged in shared memory, one read.
 //         passes=2: long rows, an online max/sum pass, then a normalize pass reading again.
@@ -10,7 +11,7 @@
 #define R $(R)
 
 extern "C" __global__ void __launch_bounds__($(threads))
-$(kernel)(const elem_t *in, elem_t *out, i64 rows)
+$(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 {
   const int lane = threadIdx.x % $(G), grp = threadIdx.x / $(G);
 % if hold == "smem" then
@@ -25,73 +26,43 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows)
     const elem_t *x = in + (live ? row : 0) * COLS;
     elem_t *y = out + (live ? row : 0) * COLS;
     const Geo g = geometry(x);
-    MS t = { NEG_INF, 0.f };
-% if EDGE > 0 then
-    float e[EDGE];
+    float e[EDGE_SLOTS];
     edge_load(x, g, lane, live, e);
-% end
 % if hold == "reg" then
     float v[ITEMS * VEC];
-    load_step(x + g.h, 0, g.nv, lane, live, v);
-    t.m = max_of<ITEMS * VEC>(v, t.m);
+    load_step<false, true>(x + g.h, 0, g.nv, lane, live, v);
+    const MS mine = held_pair(v, e);
+    held_out(y, g, 0, g.nv, lane, live, true, v, e, mine, group_reduce(mine, OpMS()));
 % elseif hold == "smem" then
+    MS mine = { max_of<EDGE>(e, NEG_INF), 0.f };
     for (int base = 0; base < g.nv; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
-      load_step(x + g.h, base, g.nv, lane, live, v);
+      load_step<false, true>(x + g.h, base, g.nv, lane, live, v);
       store_step<true>(st, base, g.nv, lane, live, v);
-      t.m = max_of<ITEMS * VEC>(v, t.m);
+      mine.m = max_of<ITEMS * VEC>(v, mine.m);
     }
-% else
-    t = online_stats(x + g.h, 0, g.nv, lane, live);
-% end
-% if EDGE > 0 then
-%   if passes == 1 then
-    t.m = max_of<EDGE>(e, t.m);
-%   else
-    { MS te = { max_of<EDGE>(e, NEG_INF), 0.f }; te.s = exp_sum<EDGE, false>(e, te.m); t = combine(t, te); }
-%   end
-% end
-% if passes == 1 then
-    t.m = group_reduce(t.m, OpMax());
-%   if hold == "reg" then
-    t.s = exp_sum<ITEMS * VEC, $(op == "softmax")>(v, t.m);
-%   else
     for (int base = 0; base < g.nv; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
-      load_step<true>(st, base, g.nv, lane, live, v);
-      t.s += exp_sum<ITEMS * VEC, false>(v, t.m);
+      load_step<true, false>(st, base, g.nv, lane, live, v);
+      mine.s += exp_sum<ITEMS * VEC, false>(v, mine.m);
     }
-%   end
-%   if EDGE > 0 then
-    t.s += exp_sum<EDGE, false>(e, t.m);
-%   end
-    t.s = group_reduce(t.s, OpSum());
-% else
-    t = group_reduce(t, OpMS());
-% end
-    const float k = row_k(t);
-% if EDGE > 0 then
-    finish_all<EDGE>(e, t.m, k);
+    mine.s += exp_sum<EDGE, false>(e, mine.m);
+    const MS all = group_reduce(mine, OpMS());
+    const float k = row_k(all);
+    finish_all<EDGE>(e, all.m, k);
     edge_store(y, g, lane, live, e);
-% end
-% if hold == "reg" then
-%   if op == "softmax" then
-    // v already holds exp(x - m)
-    #pragma unroll
-    for (int i = 0; i < ITEMS * VEC; i++) v[i] *= k;
-%   else
-    finish_all<ITEMS * VEC>(v, t.m, k);
-%   end
-    store_step(y + g.h, 0, g.nv, lane, live, v);
-% elseif hold == "smem" then
     for (int base = 0; base < g.nv; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
-      load_step<true>(st, base, g.nv, lane, live, v);
-      finish_all<ITEMS * VEC>(v, t.m, k);
+      load_step<true, false>(st, base, g.nv, lane, live, v);
+      finish_all<ITEMS * VEC>(v, all.m, k);
       store_step(y + g.h, base, g.nv, lane, live, v);
     }
 % else
-    normalize(x + g.h, y + g.h, 0, g.nv, lane, live, t.m, k);
+    const MS all = group_reduce(with_edges(online_stats(x + g.h, 0, g.nv, lane, live), e), OpMS());
+    const float k = row_k(all);
+    finish_all<EDGE>(e, all.m, k);
+    edge_store(y, g, lane, live, e);
+    normalize(x + g.h, y + g.h, 0, g.nv, lane, live, all.m, k);
 % end
   }
 }

@@ -5,7 +5,9 @@
 --
 -- Families (one template each):
 --   row.cu    split=1: a group of G = threads/rows threads per row, several rows per block
---   split.cu  split>1: one row across a thread-block cluster of `split` blocks (sm_90+)
+--   split.cu  split>1: one row across `split` blocks that swap (max, sum): a thread-block cluster
+--             through distributed shared memory (xchg=dsmem, sm_90+), or any number of blocks
+--             of a persistent cooperative grid through global memory (xchg=global)
 
 local M = {}
 
@@ -49,8 +51,12 @@ M.knobs = {
     doc = "where a one-pass row is held (passes=2 holds none)" },
   { name = "rows",    values = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 },
     doc = "rows per block; threads/rows threads share a row" },
-  { name = "split",   values = { 1, 2, 4, 8, 16 },
-    doc = "blocks per row; >1 is a thread-block cluster sharing max/sum (sm_90+)" },
+  { name = "split",   values = { 1, 2, 4, 8, 16, 32, 64, 128 },
+    doc = "blocks per row; >1 share the row's max and sum (see xchg)" },
+  { name = "xchg",    values = { "none", "dsmem", "global" },
+    doc = "how split blocks swap max/sum: cluster shared memory (sm_90+) or global memory" },
+  { name = "hint",    values = { "none", "stream" },
+    doc = "stream: last-use loads and stores marked evict-first (.lu/.cs)" },
 }
 
 local KNOB = {}
@@ -153,10 +159,11 @@ function M.check(cfg, P)
   if not ((f.G <= 32 and 32 % f.G == 0) or f.G % 32 == 0) then
     return string.format("threads/rows=%d must be a power of two up to 32 or a multiple of 32", f.G)
   end
+  if (cfg.split == 1) ~= (cfg.xchg == "none") then return "split=1 goes with xchg=none, split>1 with dsmem or global" end
   if cfg.split > 1 then
     if cfg.rows ~= 1 then return "split>1 needs rows=1" end
-    if P.cluster < cfg.split then
-      return string.format("split=%d needs clusters of %d blocks (sm_%d allows %d)", cfg.split, cfg.split, P.arch, P.cluster)
+    if cfg.xchg == "dsmem" and P.cluster < cfg.split then
+      return string.format("split=%d xchg=dsmem needs clusters of %d blocks (sm_%d allows %d)", cfg.split, cfg.split, P.arch, P.cluster)
     end
     if cfg.hold == "smem" then return "split>1 holds in registers (hold=reg) or re-reads (passes=2)" end
   end
@@ -206,8 +213,9 @@ local function fits(threads, values)
   return values <= 64 and values <= math.min(255, 65536 // threads) - 32
 end
 
--- Row family, row held in registers: every group size whose share of the row fits.
-local function row_reg(list, P, vec)
+-- Row family, row held in registers: every group size whose share of the row fits; with
+-- hint=stream as well for the widest vector.
+local function row_reg(list, P, vec, widest)
   local nv = P.cols // vec
   for _, G in ipairs(POW2) do
     local items = (nv + G - 1) // G
@@ -215,8 +223,10 @@ local function row_reg(list, P, vec)
       for _, threads in ipairs({ 128, 256, 512, 1024 }) do
         if threads >= G and (G >= 32 or threads <= 512) and fits(threads, items * vec) then
           for _, reduce in ipairs(G > 1 and { "shfl", "smem" } or { "shfl" }) do
-            push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce,
-                            passes = 1, hold = "reg", rows = threads // G, split = 1 })
+            for _, hint in ipairs(widest and reduce == "shfl" and { "none", "stream" } or { "none" }) do
+              push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce, passes = 1,
+                              hold = "reg", rows = threads // G, split = 1, xchg = "none", hint = hint })
+            end
           end
         end
       end
@@ -229,36 +239,40 @@ local function row_smem(list, P, vec)
   if P.cols * P.es < 16 * KB then return end
   for _, G in ipairs({ 256, 512, 1024 }) do
     for _, items in ipairs({ 4, 8 }) do
-      push(list, P, { threads = G, items = items, vec = vec, reduce = "shfl",
-                      passes = 1, hold = "smem", rows = 1, split = 1 })
+      push(list, P, { threads = G, items = items, vec = vec, reduce = "shfl", passes = 1,
+                      hold = "smem", rows = 1, split = 1, xchg = "none", hint = "none" })
     end
   end
 end
 
--- Two passes: long rows, one block per row (split=1) or one cluster per row.
-local function two_pass(list, P, vec, split)
+-- Two passes: long rows, one block per row (split=1) or `split` blocks per row.
+local function two_pass(list, P, vec, split, xchg)
   if P.cols * P.es < 8 * KB then return end
   for _, G in ipairs({ 256, 512, 1024 }) do
     for _, items in ipairs({ 2, 4, 8 }) do
       if P.cols // vec >= G * items * split then
-        for _, reduce in ipairs({ "shfl", "smem" }) do
-          push(list, P, { threads = G, items = items, vec = vec, reduce = reduce,
-                          passes = 2, hold = "none", rows = 1, split = split })
+        for _, reduce in ipairs(split == 1 and { "shfl", "smem" } or { "shfl" }) do
+          for _, hint in ipairs({ "none", "stream" }) do
+            push(list, P, { threads = G, items = items, vec = vec, reduce = reduce, passes = 2, hold = "none",
+                            rows = 1, split = split, xchg = xchg, hint = hint })
+          end
         end
       end
     end
   end
 end
 
--- Split family, each block of the cluster holds its part in registers.
-local function split_reg(list, P, vec, split)
+-- Split family, each block holds its part of the row in registers.
+local function split_reg(list, P, vec, split, xchg)
   local cv = (P.cols // vec + split - 1) // split
   for _, threads in ipairs({ 128, 256, 512, 1024 }) do
     local items = (cv + threads - 1) // threads
     if threads <= cv and fits(threads, items * vec) then
       for _, reduce in ipairs({ "shfl", "smem" }) do
-        push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce,
-                        passes = 1, hold = "reg", rows = 1, split = split })
+        for _, hint in ipairs(reduce == "shfl" and { "none", "stream" } or { "none" }) do
+          push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce, passes = 1, hold = "reg",
+                          rows = 1, split = split, xchg = xchg, hint = hint })
+        end
       end
     end
   end
@@ -269,38 +283,28 @@ function M.enumerate(P)
   local list = {}
   local vs = vecs(P)
   for i, vec in ipairs(vs) do
-    row_reg(list, P, vec)
+    row_reg(list, P, vec, i == 1)
     if i == 1 then row_smem(list, P, vec) end
-    if i <= 2 then two_pass(list, P, vec, 1) end
+    if i <= 2 then two_pass(list, P, vec, 1, "none") end
   end
-  if P.cols * P.es >= 16 * KB then
-    for _, split in ipairs({ 2, 4, 8, 16 }) do
+  local bytes = P.cols * P.es
+  if bytes >= 16 * KB then
+    for _, split in ipairs({ 2, 4, 8, 16 }) do   -- clusters
       if split <= P.cluster then
-        split_reg(list, P, vs[1], split)
-        two_pass(list, P, vs[1], split)
+        split_reg(list, P, vs[1], split, "dsmem")
+        two_pass(list, P, vs[1], split, "dsmem")
+      end
+    end
+  end
+  if bytes >= 256 * KB or (bytes >= 16 * KB and P.cluster < 2) then   -- global exchange
+    for _, split in ipairs({ 8, 16, 32, 64, 128 }) do
+      if bytes // split >= 8 * KB then
+        split_reg(list, P, vs[1], split, "global")
+        two_pass(list, P, vs[1], split, "global")
       end
     end
   end
   return list
-end
-
--- A config chosen without measuring, for shapes nobody tuned: 16-byte vectors (vec=1 when the
--- caller's input and output are not equally aligned), the row in a group's registers when it
--- fits in at most 32 values per thread, else two passes with one 512-thread block per row.
-function M.heuristic(P, unaligned)
-  local vec = unaligned and 1 or 16 // P.es
-  while vec > P.cols do vec = vec // 2 end
-  local nv = P.cols // vec
-  for _, G in ipairs(POW2) do
-    local items = (nv + G - 1) // G
-    if G <= math.max(nv, 1) and items * vec <= 32 then
-      local threads = math.max(G, 256)
-      local cfg = { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "reg",
-                    rows = threads // G, split = 1 }
-      if M.check(cfg, P) == nil then return cfg end
-    end
-  end
-  return { threads = 512, items = 4, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1 }
 end
 
 -- Everything a template needs: the problem, the knobs, and the derived sizes.
@@ -315,20 +319,27 @@ function M.vars(cfg, P)
     v.G, v.NVMAX, v.CV, v.STAGE = f.G, f.NVMAX, f.CV, f.STAGE
     v.VB = cfg.vec * P.es
     v.template = cfg.split > 1 and "split.cu" or "row.cu"
+    -- cache operators: the last read of a line and every write leave L2 first with hint=stream
+    v.ld_final = cfg.hint == "stream" and (cfg.passes == 2 and ".lu" or ".cs") or ""
+    v.st_op = cfg.hint == "stream" and ".cs" or ""
     v.kernel = "st_softmax"
   end
   return v
 end
 
--- How the C side launches the kernel of cfg: block size, rows per block, blocks per row
--- (the cluster size when > 1) and dynamic shared memory. grid = ceil(rows/rows_per_block)*split.
+-- How the C side launches the kernel of cfg(in, out, rows, workspace): block size, rows per
+-- block, blocks per row, cluster size, dynamic shared memory; coop: a persistent cooperative
+-- grid (at most the blocks that fit on the GPU at once), with `workspace` bytes per group of
+-- split blocks, zeroed before the first launch (the kernel leaves it zeroed).
 function M.launch(cfg, P)
   local f = facts(cfg, P)
   return {
     threads = cfg.threads,
     rows_per_block = cfg.rows,
     blocks_per_row = cfg.split,
-    cluster = cfg.split > 1 and cfg.split or 0,
+    cluster = cfg.xchg == "dsmem" and cfg.split or 0,
+    coop = cfg.xchg == "global" and 1 or 0,
+    workspace = cfg.xchg == "global" and 16 * cfg.split + 8 or 0,
     smem = cfg.hold == "smem" and cfg.rows * f.STAGE * P.es or 0,
   }
 end

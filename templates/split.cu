@@ -1,7 +1,11 @@
-// split.cu — the split family (split>1, sm_90+): one row spread over a thread-block cluster of
-// `split` blocks. Each block reduces its part of the row, the blocks swap their (max, sum)
-// through distributed shared memory, then each block normalizes its own part.
-// Knobs: threads, split (blocks per row = cluster size), items, vec, reduce,
+// split.cu — the split family (split>1): one row spread over `split` blocks. Each block reduces
+// its part of the row to a (max, sum) pair, the blocks swap their pairs, then each block
+// normalizes its own part. xchg=dsmem: the blocks are a thread-block cluster and swap through
+// distributed shared memory (sm_90+, split <= 16). xchg=global: any split; the grid is
+// persistent and cooperative (all its blocks resident, so waiting for a row's other blocks
+// cannot deadlock), pairs go through a workspace in global memory, double-buffered by row,
+// with an arrival counter the last block out resets to zero for the next launch.
+// Knobs: threads, split, xchg, items, vec, reduce, hint,
 //        passes (1: the part is held in registers, one read; 2: an online pass over the part,
 //        then a second read that mostly hits L2), hold (reg | none).
 // Regime: long rows and few rows (32x16384, 2048x128256, 256x1048576): a handful of rows
@@ -11,17 +15,11 @@
 #define S $(split)
 #define CV $(CV)
 
-__device__ __forceinline__ u32 cluster_rank()
-{
-  u32 r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-
+% if xchg == "dsmem" then
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
-// The (max, sum) that block `rank` of this cluster posted in its copy of `part`.
+// The pair block `rank` of this cluster posted in its copy of `part`.
 __device__ __forceinline__ MS remote_part(const MS *part, u32 rank)
 {
   u64 generic = (u64)part, local;
@@ -32,71 +30,107 @@ __device__ __forceinline__ MS remote_part(const MS *part, u32 rank)
   asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(r.m), "=f"(r.s) : "r"(remote) : "memory");
   return r;
 }
+% else
+// A group's exchange area in the workspace: pairs of even and odd rows, and two counters.
+struct Xchg { MS part[2][S]; u32 arrive, depart; };
+
+__device__ __forceinline__ u32 load_acquire(const u32 *p)
+{
+  u32 v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ MS load_part(const MS *p)
+{
+  MS r;
+  asm volatile("ld.relaxed.gpu.global.v2.f32 {%0, %1}, [%2];" : "=f"(r.m), "=f"(r.s) : "l"(p) : "memory");
+  return r;
+}
+% end
+
+// The S parts folded by warp 0 in one fixed order and handed to the whole block: every block
+// of a row computes bit-identical (max, sum).
+template <class Get>
+__device__ __forceinline__ MS fold(Get get)
+{
+  __shared__ MS folded;
+  if (threadIdx.x < 32) {
+    MS a = { NEG_INF, 0.f };
+    for (int r = threadIdx.x; r < S; r += 32) a = combine(a, get(r));
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) a = combine(a, shfl_x(a, o));
+    if (threadIdx.x == 0) folded = a;
+  }
+  __syncthreads();
+  const MS all = folded;
+  __syncthreads();   // folded is written again for the next row
+  return all;
+}
 
 extern "C" __global__ void __launch_bounds__($(threads))
-$(kernel)(const elem_t *in, elem_t *out, i64 rows)
+$(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 {
-  __shared__ MS part;
-  const u32 rank = cluster_rank();
+  const u32 rank = blockIdx.x % S;   // a cluster's blocks are consecutive: this is its rank
   const int lane = threadIdx.x;
-  const bool edges = rank == 0;   // block 0 also owns the row's unaligned head and tail
-  const i64 nclusters = gridDim.x / S;
-  for (i64 row = blockIdx.x / S; row < rows; row += nclusters) {
+  const bool edges = rank == 0;      // block 0 also owns the row's unaligned head and tail
+  const i64 ngroups = gridDim.x / S;
+% if xchg == "dsmem" then
+  __shared__ MS part;
+% else
+  Xchg *const xg = (Xchg *)ws + blockIdx.x / S;
+  u32 k = 0;
+% end
+  for (i64 row = blockIdx.x / S; row < rows; row += ngroups) {
     const elem_t *x = in + row * COLS;
     elem_t *y = out + row * COLS;
     const Geo g = geometry(x);
     const int begin = min((int)rank * CV, g.nv), end = min(begin + CV, g.nv);
-    MS t = { NEG_INF, 0.f };
-% if EDGE > 0 then
-    float e[EDGE];
+    float e[EDGE_SLOTS];
     edge_load(x, g, lane, edges, e);
-% end
 % if hold == "reg" then
     float v[ITEMS * VEC];
-    load_step(x + g.h, begin, end, lane, true, v);
-    t.m = max_of<ITEMS * VEC>(v, t.m);
-%   if EDGE > 0 then
-    t.m = max_of<EDGE>(e, t.m);
-%   end
-    t.m = group_reduce(t.m, OpMax());
-    t.s = exp_sum<ITEMS * VEC, $(op == "softmax")>(v, t.m);
-%   if EDGE > 0 then
-    t.s += exp_sum<EDGE, false>(e, t.m);
-%   end
-    t.s = group_reduce(t.s, OpSum());
+    load_step<false, true>(x + g.h, begin, end, lane, true, v);
+    const MS mine = held_pair(v, e);
 % else
-    t = online_stats(x + g.h, begin, end, lane, true);
-%   if EDGE > 0 then
-    { MS te = { max_of<EDGE>(e, NEG_INF), 0.f }; te.s = exp_sum<EDGE, false>(e, te.m); t = combine(t, te); }
-%   end
-    t = group_reduce(t, OpMS());
+    const MS mine = with_edges(online_stats(x + g.h, begin, end, lane, true), e);
 % end
-    // every block posts its part; all blocks fold the parts in the same order, so agree exactly
+    const MS t = group_reduce(mine, OpMS());
+% if xchg == "dsmem" then
     if (threadIdx.x == 0) part = t;
     cluster_arrive();
     cluster_wait();
-    MS all = { NEG_INF, 0.f };
-    #pragma unroll
-    for (int r = 0; r < S; r++) all = combine(all, remote_part(&part, r));
+    const MS all = fold([&](int r) { return remote_part(&part, (u32)r); });
     cluster_arrive();   // done reading parts; the matching wait comes before part is rewritten
-    const float k = row_k(all);
-% if EDGE > 0 then
-    finish_all<EDGE>(e, all.m, k);
-    edge_store(y, g, lane, edges, e);
+% else
+    MS *const parts = xg->part[k & 1];
+    if (threadIdx.x == 0) {
+      parts[rank] = t;
+      __threadfence();
+      atomicAdd(&xg->arrive, 1u);
+      while (load_acquire(&xg->arrive) < (k + 1) * S) __nanosleep(32);
+    }
+    __syncthreads();
+    const MS all = fold([&](int r) { return load_part(&parts[r]); });
+    k++;
 % end
 % if hold == "reg" then
-%   if op == "softmax" then
-    // v holds exp(x - t.m): rescale to the row's max and sum
-    const float scale = ex(t.m, all.m) * k;
-    #pragma unroll
-    for (int i = 0; i < ITEMS * VEC; i++) v[i] *= scale;
-%   else
-    finish_all<ITEMS * VEC>(v, all.m, k);
-%   end
-    store_step(y + g.h, begin, end, lane, true, v);
+    held_out(y, g, begin, end, lane, true, edges, v, e, mine, all);
 % else
-    normalize(x + g.h, y + g.h, begin, end, lane, true, all.m, k);
+    const float kk = row_k(all);
+    finish_all<EDGE>(e, all.m, kk);
+    edge_store(y, g, lane, edges, e);
+    normalize(x + g.h, y + g.h, begin, end, lane, true, all.m, kk);
 % end
+% if xchg == "dsmem" then
     cluster_wait();
+% end
   }
+% if xchg == "global" then
+  // the last block of the group out resets the counters: everyone has stopped waiting
+  if (threadIdx.x == 0 && atomicAdd(&xg->depart, 1u) == S - 1) {
+    atomicExch(&xg->arrive, 0u);
+    atomicExch(&xg->depart, 0u);
+  }
+% end
 }

@@ -4,7 +4,7 @@
 set -u
 bin=$1
 fail=0 n=0
-cfg=threads=256,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1
+cfg=threads=256,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none
 while IFS='|' read -r want args; do
   [ -z "$want" ] && continue
   n=$((n + 1))
@@ -27,9 +27,9 @@ done <<EOT
 'x16384'|emit --shape x16384 --config $cfg
 unknown knob 'warp'|emit --shape 32000x16384 --config $cfg,warp=2
 duplicate knob 'vec'|emit --shape 32000x16384 --config $cfg,vec=4
-missing knob 'split'|emit --shape 32000x16384 --config threads=256,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1
-got '3'|emit --shape 32000x16384 --config threads=256,items=16,vec=3,reduce=shfl,passes=1,hold=reg,rows=1,split=1
-got '2000'|compile --shape 32000x16384 --arch sm_90 -o /tmp/st_bad.cubin --config threads=2000,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1
+missing knob 'split'|emit --shape 32000x16384 --config threads=256,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,xchg=none,hint=none
+got '3'|emit --shape 32000x16384 --config threads=256,items=16,vec=3,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none
+got '2000'|compile --shape 32000x16384 --arch sm_90 -o /tmp/st_bad.cubin --config threads=2000,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none
 unknown dtype 'f64'|space --shape 32000x16384 --dtype f64
 unknown op 'softmin'|space --shape 32000x16384 --op softmin
 bad arch 'hopper'|space --shape 32000x16384 --arch hopper

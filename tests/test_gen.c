@@ -51,26 +51,26 @@ static void expect_error(gen_State *g, const gen_Problem *p, const char *config,
 static void test_configs(gen_State *g)
 {
   gen_Problem p = problem(1024, 4096, GEN_F32, GEN_SOFTMAX, 90);
-  const char *ok = "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1";
+  const char *ok = "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none";
   char out[256];
   CHECK(gen_canon(g, &p, ok, out, sizeof out) == 0 && strcmp(out, ok) == 0, "%s", gen_error(g));
-  CHECK(gen_canon(g, &p, "split=1,rows=1,hold=reg,passes=1,reduce=shfl,vec=4,items=4,threads=256", out, sizeof out) == 0 &&
+  CHECK(gen_canon(g, &p, "hint=none,xchg=none,split=1,rows=1,hold=reg,passes=1,reduce=shfl,vec=4,items=4,threads=256", out, sizeof out) == 0 &&
         strcmp(out, ok) == 0, "reordered knobs canonicalize: %s", out);
   expect_error(g, &p, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,warp=2", "unknown knob 'warp'");
-  expect_error(g, &p, "threads=256,threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1", "duplicate knob 'threads'");
-  expect_error(g, &p, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1", "missing knob 'split'");
-  expect_error(g, &p, "threads=256,items=4,vec=3,reduce=shfl,passes=1,hold=reg,rows=1,split=1", "got '3'");
-  expect_error(g, &p, "threads=250,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1", "got '250'");
-  expect_error(g, &p, "threads=abc,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1", "got 'abc'");
-  expect_error(g, &p, "threads=256,items=4,vec=4,reduce=tree,passes=1,hold=reg,rows=1,split=1", "got 'tree'");
-  expect_error(g, &p, "threads=256,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1", "32 bytes");
-  expect_error(g, &p, "threads=256,items=2,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1", "items>=4");
-  expect_error(g, &p, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=reg,rows=1,split=1", "hold=none");
-  expect_error(g, &p, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=3,split=1", "knob 'rows' takes 1|2|4|8");
+  expect_error(g, &p, "threads=256,threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none", "duplicate knob 'threads'");
+  expect_error(g, &p, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,xchg=none,hint=none", "missing knob 'split'");
+  expect_error(g, &p, "threads=256,items=4,vec=3,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none", "got '3'");
+  expect_error(g, &p, "threads=250,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none", "got '250'");
+  expect_error(g, &p, "threads=abc,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none", "got 'abc'");
+  expect_error(g, &p, "threads=256,items=4,vec=4,reduce=tree,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none", "got 'tree'");
+  expect_error(g, &p, "threads=256,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none", "32 bytes");
+  expect_error(g, &p, "threads=256,items=2,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none", "items>=4");
+  expect_error(g, &p, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=reg,rows=1,split=1,xchg=none,hint=none", "hold=none");
+  expect_error(g, &p, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=3,split=1,xchg=none,hint=none", "knob 'rows' takes 1|2|4|8");
   expect_error(g, &p, "", "empty config");
   expect_error(g, &p, "threads", "not knob=value");
   gen_Problem p80 = problem(1024, 65536, GEN_F32, GEN_SOFTMAX, 80);
-  expect_error(g, &p80, "threads=256,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=8", "clusters");
+  expect_error(g, &p80, "threads=256,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none", "clusters");
   gen_Problem bad = problem(1024, 4096, GEN_F32, GEN_SOFTMAX, 75);
   expect_error(g, &bad, ok, "sm_75");
 }
@@ -78,7 +78,8 @@ static void test_configs(gen_State *g)
 /* Each knob that matters for this shape takes at least two values across the space. */
 static void test_space_varies(gen_State *g)
 {
-  static const char *const knobs[] = { "threads=", "items=", "vec=", "reduce=", "passes=", "hold=", "rows=", "split=" };
+  static const char *const knobs[] = { "threads=", "items=", "vec=", "reduce=", "passes=", "hold=", "rows=", "split=",
+                                       "xchg=", "hint=" };
   gen_Problem p = problem(32000, 16384, GEN_F32, GEN_SOFTMAX, 90);
   char **list;
   int n;
@@ -160,7 +161,7 @@ static void expect_template_error(const char *name, int line, const char *text, 
   write_templates(dir, name, line, text);
   snprintf(want, sizeof want, "%s:%d:", name, line);
   if (gen_open(&g, dir, err, sizeof err) == 0) {
-    int rc = gen_render(g, &p, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1", &k);
+    int rc = gen_render(g, &p, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none", &k);
     snprintf(err, sizeof err, "%s", gen_error(g));
     if (rc == 0) gen_kernel_free(&k);
     CHECK(rc != 0, "broken %s rendered", name);

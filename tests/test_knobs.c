@@ -42,11 +42,11 @@ static char *ptx_of(int64_t cols, int dtype, int op, const char *config)
 static void test_vec_items(void)
 {
   /* 4096 f32 over 256 threads: vec*items*256 = 4096, held in registers: one load per item */
-  char *a = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
-  char *b = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=8,vec=2,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
-  char *c = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=16,vec=1,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
-  char *d = ptx_of(4096, GEN_BF16, GEN_SOFTMAX, "threads=256,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
-  char *e = ptx_of(4096, GEN_F16, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
+  char *a = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none");
+  char *b = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=8,vec=2,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none");
+  char *c = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=16,vec=1,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none");
+  char *d = ptx_of(4096, GEN_BF16, GEN_SOFTMAX, "threads=256,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none");
+  char *e = ptx_of(4096, GEN_F16, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none");
   if (a) { EXPECT(a, "ld.global.v4.u32", 4, ==); EXPECT(a, "st.global.v4.u32", 4, ==); EXPECT(a, ".maxntid 256", 1, ==); }
   if (b) { EXPECT(b, "ld.global.v2.u32", 8, ==); EXPECT(b, "ld.global.v4", 0, ==); }
   if (c) { EXPECT(c, "ld.global.u32", 16, ==); EXPECT(c, "ld.global.v", 0, ==); }
@@ -57,25 +57,26 @@ static void test_vec_items(void)
 
 static void test_reduce_rows(void)
 {
-  /* G = 256: shuffles within warps, one barrier step across them; smem tree: no shuffle */
-  char *a = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
-  char *b = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=smem,passes=1,hold=reg,rows=1,split=1");
-  /* 128 cols f32, 8 threads per row, 32 rows per block: 3 shuffle steps per reduction, no barrier */
-  char *c = ptx_of(128, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=32,split=1");
-  char *d = ptx_of(128, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=smem,passes=1,hold=reg,rows=32,split=1");
-  if (a) { EXPECT(a, "shfl.sync.bfly", 10, ==); EXPECT(a, "bar.sync", 4, ==); }
-  if (b) { EXPECT(b, "shfl.sync", 0, ==); EXPECT(b, "bar.sync", 16, >=); }
+  /* one reduction of (max, sum) pairs per row. G = 256: 5 shuffle steps of 2 values in each
+  ** warp, one barrier step across warps; smem tree: 8 barrier-separated steps, no shuffle */
+  char *a = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none");
+  char *b = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=smem,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none");
+  /* 128 cols f32, 8 threads per row, 32 rows per block: 3 shuffle steps of 2 values, no barrier */
+  char *c = ptx_of(128, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=32,split=1,xchg=none,hint=none");
+  char *d = ptx_of(128, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=smem,passes=1,hold=reg,rows=32,split=1,xchg=none,hint=none");
+  if (a) { EXPECT(a, "shfl.sync.bfly", 10, ==); EXPECT(a, "bar.sync", 2, ==); }
+  if (b) { EXPECT(b, "shfl.sync", 0, ==); EXPECT(b, "bar.sync", 9, >=); }
   if (c) { EXPECT(c, "shfl.sync.bfly", 6, ==); EXPECT(c, "bar.sync", 0, ==); }
-  if (d) { EXPECT(d, "shfl.sync", 0, ==); EXPECT(d, "bar.warp.sync", 6, >=); EXPECT(d, "bar.sync", 0, ==); }
+  if (d) { EXPECT(d, "shfl.sync", 0, ==); EXPECT(d, "bar.warp.sync", 5, >=); EXPECT(d, "bar.sync", 0, ==); }
   free(a), free(b), free(c), free(d);
 }
 
 static void test_passes_hold(void)
 {
   /* two passes read the row twice; smem hold stages it (generic ld/st into the stage) */
-  char *a = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=1");
-  char *b = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=smem,rows=1,split=1");
-  char *c = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=1024,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1");
+  char *a = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=none");
+  char *b = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=smem,rows=1,split=1,xchg=none,hint=none");
+  char *c = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=1024,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none");
   if (a) { EXPECT(a, "ld.global.v4.u32", 8, >=); EXPECT(a, "st.global.v4.u32", 4, >=); EXPECT(a, ".shared .align 4 .b8 _ZZ", 1, >=); }
   if (b) { EXPECT(b, "ld.global.v4.u32", 4, ==); EXPECT(b, "st.v4.u32", 4, ==); EXPECT(b, "ld.v4.u32", 8, ==); EXPECT(b, ".extern .shared", 1, ==); }
   if (c) { EXPECT(c, "ld.global.v4.u32", 4, ==); EXPECT(c, ".extern .shared", 0, ==); }
@@ -84,23 +85,42 @@ static void test_passes_hold(void)
 
 static void test_split_op_dtype(void)
 {
-  char *a = ptx_of(65536, GEN_F32, GEN_SOFTMAX, "threads=512,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=8");
+  char *a = ptx_of(65536, GEN_F32, GEN_SOFTMAX, "threads=512,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none");
   /* log_softmax needs no exp in its normalize pass */
-  char *b = ptx_of(65536, GEN_F32, GEN_LOG_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=4");
-  char *c = ptx_of(65536, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=4");
+  char *b = ptx_of(65536, GEN_F32, GEN_LOG_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=4,xchg=dsmem,hint=none");
+  char *c = ptx_of(65536, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=4,xchg=dsmem,hint=none");
+  /* global exchange: parts through global memory with acquire/release, no cluster */
+  char *d = ptx_of(1048576, GEN_F32, GEN_SOFTMAX, "threads=512,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=64,xchg=global,hint=none");
   if (a) {
     EXPECT(a, "barrier.cluster.arrive", 2, ==);
-    EXPECT(a, "mapa.shared::cluster", 8, ==);
+    EXPECT(a, "mapa.shared::cluster", 1, >=);
     EXPECT(a, "ld.global.v4.u32", 4, ==);
     EXPECT(a, "lg2.approx", 0, ==);
     EXPECT(a, "cvt.rn.bf16", 0, ==);
   }
   if (b && c) {
-    EXPECT(b, "mapa.shared::cluster", 4, ==);
+    EXPECT(b, "mapa.shared::cluster", 1, >=);
     CHECK(count(c, "ex2.approx") - count(b, "ex2.approx") >= 16, "ex2: softmax %d, log_softmax %d",
           count(c, "ex2.approx"), count(b, "ex2.approx"));
   }
-  free(a), free(b), free(c);
+  if (d) {
+    EXPECT(d, "mapa", 0, ==);
+    EXPECT(d, "barrier.cluster", 0, ==);
+    EXPECT(d, "ld.acquire.gpu", 1, >=);
+    EXPECT(d, "atom.global.add", 2, >=);
+    EXPECT(d, "ld.global.v4.u32", 8, ==);
+  }
+  free(a), free(b), free(c), free(d);
+}
+
+/* hint=stream: the last read of each line is .cs (one pass) or .lu (second pass), stores .cs */
+static void test_hint(void)
+{
+  char *a = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=stream");
+  char *b = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=stream");
+  if (a) { EXPECT(a, "ld.global.cs.v4.u32", 4, ==); EXPECT(a, "st.global.cs.v4.u32", 4, ==); }
+  if (b) { EXPECT(b, "ld.global.lu.v4.u32", 4, >=); EXPECT(b, "ld.global.v4.u32", 4, >=); EXPECT(b, "st.global.cs.v4.u32", 4, >=); }
+  free(a), free(b);
 }
 
 int main(void)
@@ -111,6 +131,7 @@ int main(void)
   test_reduce_rows();
   test_passes_hold();
   test_split_op_dtype();
+  test_hint();
   gen_close(g);
   return check_done("test_knobs");
 }

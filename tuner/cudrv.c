@@ -123,23 +123,37 @@ CUresult tune_func_setup(const tune_Driver *d, CUfunction f, const gen_Launch *l
   return r;
 }
 
-unsigned tune_grid(const gen_Launch *l, int64_t rows)
+CUresult tune_resident(const tune_Driver *d, CUfunction f, const gen_Launch *l, int sms, int *blocks)
 {
-  const int64_t cap = 0x7fffffff / l->blocks_per_row;   /* kernels loop over the rest */
+  int n = 0;
+  CUresult r = d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, l->threads, (size_t)l->smem);
+  *blocks = n * sms;
+  return r;
+}
+
+unsigned tune_grid(const gen_Launch *l, int64_t rows, int resident)
+{
+  int64_t cap = 0x7fffffff / l->blocks_per_row;   /* kernels loop over the rest */
   int64_t groups = (rows + l->rows_per_block - 1) / l->rows_per_block;
+  if (l->coop && resident / l->blocks_per_row < cap) cap = resident / l->blocks_per_row;
   if (groups > cap) groups = cap;
   return (unsigned)(groups * l->blocks_per_row);
 }
 
+size_t tune_workspace(const gen_Launch *l, int resident)
+{
+  return l->coop ? (size_t)(resident / l->blocks_per_row) * (size_t)l->workspace : 0;
+}
+
 CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr out,
-                     int64_t rows, CUstream s)
+                     int64_t rows, CUdeviceptr ws, int resident, CUstream s)
 {
   CUlaunchConfig cfg;
   CUlaunchAttribute attr;
   long long n = rows;
-  void *args[] = { &in, &out, &n };
+  void *args[] = { &in, &out, &n, &ws };
   memset(&cfg, 0, sizeof cfg);
-  cfg.gridDimX = tune_grid(l, rows);
+  cfg.gridDimX = tune_grid(l, rows, resident);
   cfg.gridDimY = cfg.gridDimZ = 1;
   cfg.blockDimX = (unsigned)l->threads;
   cfg.blockDimY = cfg.blockDimZ = 1;
@@ -150,6 +164,12 @@ CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CU
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attr.value.clusterDim.x = (unsigned)l->cluster;
     attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  } else if (l->coop) {   /* every block resident: the blocks of a row may wait for each other */
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr.value.cooperative = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
   }

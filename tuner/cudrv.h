@@ -25,7 +25,7 @@
   X(cuFuncSetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                     \
   X(cuOccupancyMaxActiveClusters) X(cuLaunchKernelEx) X(cuLaunchKernel)                                      \
   X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemcpyHtoD) X(cuMemcpyDtoH)               \
-  X(cuMemcpyDtoDAsync) X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync) X(cuMemsetD8) X(cuMemsetD32Async) X(cuMemsetD16Async)               \
+  X(cuMemcpyDtoDAsync) X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync) X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuMemsetD16Async)               \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)             \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                    \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery) X(cuPointerGetAttribute)
@@ -61,10 +61,15 @@ void tune_device_limits(const tune_Device *dev, gen_Problem *p);
 
 /* Attributes a loaded function needs before its first launch (large smem, big clusters). */
 CUresult tune_func_setup(const tune_Driver *d, CUfunction f, const gen_Launch *l);
-/* Blocks in the grid for `rows` rows: ceil(rows/rows_per_block) * blocks_per_row, capped. */
-unsigned tune_grid(const gen_Launch *l, int64_t rows);
-/* Launch a softmax kernel: f(in, out, rows). */
+/* Blocks that fit on the GPU at once (dev's SMs times blocks per SM), for cooperative grids. */
+CUresult tune_resident(const tune_Driver *d, CUfunction f, const gen_Launch *l, int sms, int *blocks);
+/* Blocks in the grid for `rows` rows: ceil(rows/rows_per_block) * blocks_per_row, capped (for
+** a cooperative launch at `resident` blocks, a multiple of blocks_per_row). */
+unsigned tune_grid(const gen_Launch *l, int64_t rows, int resident);
+/* Workspace bytes a launch needs (0 unless coop). */
+size_t tune_workspace(const gen_Launch *l, int resident);
+/* Launch a softmax kernel: f(in, out, rows, ws). */
 CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr out,
-                     int64_t rows, CUstream s);
+                     int64_t rows, CUdeviceptr ws, int resident, CUstream s);
 
 #endif

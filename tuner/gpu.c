@@ -14,11 +14,13 @@
 
 #define MAX_REPS 256
 #define FLUSH_BYTES (256u << 20)   /* what triton.testing.do_bench clears between launches */
+#define WS_BYTES (8u << 20)        /* workspace for cooperative (xchg=global) kernels */
 
 typedef struct Slot {
   CUmodule mod;
   CUfunction fn;
   gen_Launch launch;
+  int resident;             /* blocks resident at once, for cooperative grids */
   const gen_Cubin *cubin;   /* borrowed from the sweep, to reload after a context reset */
   char name[64];
 } Slot;
@@ -37,7 +39,7 @@ struct tune_Gpu {
   CUevent ev[2 * MAX_REPS];
   gen_Problem p;
   size_t bytes;             /* one tensor */
-  CUdeviceptr in, out, flush, res;
+  CUdeviceptr in, out, flush, res, ws;
   gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
   CUmodule auxmod;
   CUfunction fill, check;
@@ -125,11 +127,12 @@ static void teardown(tune_Gpu *g)
   if (g->out) d->cuMemFree(g->out);
   if (g->flush) d->cuMemFree(g->flush);
   if (g->res) d->cuMemFree(g->res);
+  if (g->ws) d->cuMemFree(g->ws);
   if (g->stream) d->cuStreamDestroy(g->stream);
   d->cuDevicePrimaryCtxRelease(g->dev.dev);
   g->auxmod = NULL;
   memset(g->ev, 0, sizeof g->ev);
-  g->in = g->out = g->flush = g->res = 0;
+  g->in = g->out = g->flush = g->res = g->ws = 0;
   g->stream = NULL;
   g->ctx = NULL;
   g->ready = 0;
@@ -157,7 +160,8 @@ static int setup(tune_Gpu *g, char *err, size_t errlen)
   for (int i = 0; i < 2 * MAX_REPS; i++)
     if ((r = d->cuEventCreate(&g->ev[i], CU_EVENT_DEFAULT))) return cu_msg(g, "cannot make events", r, err, errlen), 1;
   if ((r = d->cuMemAlloc(&g->in, g->bytes)) || (r = d->cuMemAlloc(&g->out, g->bytes)) ||
-      (r = d->cuMemAlloc(&g->flush, FLUSH_BYTES)) || (r = d->cuMemAlloc(&g->res, sizeof(CheckOut))))
+      (r = d->cuMemAlloc(&g->flush, FLUSH_BYTES)) || (r = d->cuMemAlloc(&g->res, sizeof(CheckOut))) ||
+      (r = d->cuMemAlloc(&g->ws, WS_BYTES)) || (r = d->cuMemsetD8(g->ws, 0, WS_BYTES)))
     return cu_msg(g, "cannot allocate GPU memory", r, err, errlen), 1;
   if ((r = d->cuModuleLoadData(&g->auxmod, g->aux.data)) || (r = d->cuModuleGetFunction(&g->fill, g->auxmod, "st_fill")) ||
       (r = d->cuModuleGetFunction(&g->check, g->auxmod, "st_check")))
@@ -188,7 +192,8 @@ static int load_slot(tune_Gpu *g, Slot *s, char *why, size_t n)
     s->mod = NULL;
     return cu_msg(g, "module load", r, why, n), 1;
   }
-  if ((r = d->cuModuleGetFunction(&s->fn, s->mod, s->name)) || (r = tune_func_setup(d, s->fn, &s->launch)))
+  if ((r = d->cuModuleGetFunction(&s->fn, s->mod, s->name)) || (r = tune_func_setup(d, s->fn, &s->launch)) ||
+      (r = tune_resident(d, s->fn, &s->launch, g->dev.sms, &s->resident)))
     return cu_msg(g, "function setup", r, why, n), 1;
   return 0;
 }
@@ -266,6 +271,11 @@ static int gpu_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c,
   if (!bad && maxthreads < k->launch.threads)
     bad = snprintf(t->reason, sizeof t->reason, "%d registers allow %d threads per block, not %d", regs, maxthreads,
                    k->launch.threads) > 0;
+  if (!bad && k->launch.coop && s->resident < k->launch.blocks_per_row)
+    bad = snprintf(t->reason, sizeof t->reason, "the %d blocks of a row cannot all be resident (%d fit)",
+                   k->launch.blocks_per_row, s->resident) > 0;
+  if (!bad && tune_workspace(&k->launch, s->resident) > WS_BYTES)
+    bad = snprintf(t->reason, sizeof t->reason, "needs %zu bytes of workspace", tune_workspace(&k->launch, s->resident)) > 0;
   if (!bad && local > 0)
     bad = snprintf(t->reason, sizeof t->reason, "spills: %d bytes of local memory per thread", local) > 0;
   if (bad) {
@@ -357,7 +367,8 @@ static int gpu_verify(void *ud, int slot, tune_Trial *t)
   CheckOut co;
   CUresult r;
   if ((r = fresh_input(g))) return run_failed(g, "fill", r, NULL);
-  if ((r = tune_launch(&g->drv, s->fn, &s->launch, g->in, g->out, g->p.rows, g->stream))) return run_failed(g, "launch", r, t);
+  if ((r = tune_launch(&g->drv, s->fn, &s->launch, g->in, g->out, g->p.rows, g->ws, s->resident, g->stream)))
+    return run_failed(g, "launch", r, t);
   if ((r = wait(g, 20.))) return run_failed(g, "run", r, t);
   if ((r = run_check(g, &co))) return run_failed(g, "check", r, NULL);
   float err;
@@ -468,7 +479,7 @@ static CUresult go_copy(tune_Gpu *g, void *arg)
 static CUresult go_slot(tune_Gpu *g, void *arg)
 {
   const Slot *s = arg;
-  return tune_launch(&g->drv, s->fn, &s->launch, g->in, g->out, g->p.rows, g->stream);
+  return tune_launch(&g->drv, s->fn, &s->launch, g->in, g->out, g->p.rows, g->ws, s->resident, g->stream);
 }
 
 static int gpu_time(void *ud, int slot, int n, double *us, char *err, size_t errlen)
