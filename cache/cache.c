@@ -30,7 +30,7 @@ static const char *const SCHEMA =
   "  rows INTEGER NOT NULL, cols INTEGER NOT NULL,"
   "  config TEXT NOT NULL, kernel TEXT NOT NULL, threads INTEGER NOT NULL, rows_per_block INTEGER NOT NULL,"
   "  blocks_per_row INTEGER NOT NULL, cluster INTEGER NOT NULL, smem INTEGER NOT NULL,"
-  "  coop INTEGER NOT NULL, workspace INTEGER NOT NULL,"
+  "  coop INTEGER NOT NULL, workspace INTEGER NOT NULL, ws_groups INTEGER NOT NULL,"
   "  cubin BLOB NOT NULL, sha256 TEXT NOT NULL, us REAL, gbps REAL, frac REAL, copy_us REAL,"
   "  run INTEGER, created TEXT NOT NULL,"
   "  PRIMARY KEY(gpu, arch, sms, driver, nvrtc, templates, dtype, op, rows, cols));"
@@ -191,7 +191,7 @@ void cache_filter_all(cache_Key *k)
 #define FILTER "(?1 IS NULL OR gpu = ?1) AND (?2 IS NULL OR dtype = ?2) AND (?3 IS NULL OR op = ?3) " \
                "AND (?4 IS NULL OR rows = ?4) AND (?5 IS NULL OR cols = ?5)"
 #define ENTRY_COLS KEY_COLS ", config, kernel, threads, rows_per_block, blocks_per_row, cluster, smem, " \
-                   "coop, workspace, sha256, us, gbps, frac, copy_us, run, created"
+                   "coop, workspace, ws_groups, sha256, us, gbps, frac, copy_us, run, created"
 
 static int bind_key(sqlite3_stmt *st, const cache_Key *k, int full)
 {
@@ -258,16 +258,17 @@ static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cu
   e->launch.smem = sqlite3_column_int(st, 16);
   e->launch.coop = sqlite3_column_int(st, 17);
   e->launch.workspace = sqlite3_column_int(st, 18);
-  text_col(st, 19, e->sha256, sizeof e->sha256);
-  e->us = sqlite3_column_double(st, 20);
-  e->gbps = sqlite3_column_double(st, 21);
-  e->frac = sqlite3_column_double(st, 22);
-  e->copy_us = sqlite3_column_double(st, 23);
-  e->run = sqlite3_column_int64(st, 24);
-  text_col(st, 25, e->created, sizeof e->created);
+  e->launch.ws_groups = sqlite3_column_int(st, 19);
+  text_col(st, 20, e->sha256, sizeof e->sha256);
+  e->us = sqlite3_column_double(st, 21);
+  e->gbps = sqlite3_column_double(st, 22);
+  e->frac = sqlite3_column_double(st, 23);
+  e->copy_us = sqlite3_column_double(st, 24);
+  e->run = sqlite3_column_int64(st, 25);
+  text_col(st, 26, e->created, sizeof e->created);
   if (!with_cubin) return 0;
-  const void *blob = sqlite3_column_blob(st, 26);
-  int n = sqlite3_column_bytes(st, 26);
+  const void *blob = sqlite3_column_blob(st, 27);
+  int n = sqlite3_column_bytes(st, 27);
   if (!blob || n <= 0) return fail(c, CACHE_CORRUPT, "cache entry for %s has no cubin", e->config);
   if (!(e->cubin = malloc((size_t)n))) return fail(c, CACHE_ERROR, "out of memory reading a cubin");
   memcpy(e->cubin, blob, (size_t)n);
@@ -400,7 +401,7 @@ static int insert_entry(cache_Db *c, const cache_Entry *e, int64_t run)
   int rc = 0;
   char created[32], sum[65];
   const char *sql = "INSERT OR REPLACE INTO entries(" ENTRY_COLS ", cubin)"
-                    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27)";
+                    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28)";
   if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "storing the winner");
   now_utc(created, sizeof created);
   cache_sha256(e->cubin, e->size, sum);
@@ -414,14 +415,15 @@ static int insert_entry(cache_Db *c, const cache_Entry *e, int64_t run)
   rc |= sqlite3_bind_int(st, 17, e->launch.smem);
   rc |= sqlite3_bind_int(st, 18, e->launch.coop);
   rc |= sqlite3_bind_int(st, 19, e->launch.workspace);
-  rc |= sqlite3_bind_text(st, 20, sum, -1, SQLITE_STATIC);
-  rc |= sqlite3_bind_double(st, 21, e->us);
-  rc |= sqlite3_bind_double(st, 22, e->gbps);
-  rc |= sqlite3_bind_double(st, 23, e->frac);
-  rc |= sqlite3_bind_double(st, 24, e->copy_us);
-  rc |= sqlite3_bind_int64(st, 25, run);
-  rc |= sqlite3_bind_text(st, 26, created, -1, SQLITE_STATIC);
-  rc |= sqlite3_bind_blob(st, 27, e->cubin, (int)e->size, SQLITE_STATIC);
+  rc |= sqlite3_bind_int(st, 20, e->launch.ws_groups);
+  rc |= sqlite3_bind_text(st, 21, sum, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_double(st, 22, e->us);
+  rc |= sqlite3_bind_double(st, 23, e->gbps);
+  rc |= sqlite3_bind_double(st, 24, e->frac);
+  rc |= sqlite3_bind_double(st, 25, e->copy_us);
+  rc |= sqlite3_bind_int64(st, 26, run);
+  rc |= sqlite3_bind_text(st, 27, created, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_blob(st, 28, e->cubin, (int)e->size, SQLITE_STATIC);
   rc = rc != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE ? sql_fail(c, "storing the winner") : 0;
   sqlite3_finalize(st);
   return rc;

@@ -246,6 +246,7 @@ int gen_render(gen_State *g, const gen_Problem *p, const char *config, gen_Kerne
   k->launch.smem = field_int(L, "smem");
   k->launch.coop = field_int(L, "coop");
   k->launch.workspace = field_int(L, "workspace");
+  k->launch.ws_groups = field_int(L, "ws_groups");
   lua_pop(L, 3);
   if (!k->source) {
     seterr(g->err, sizeof g->err, "out of memory rendering '%s'", config);

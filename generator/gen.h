@@ -26,10 +26,11 @@ typedef struct gen_Problem {
 /* How a kernel f(in, out, rows, workspace) is launched: grid = ceil(rows/rows_per_block) *
 ** blocks_per_row blocks of `threads`, in clusters of `cluster` blocks when nonzero, with `smem`
 ** dynamic shared bytes. coop: a cooperative launch whose grid is capped at the blocks resident
-** at once, needing `workspace` bytes per group of blocks_per_row blocks, zeroed before the
-** first launch (the kernel leaves it zeroed). */
+** at once, with a workspace of 8 bytes of counters for each of ws_groups groups (zeroed before
+** the first launch; the kernel leaves them zeroed), then `workspace` bytes per group of
+** blocks_per_row blocks. */
 typedef struct gen_Launch {
-  int threads, rows_per_block, blocks_per_row, cluster, smem, coop, workspace;
+  int threads, rows_per_block, blocks_per_row, cluster, smem, coop, workspace, ws_groups;
 } gen_Launch;
 
 typedef struct gen_Kernel {

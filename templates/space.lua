@@ -206,6 +206,7 @@ local function vecs(P)
 end
 
 local POW2 = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 }
+local WS_GROUPS = 8192   -- counters at the front of an xchg=global workspace: groups at most
 
 -- Values a thread can hold without spilling: the SM's 64K registers shared by a block of
 -- `threads` (at most 255 each), less about 32 for addresses, loop state and the reduction.
@@ -307,6 +308,26 @@ function M.enumerate(P)
   return list
 end
 
+-- A config chosen without measuring, for shapes nobody tuned: 16-byte vectors (vec=1 when the
+-- caller's input and output are not equally aligned), the row in a group's registers when it
+-- fits in at most 32 values per thread, else two passes with one 512-thread block per row.
+function M.heuristic(P, unaligned)
+  local vec = unaligned and 1 or 16 // P.es
+  while vec > P.cols do vec = vec // 2 end
+  local nv = P.cols // vec
+  for _, G in ipairs(POW2) do
+    local items = (nv + G - 1) // G
+    if G <= math.max(nv, 1) and items * vec <= 32 then
+      local threads = math.max(G, 256)
+      local cfg = { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "reg",
+                    rows = threads // G, split = 1, xchg = "none", hint = "none" }
+      if M.check(cfg, P) == nil then return cfg end
+    end
+  end
+  return { threads = 512, items = 4, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1,
+           xchg = "none", hint = "none" }
+end
+
 -- Everything a template needs: the problem, the knobs, and the derived sizes.
 function M.vars(cfg, P)
   local v = {
@@ -319,6 +340,7 @@ function M.vars(cfg, P)
     v.G, v.NVMAX, v.CV, v.STAGE = f.G, f.NVMAX, f.CV, f.STAGE
     v.VB = cfg.vec * P.es
     v.template = cfg.split > 1 and "split.cu" or "row.cu"
+    v.WS_GROUPS = WS_GROUPS
     -- cache operators: the last read of a line and every write leave L2 first with hint=stream
     v.ld_final = cfg.hint == "stream" and (cfg.passes == 2 and ".lu" or ".cs") or ""
     v.st_op = cfg.hint == "stream" and ".cs" or ""
@@ -329,8 +351,9 @@ end
 
 -- How the C side launches the kernel of cfg(in, out, rows, workspace): block size, rows per
 -- block, blocks per row, cluster size, dynamic shared memory; coop: a persistent cooperative
--- grid (at most the blocks that fit on the GPU at once), with `workspace` bytes per group of
--- split blocks, zeroed before the first launch (the kernel leaves it zeroed).
+-- grid (at most the blocks that fit on the GPU at once) whose workspace holds 8 bytes of
+-- counters for each of ws_groups groups (zeroed before the first launch; kernels leave them
+-- zeroed), then `workspace` bytes per group of split blocks.
 function M.launch(cfg, P)
   local f = facts(cfg, P)
   return {
@@ -339,7 +362,8 @@ function M.launch(cfg, P)
     blocks_per_row = cfg.split,
     cluster = cfg.xchg == "dsmem" and cfg.split or 0,
     coop = cfg.xchg == "global" and 1 or 0,
-    workspace = cfg.xchg == "global" and 16 * cfg.split + 8 or 0,
+    workspace = cfg.xchg == "global" and 16 * cfg.split or 0,   -- per group, after the counters
+    ws_groups = cfg.xchg == "global" and WS_GROUPS or 0,
     smem = cfg.hold == "smem" and cfg.rows * f.STAGE * P.es or 0,
   }
 end

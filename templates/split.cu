@@ -4,7 +4,9 @@
 // distributed shared memory (sm_90+, split <= 16). xchg=global: any split; the grid is
 // persistent and cooperative (all its blocks resident, so waiting for a row's other blocks
 // cannot deadlock), pairs go through a workspace in global memory, double-buffered by row,
-// with an arrival counter the last block out resets to zero for the next launch.
+// with an arrival counter the last block out resets to zero for the next launch. The
+// counters of every group sit at the front of the workspace, at the same place whatever the
+// split, so kernels of any config can share one workspace that stays zeroed between them.
 // Knobs: threads, split, xchg, items, vec, reduce, hint,
 //        passes (1: the part is held in registers, one read; 2: an online pass over the part,
 //        then a second read that mostly hits L2), hold (reg | none).
@@ -31,8 +33,10 @@ __device__ __forceinline__ MS remote_part(const MS *part, u32 rank)
   return r;
 }
 % else
-// A group's exchange area in the workspace: pairs of even and odd rows, and two counters.
-struct Xchg { MS part[2][S]; u32 arrive, depart; };
+// A group's counters; the first $(WS_GROUPS) of them lead the workspace, then the groups' pairs
+// of even and odd rows.
+struct Count { u32 arrive, depart; };
+struct Parts { MS part[2][S]; };
 
 __device__ __forceinline__ u32 load_acquire(const u32 *p)
 {
@@ -78,7 +82,8 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % if xchg == "dsmem" then
   __shared__ MS part;
 % else
-  Xchg *const xg = (Xchg *)ws + blockIdx.x / S;
+  Count *const xg = (Count *)ws + blockIdx.x / S;
+  Parts *const xp = (Parts *)((Count *)ws + $(WS_GROUPS)) + blockIdx.x / S;
   u32 k = 0;
 % end
   for (i64 row = blockIdx.x / S; row < rows; row += ngroups) {
@@ -103,7 +108,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     const MS all = fold([&](int r) { return remote_part(&part, (u32)r); });
     cluster_arrive();   // done reading parts; the matching wait comes before part is rewritten
 % else
-    MS *const parts = xg->part[k & 1];
+    MS *const parts = xp->part[k & 1];
     if (threadIdx.x == 0) {
       parts[rank] = t;
       __threadfence();

@@ -193,6 +193,12 @@ int main(void)
   test_configs(g);
   test_space_varies(g);
   test_render_all(g);
+  char cfg[256];
+  gen_Problem hp = problem(1000, 4096, GEN_BF16, GEN_SOFTMAX, 90);
+  CHECK(gen_heuristic(g, &hp, 0, cfg, sizeof cfg) == 0 && strstr(cfg, "vec=8"), "heuristic: %s %s", cfg, gen_error(g));
+  CHECK(gen_heuristic(g, &hp, 1, cfg, sizeof cfg) == 0 && strstr(cfg, "vec=1,"), "unaligned heuristic: %s", cfg);
+  hp.cols = 1000000;
+  CHECK(gen_heuristic(g, &hp, 0, cfg, sizeof cfg) == 0 && strstr(cfg, "passes=2"), "long-row heuristic: %s", cfg);
   char *a, *b;
   size_t na, nb;
   CHECK(gen_sources(g, &a, &na) == 0 && gen_sources(g, &b, &nb) == 0 && na == nb && na > 1000 && memcmp(a, b, na) == 0,

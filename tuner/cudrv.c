@@ -136,13 +136,14 @@ unsigned tune_grid(const gen_Launch *l, int64_t rows, int resident)
   int64_t cap = 0x7fffffff / l->blocks_per_row;   /* kernels loop over the rest */
   int64_t groups = (rows + l->rows_per_block - 1) / l->rows_per_block;
   if (l->coop && resident / l->blocks_per_row < cap) cap = resident / l->blocks_per_row;
+  if (l->coop && l->ws_groups < cap) cap = l->ws_groups;   /* a counter for each group */
   if (groups > cap) groups = cap;
   return (unsigned)(groups * l->blocks_per_row);
 }
 
 size_t tune_workspace(const gen_Launch *l, int resident)
 {
-  return l->coop ? (size_t)(resident / l->blocks_per_row) * (size_t)l->workspace : 0;
+  return l->coop ? 8 * (size_t)l->ws_groups + (size_t)(resident / l->blocks_per_row) * (size_t)l->workspace : 0;
 }
 
 CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr out,

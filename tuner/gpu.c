@@ -396,7 +396,7 @@ static CUresult poke(tune_Gpu *g, int64_t i, double v)
 int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
 {
   const size_t n = g->bytes;
-  const int64_t mid = g->p.rows / 2 * g->p.cols + g->p.cols / 2;
+  const int64_t mid = g->p.cols / 2;   /* in row 0: never one of fill's special rows */
   const tune_Tol tol = tune_tolerance(g->p.dtype, g->p.op, g->p.cols);
   void *x = malloc(n), *y = malloc(n);
   tune_Trial t;
