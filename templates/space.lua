@@ -47,8 +47,8 @@ M.knobs = {
     doc = "shfl: warp shuffle, one cross-warp step; smem: shared-memory tree" },
   { name = "passes",  values = { 1, 2 },
     doc = "1: row read once and held on chip; 2: online max/sum pass, then a normalize pass" },
-  { name = "hold",    values = { "reg", "smem", "none" },
-    doc = "where a one-pass row is held (passes=2 holds none)" },
+  { name = "hold",    values = { "reg", "pipe", "smem", "none" },
+    doc = "where a one-pass row is held; pipe: registers, next row prefetched (split only)" },
   { name = "rows",    values = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 },
     doc = "rows per block; threads/rows threads share a row" },
   { name = "split",   values = { 1, 2, 4, 8, 16, 32, 64, 128 },
@@ -165,17 +165,19 @@ function M.check(cfg, P)
     if cfg.xchg == "dsmem" and P.cluster < cfg.split then
       return string.format("split=%d xchg=dsmem needs clusters of %d blocks (sm_%d allows %d)", cfg.split, cfg.split, P.arch, P.cluster)
     end
-    if cfg.hold == "smem" then return "split>1 holds in registers (hold=reg) or re-reads (passes=2)" end
+    if cfg.hold == "smem" then return "split>1 holds in registers (hold=reg, pipe) or re-reads (passes=2)" end
   end
   if (cfg.passes == 1) == (cfg.hold == "none") then
-    return "passes=1 needs hold=reg or hold=smem; passes=2 needs hold=none"
+    return "passes=1 needs hold=reg, pipe or smem; passes=2 needs hold=none"
   end
-  if cfg.hold == "reg" then
+  if cfg.hold == "pipe" and cfg.split == 1 then return "hold=pipe needs split>1 (a row's blocks that swap pairs)" end
+  if cfg.hold == "reg" or cfg.hold == "pipe" then
     if cfg.items < f.need then
       return string.format("hold=reg needs items>=%d to hold %s", f.need, cfg.split > 1 and "a block's part of the row" or "the row")
     end
-    if cfg.items * cfg.vec > 64 then
-      return string.format("items*vec=%d values per thread (max 64)", cfg.items * cfg.vec)
+    local held = cfg.items * cfg.vec * (cfg.hold == "pipe" and 2 or 1)
+    if held > 128 or cfg.items * cfg.vec > 64 then
+      return string.format("%d values held per thread (max 64, 128 with pipe)", held)
     end
   else
     if cfg.items > 16 then return "items>16 only with hold=reg" end
@@ -210,8 +212,8 @@ local WS_GROUPS = 8192   -- counters at the front of an xchg=global workspace: g
 
 -- Values a thread can hold without spilling: the SM's 64K registers shared by a block of
 -- `threads` (at most 255 each), less about 32 for addresses, loop state and the reduction.
-local function fits(threads, values)
-  return values <= 64 and values <= math.min(255, 65536 // threads) - 32
+local function fits(threads, values, cap)
+  return values <= (cap or 64) and values <= math.min(255, 65536 // threads) - 32
 end
 
 -- Row family, row held in registers: every group size whose share of the row fits; with
@@ -263,10 +265,11 @@ local function two_pass(list, P, vec, split, xchg)
   end
 end
 
--- Split family, each block holds its part of the row in registers.
+-- Split family, each block holds its part of the row in registers; with hold=pipe also the
+-- next row's part, when a group has more than one row to do.
 local function split_reg(list, P, vec, split, xchg)
   local cv = (P.cols // vec + split - 1) // split
-  for _, threads in ipairs({ 128, 256, 512, 1024 }) do
+  for _, threads in ipairs({ 64, 128, 256, 512, 1024 }) do
     local items = (cv + threads - 1) // threads
     if threads <= cv and fits(threads, items * vec) then
       for _, reduce in ipairs({ "shfl", "smem" }) do
@@ -275,6 +278,10 @@ local function split_reg(list, P, vec, split, xchg)
                           rows = 1, split = split, xchg = xchg, hint = hint })
         end
       end
+    end
+    if threads <= cv and fits(threads, 2 * items * vec, 128) and P.rows * split > P.sms * 2 then
+      push(list, P, { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "pipe",
+                      rows = 1, split = split, xchg = xchg, hint = "none" })
     end
   end
 end

@@ -9,7 +9,8 @@
 // split, so kernels of any config can share one workspace that stays zeroed between them.
 // Knobs: threads, split, xchg, items, vec, reduce, hint,
 //        passes (1: the part is held in registers, one read; 2: an online pass over the part,
-//        then a second read that mostly hits L2), hold (reg | none).
+//        then a second read that mostly hits L2), hold (reg | pipe | none): pipe also loads
+//        the block's part of its next row while the blocks swap pairs, so DRAM keeps busy.
 // Regime: long rows and few rows (32x16384, 2048x128256, 256x1048576): a handful of rows
 //         still fill the GPU, and a row is read from DRAM once where it fits across the cluster.
 % team = threads
@@ -53,23 +54,27 @@ __device__ __forceinline__ MS load_part(const MS *p)
 }
 % end
 
-// The S parts folded by warp 0 in one fixed order and handed to the whole block: every block
-// of a row computes bit-identical (max, sum).
+// The S parts folded by every warp in one fixed order, lane 0's result broadcast: every warp
+// of every block of a row gets bit-identical (max, sum), with no barrier.
 template <class Get>
 __device__ __forceinline__ MS fold(Get get)
 {
-  __shared__ MS folded;
-  if (threadIdx.x < 32) {
-    MS a = { NEG_INF, 0.f };
-    for (int r = threadIdx.x; r < S; r += 32) a = combine(a, get(r));
-    #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) a = combine(a, shfl_x(a, o));
-    if (threadIdx.x == 0) folded = a;
-  }
-  __syncthreads();
-  const MS all = folded;
-  __syncthreads();   // folded is written again for the next row
-  return all;
+  const int lane = threadIdx.x % 32;
+  MS a = { NEG_INF, 0.f };
+  for (int r = lane; r < S; r += 32) a = combine(a, get(r));
+  #pragma unroll
+  for (int o = 16; o > 0; o >>= 1) a = combine(a, shfl_x(a, o));
+  a.m = __shfl_sync(0xffffffffu, a.m, 0);
+  a.s = __shfl_sync(0xffffffffu, a.s, 0);
+  return a;
+}
+
+// This block's part [begin, end) of row `row`, by vectors of its body.
+__device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *begin, int *end)
+{
+  *g = geometry(x);
+  *begin = min((int)rank * CV, g->nv);
+  *end = min(*begin + CV, g->nv);
 }
 
 extern "C" __global__ void __launch_bounds__($(threads))
@@ -86,21 +91,44 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   Parts *const xp = (Parts *)((Count *)ws + $(WS_GROUPS)) + blockIdx.x / S;
   u32 k = 0;
 % end
+% if hold == "pipe" then
+  float v[ITEMS * VEC];
+  if ((i64)(blockIdx.x / S) < rows) {   // the first row's part; each later one is prefetched
+    Geo g0;
+    int b0, e0;
+    const elem_t *x0 = in + (i64)(blockIdx.x / S) * COLS;
+    part_of(x0, rank, &g0, &b0, &e0);
+    load_step<false, true>(x0 + g0.h, b0, e0, lane, true, v);
+  }
+% end
   for (i64 row = blockIdx.x / S; row < rows; row += ngroups) {
     const elem_t *x = in + row * COLS;
     elem_t *y = out + row * COLS;
-    const Geo g = geometry(x);
-    const int begin = min((int)rank * CV, g.nv), end = min(begin + CV, g.nv);
+    Geo g;
+    int begin, end;
+    part_of(x, rank, &g, &begin, &end);
     float e[EDGE_SLOTS];
     edge_load(x, g, lane, edges, e);
 % if hold == "reg" then
     float v[ITEMS * VEC];
     load_step<false, true>(x + g.h, begin, end, lane, true, v);
+% end
+% if hold ~= "none" then
     const MS mine = held_pair(v, e);
 % else
     const MS mine = with_edges(online_stats(x + g.h, begin, end, lane, true), e);
 % end
     const MS t = group_reduce(mine, OpMS());
+% if hold == "pipe" then
+    float nxt[ITEMS * VEC];   // loads in flight while the blocks swap pairs
+    if (row + ngroups < rows) {
+      Geo ng;
+      int nb, ne;
+      const elem_t *nx = x + ngroups * COLS;
+      part_of(nx, rank, &ng, &nb, &ne);
+      load_step<false, true>(nx + ng.h, nb, ne, lane, true, nxt);
+    }
+% end
 % if xchg == "dsmem" then
     if (threadIdx.x == 0) part = t;
     cluster_arrive();
@@ -119,9 +147,13 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     const MS all = fold([&](int r) { return load_part(&parts[r]); });
     k++;
 % end
-% if hold == "reg" then
+% if hold ~= "none" then
     held_out(y, g, begin, end, lane, true, edges, v, e, mine, all);
-% else
+% end
+% if hold == "pipe" then
+    #pragma unroll
+    for (int i = 0; i < ITEMS * VEC; i++) v[i] = nxt[i];
+% elseif hold == "none" then
     const float kk = row_k(all);
     finish_all<EDGE>(e, all.m, kk);
     edge_store(y, g, lane, edges, e);
