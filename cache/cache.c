@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -92,6 +93,32 @@ int cache_path(const char *opt, int create, char *out, size_t n, char *err, size
   return 0;
 }
 
+/* WAL mode. Switching a rollback-mode file needs a moment with no writer, and SQLite answers
+** a busy switch at once rather than through the busy timeout: retry for up to a minute. */
+static int set_wal(cache_Db *c)
+{
+  struct timespec nap = { 0, 10 * 1000 * 1000 };
+  for (int i = 0; i < 6000; i++) {
+    int rc = sqlite3_exec(c->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) return 0;
+    if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) break;
+    nanosleep(&nap, NULL);
+  }
+  return sql_fail(c, "switching to WAL mode");
+}
+
+int cache_writable(const char *path, char *err, size_t errlen)
+{
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? (slash == path ? "/" : path) : ".");
+  if (access(path, F_OK) == 0 && access(path, W_OK) != 0)
+    return snprintf(err, errlen, "cannot write cache '%s': %s", path, strerror(errno)), 1;
+  if (access(dir, F_OK) == 0 && access(dir, W_OK | X_OK) != 0)
+    return snprintf(err, errlen, "cannot write cache '%s': its folder %s: %s", path, dir, strerror(errno)), 1;
+  return 0;
+}
+
 static int exec(cache_Db *c, const char *sql)
 {
   char *msg = NULL;
@@ -124,6 +151,12 @@ static int check_schema(cache_Db *c, int create)
     return fail(c, CACHE_ERROR, "cache '%s' is not a softmax-tune database: %s", c->path, sqlite3_errmsg(c->db));
   }
   if (have) return 0;
+  if (sqlite3_prepare_v2(c->db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) != SQLITE_OK)
+    return sql_fail(c, "reading it");
+  rc = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+  sqlite3_finalize(st);
+  if (rc != 0)   /* another program's database: never write into it */
+    return fail(c, CACHE_ERROR, "cache '%s' is an SQLite database of something else, not softmax-tune's", c->path);
   if (!create) return fail(c, CACHE_MISS, "cache '%s' holds nothing yet", c->path);
   if (exec(c, "BEGIN IMMEDIATE")) return CACHE_ERROR;
   if (exec(c, SCHEMA)) {
@@ -141,9 +174,12 @@ int cache_open(cache_Db **out, const char *path, int create, char *err, size_t e
   *out = NULL;
   if (!c) return snprintf(err, errlen, "out of memory"), CACHE_ERROR;
   snprintf(c->path, sizeof c->path, "%s", path);
-  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+  int st = stat(path, &sb);
+  if (st == 0 && S_ISDIR(sb.st_mode)) {
     rc = fail(c, CACHE_ERROR, "cache path '%s' is a directory; give a file, such as %s/cache.db", path, path);
-  } else if (!create && stat(path, &sb) != 0) {
+  } else if (st != 0 && errno != ENOENT) {
+    rc = fail(c, CACHE_ERROR, "cannot reach cache '%s': %s", path, strerror(errno));
+  } else if (!create && st != 0) {
     rc = fail(c, CACHE_MISS, "no cache at '%s' yet (tune a shape first)", path);
   } else if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX,
                              NULL) != SQLITE_OK) {
@@ -153,7 +189,7 @@ int cache_open(cache_Db **out, const char *path, int create, char *err, size_t e
     rc = sql_fail(c, "setting it up");
   } else {
     rc = check_schema(c, create);
-    if (rc == 0 && !sqlite3_db_readonly(c->db, "main") && exec(c, "PRAGMA journal_mode = WAL")) rc = CACHE_ERROR;
+    if (rc == 0 && !sqlite3_db_readonly(c->db, "main") && set_wal(c)) rc = CACHE_ERROR;
   }
   if (rc) {
     snprintf(err, errlen, "%s", c->err);

@@ -58,6 +58,9 @@ typedef struct cache_Db cache_Db;
 /* The database path: opt, else $SOFTMAX_TUNE_CACHE, else $XDG_CACHE_HOME/softmax-tune/cache.db,
 ** else ~/.cache/softmax-tune/cache.db. Default folders are made when create is set. */
 int cache_path(const char *opt, int create, char *out, size_t n, char *err, size_t errlen);
+/* 0 if the cache at path can be written (the file, or its folder to make it and SQLite's
+** -wal and -shm files beside it), else 1 with the reason in err. */
+int cache_writable(const char *path, char *err, size_t errlen);
 /* create: make the file when missing; else a missing file is CACHE_MISS. */
 int cache_open(cache_Db **db, const char *path, int create, char *err, size_t errlen);
 void cache_close(cache_Db *db);

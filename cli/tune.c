@@ -84,9 +84,10 @@ static int answer_from_cache(cache_Db *db, const cache_Key *k, const char *path)
   return 0;
 }
 
-/* Everything after the cache missed: GPU buffers, the sweep, the report, the store. */
-static int sweep(cli_Options *o, tune_Gpu *gpu, gen_State *g, gen_Problem *p, cache_Db *db, const cache_Key *k,
-                 const char *path)
+/* Everything after the cache missed: GPU buffers, the cache file (made only now that the
+** problem is known to fit), the sweep, the report, the store. */
+static int sweep(cli_Options *o, tune_Gpu *gpu, gen_State *g, gen_Problem *p, cache_Db **dbp, const cache_Key *k,
+                 char *path, size_t pathlen)
 {
   tune_Options opt;
   tune_Result r;
@@ -97,6 +98,10 @@ static int sweep(cli_Options *o, tune_Gpu *gpu, gen_State *g, gen_Problem *p, ca
   if (gen_space(g, p, &list, &n)) return cli_fail("%s", gen_error(g)), 2;
   gen_free_list(list, n);
   if ((rc = tune_gpu_prepare(gpu, g, p, n, o->err, sizeof o->err))) return cli_fail("%s", o->err), rc == 2 ? 2 : 1;
+  if (!*dbp && (cache_path(o->cache, 1, path, pathlen, o->err, sizeof o->err) ||
+                cache_open(dbp, path, 1, o->err, sizeof o->err)))
+    return cli_fail("%s", o->err), 2;
+  cache_Db *db = *dbp;
   tune_default_options(&opt);
   opt.cancel = &interrupted;
   opt.progress = progress;
@@ -137,11 +142,14 @@ int cli_tune(cli_Options *o)
   cache_Key k;
   int rc = 2, nvrtc_major = 0, nvrtc_minor = 0;
   if (!o->shape) return cli_fail("tuning needs --shape RxC, such as --shape 32000x16384 (see --help)"), 2;
-  if (cache_path(o->cache, 1, path, sizeof path, o->err, sizeof o->err) ||
-      cache_open(&db, path, 1, o->err, sizeof o->err)) {
+  /* an existing cache must be usable before any GPU work; a missing one is made only to store */
+  if (cache_path(o->cache, 0, path, sizeof path, o->err, sizeof o->err) ||
+      ((rc = cache_open(&db, path, 0, o->err, sizeof o->err)) && rc != CACHE_MISS) ||
+      cache_writable(path, o->err, sizeof o->err)) {
     cli_fail("%s", o->err);
     return 2;
   }
+  rc = 2;
   if (tune_gpu_open(&gpu, o->gpu, o->err, sizeof o->err)) {
     cli_fail("%s", o->err);
     goto done;
@@ -159,9 +167,9 @@ int cli_tune(cli_Options *o)
   }
   gen_nvrtc_version(&nvrtc_major, &nvrtc_minor);
   print_header(tune_gpu_device(gpu), &p, nvrtc_major * 1000 + nvrtc_minor * 10, 2 * p.rows * p.cols * gen_dtype_size(p.dtype));
-  if (!o->force && (rc = answer_from_cache(db, &k, path)) >= 0) goto done;
+  if (!o->force && db && (rc = answer_from_cache(db, &k, path)) >= 0) goto done;
   fflush(stdout);
-  rc = sweep(o, gpu, g, &p, db, &k, path);
+  rc = sweep(o, gpu, g, &p, &db, &k, path, sizeof path);
 done:
   gen_close(g);
   tune_gpu_close(gpu);

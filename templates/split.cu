@@ -21,6 +21,8 @@
 % if xchg == "dsmem" then
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+// an arrive that orders nothing: the parts read before it were already used
+__device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
 
 // The pair block `rank` of this cluster posted in its copy of `part`.
 __device__ __forceinline__ MS remote_part(const MS *part, u32 rank)
@@ -119,8 +121,20 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     const MS mine = with_edges(online_stats(x + g.h, begin, end, lane, true), e);
 % end
     const MS t = group_reduce(mine, OpMS());
+    // arrive, then prefetch, then wait: a release (fence) after the prefetch would wait for it
+% if xchg == "dsmem" then
+    if (threadIdx.x == 0) part = t;
+    cluster_arrive();
+% else
+    MS *const parts = xp->part[k & 1];
+    if (threadIdx.x == 0) {
+      parts[rank] = t;
+      __threadfence();
+      atomicAdd(&xg->arrive, 1u);
+    }
+% end
 % if hold == "pipe" then
-    float nxt[ITEMS * VEC];   // loads in flight while the blocks swap pairs
+    float nxt[ITEMS * VEC];   // the next row's part, in flight while the other blocks arrive
     if (row + ngroups < rows) {
       Geo ng;
       int nb, ne;
@@ -130,19 +144,12 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     }
 % end
 % if xchg == "dsmem" then
-    if (threadIdx.x == 0) part = t;
-    cluster_arrive();
     cluster_wait();
     const MS all = fold([&](int r) { return remote_part(&part, (u32)r); });
-    cluster_arrive();   // done reading parts; the matching wait comes before part is rewritten
+    cluster_arrive_relaxed();   // done reading parts; the matching wait comes before part is rewritten
 % else
-    MS *const parts = xp->part[k & 1];
-    if (threadIdx.x == 0) {
-      parts[rank] = t;
-      __threadfence();
-      atomicAdd(&xg->arrive, 1u);
+    if (threadIdx.x == 0)
       while (load_acquire(&xg->arrive) < (k + 1) * S) __nanosleep(32);
-    }
     __syncthreads();
     const MS all = fold([&](int r) { return load_part(&parts[r]); });
     k++;
