@@ -102,11 +102,14 @@ __device__ __forceinline__ void stv(elem_t *p, const float *f)
 // The softmax of a segment is summed up by its max m and s = sum(exp(x - m)).
 struct MS { float m, s; };
 
+// One exp: the pair with the larger max keeps its sum as it is. Both -inf: ex() gives 0, so the
+// sum stays 0; a NaN sum stays NaN either way.
 __device__ __forceinline__ MS combine(MS a, MS b)
 {
   MS r;
-  r.m = fmaxf(a.m, b.m);
-  r.s = a.s * ex(a.m, r.m) + b.s * ex(b.m, r.m);
+  const bool ahead = a.m >= b.m;
+  r.m = ahead ? a.m : b.m;
+  r.s = ahead ? a.s + b.s * ex(b.m, a.m) : b.s + a.s * ex(a.m, b.m);
   return r;
 }
 
@@ -123,6 +126,16 @@ __device__ __forceinline__ MS shfl_x(MS v, int o)
   return r;
 }
 
+// Lane 0's value in every lane.
+__device__ __forceinline__ float shfl_0(float v) { return __shfl_sync(0xffffffffu, v, 0); }
+__device__ __forceinline__ MS shfl_0(MS v)
+{
+  MS r;
+  r.m = shfl_0(v.m);
+  r.s = shfl_0(v.s);
+  return r;
+}
+
 % local SYNC = G > 32 and "__syncthreads()" or "__syncwarp()"
 // Reduce over the G = $(G) threads of a row group (lanes [k*G, (k+1)*G) of the block);
 // every thread of the group gets the result.
@@ -133,14 +146,16 @@ __device__ __forceinline__ T group_reduce(T v, Op op)
   #pragma unroll
   for (int o = $(math.min(G, 32)) / 2; o > 0; o >>= 1) v = op(v, shfl_x(v, o));
 %   if G > 32 then
-  // one cross-warp step: lane 0 of each warp posts, every thread folds its group's warps
+  // one cross-warp step: lane 0 of each warp posts; each warp folds its group's W = $(G // 32)
+  // posts by shuffles and takes lane 0's result, so every warp of the group gets the same bits
   __shared__ T buf[$(threads // 32)];
-  const int first = threadIdx.x / $(G) * $(G // 32);
-  if (threadIdx.x % 32 == 0) buf[threadIdx.x / 32] = v;
+  const int first = threadIdx.x / $(G) * $(G // 32), lane32 = threadIdx.x % 32;
+  if (lane32 == 0) buf[threadIdx.x / 32] = v;
   __syncthreads();
-  v = buf[first];
+  v = buf[first + (lane32 < $(G // 32) ? lane32 : 0)];
   #pragma unroll
-  for (int w = 1; w < $(G // 32); w++) v = op(v, buf[first + w]);
+  for (int o = $(G // 32) / 2; o > 0; o >>= 1) v = op(v, shfl_x(v, o));
+  v = shfl_0(v);
   __syncthreads();   // buf is reused by the next reduction
 %   end
 % else

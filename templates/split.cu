@@ -66,9 +66,7 @@ __device__ __forceinline__ MS fold(Get get)
   for (int r = lane; r < S; r += 32) a = combine(a, get(r));
   #pragma unroll
   for (int o = 16; o > 0; o >>= 1) a = combine(a, shfl_x(a, o));
-  a.m = __shfl_sync(0xffffffffu, a.m, 0);
-  a.s = __shfl_sync(0xffffffffu, a.s, 0);
-  return a;
+  return shfl_0(a);
 }
 
 // This block's part [begin, end) of row `row`, by vectors of its body.
