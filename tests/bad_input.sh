@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# bad_input.sh BINARY MAKE_CACHE — every bad input the command can meet without a GPU: bad
+# shapes (zero, negative, empty, exponent, capital X, spaces, beyond 64 bits), --gpu -1, unknown
+# dtype, op, knob, option; a config with a duplicate or a missing knob; a cache path that is a
+# directory, under a regular file, unreadable (itself, or its directory), in a read-only
+# directory, not SQLite, truncated, or another program's SQLite database (for tune, log and
+# cache list); templates with a Lua error (the message names
+# file:line); a template that NVRTC cannot compile. Each case wants its exit status (2 for bad
+# input, !0 any failure), exactly one line on stderr containing the given text, and nothing
+# written: no file in the work folder (caches, HOME) made, changed or removed.
+# MAKE_CACHE is test_concurrent, run as `MAKE_CACHE --make-cache PATH` to make a cache with a run in it.
+# As root, the permission cases run as nobody through setpriv (else they are skipped, saying so).
+# ST_VERBOSE=1 prints every case's message.
+set -u
+bin=$1
+make_cache=$2
+src=$(cd "$(dirname "$0")/.." && pwd)
+W=$(mktemp -d /tmp/st_bad_input_XXXXXX)
+trap 'chmod -R u+rwX "$W" 2>/dev/null; rm -rf "$W" "$W.out"' EXIT
+chmod 755 "$W"
+export HOME=$W/home
+unset SOFTMAX_TUNE_CACHE XDG_CACHE_HOME
+mkdir -p "$HOME"
+
+# ---- fixtures: none of the cases may touch them
+"$make_cache" --make-cache "$W/canary.db" || { echo "FAIL: cannot make a cache with $make_cache"; exit 1; }
+"$bin" log --cache "$W/canary.db" >/dev/null || { echo "FAIL: the fixture cache does not log"; exit 1; }
+db=$W/canary.db
+mkdir "$W/dir.db"
+echo "a regular file" >"$W/file"
+cp "$db" "$W/unreadable.db" && chmod 000 "$W/unreadable.db"
+mkdir "$W/ro" && chmod 555 "$W/ro"
+mkdir "$W/private" && cp "$db" "$W/private/cache.db" && chmod 700 "$W/private"
+# an SQLite database of something else
+if command -v sqlite3 >/dev/null; then
+  sqlite3 "$W/foreign.db" 'CREATE TABLE notes(t TEXT); INSERT INTO notes VALUES ("not a cache");' && foreign_ok=1
+elif command -v python3 >/dev/null; then
+  python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript("CREATE TABLE notes(t TEXT); INSERT INTO notes VALUES (\"x\");"); c.commit()' \
+    "$W/foreign.db" && foreign_ok=1
+fi
+[ "${foreign_ok:-0}" -eq 1 ] && cp "$W/foreign.db" "$W/foreign2.db"   # one for each case: a failing case may write
+printf 'SQLite format 2\nthis is not a database\n' >"$W/notsqlite.db"
+size=$(stat -c %s "$db")
+cp "$db" "$W/trunc_header.db" && truncate -s 50 "$W/trunc_header.db"      # inside the 100-byte header
+cp "$db" "$W/trunc_half.db" && truncate -s $((size / 2)) "$W/trunc_half.db"
+cp "$db" "$W/trunc_page.db" && truncate -s $((size - 4096)) "$W/trunc_page.db"   # the last page lost
+cfg=$("$bin" space --shape 32000x16384 | grep -E 'split=1(,|$)' | head -1)
+nosplit=$(printf '%s' "$cfg" | sed -E 's/,?split=[^,]*//')
+[ -n "$cfg" ] || { echo "FAIL: no config from space"; exit 1; }
+# templates: a Lua syntax error, a Lua runtime error (both in row.cu), a space.lua that throws,
+# and a row.cu that NVRTC refuses; each a copy of the source templates with one line changed
+for t in lua_syntax lua_runtime space cuda ok; do cp -r "$src/templates" "$W/tpl_$t"; done
+tcfg=$("$bin" space --templates "$W/tpl_ok" --shape 32000x16384 | grep -E 'split=1(,|$)' | head -1)
+[ -n "$tcfg" ] || { echo "FAIL: no config from space --templates (a copy of $src/templates)"; exit 1; }
+syn=$(grep -n '^% *if ' "$W/tpl_lua_syntax/row.cu" | head -1 | cut -d: -f1)
+sed -i "${syn}s/.*/% if if then/" "$W/tpl_lua_syntax/row.cu"
+inc=$(grep -n '^%' "$W/tpl_lua_runtime/row.cu" | head -1 | cut -d: -f1)
+sed -i "${inc}a % local broken = nil + 1" "$W/tpl_lua_runtime/row.cu"
+run=$((inc + 1))
+sed -i '1i error("space.lua broken on purpose")' "$W/tpl_space/space.lua"
+ext=$(grep -n 'extern "C"' "$W/tpl_cuda/row.cu" | head -1 | cut -d: -f1)
+sed -i "${ext}i int not_cuda = @@@;" "$W/tpl_cuda/row.cu"
+rm -rf "$W/tpl_ok"
+
+# ---- running as someone whom permissions stop
+if [ "$(id -u)" -ne 0 ]; then
+  as_nobody() { "$@"; }
+  nobody_ok=1
+elif command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups "$bin" knobs >/dev/null 2>&1; then
+  as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+  nobody_ok=1
+else
+  nobody_ok=0
+fi
+
+# Every file under $W: type, path, mode, size, mtime and checksum (directories: path and mode).
+snapshot() {
+  (cd "$W" && find . -type d -printf 'd %p %m\n' -o -printf 'f %p %m %s %T@\n' | sort &&
+    find . -type f ! -name unreadable.db -exec cksum {} + | sort)
+}
+
+n=0 fail=0 skip=0
+before=$(snapshot)
+while IFS='|' read -r want_rc want who args; do
+  [ -z "$want_rc" ] && continue
+  case $want_rc in \#*) continue ;; esac
+  n=$((n + 1))
+  eval "set -- $args"
+  if [ "$who" = nobody ] && [ $nobody_ok -eq 0 ]; then
+    echo "SKIP: softmax-tune $args: running as root, and cannot drop to nobody (no setpriv), so permissions do not stop it"
+    skip=$((skip + 1))
+    continue
+  fi
+  if [ "$who" = foreign ] && [ "${foreign_ok:-0}" -eq 0 ]; then
+    echo "SKIP: softmax-tune $args: neither sqlite3 nor python3 here to make an SQLite file of something else"
+    skip=$((skip + 1))
+    continue
+  fi
+  if [ "$who" = nobody ]; then
+    err=$(as_nobody "$bin" "$@" 2>&1 >"$W.out")
+  else
+    err=$("$bin" "$@" 2>&1 >"$W.out")
+  fi
+  rc=$?
+  lines=0
+  [ -n "$err" ] && lines=$(printf '%s\n' "$err" | wc -l)
+  why=""
+  case $want_rc in
+    '!0') [ $rc -ne 0 ] || why="exit status 0, want nonzero; " ;;
+    *) [ $rc -eq "$want_rc" ] || why="exit status $rc, want $want_rc; " ;;
+  esac
+  [ "$lines" -eq 1 ] || why="$why$lines lines on stderr, want 1; "
+  [[ "$err" == *"$want"* ]] || why="${why}stderr does not say \"$want\"; "
+  after=$(snapshot)
+  if [ "$after" != "$before" ]; then
+    why="${why}files changed: $(diff <(printf '%s\n' "$before") <(printf '%s\n' "$after") | grep '^[<>]' | tr '\n' ' ')"
+    before=$after
+  fi
+  if [ -n "$why" ]; then
+    fail=$((fail + 1))
+    echo "FAIL: softmax-tune $args$([ "$who" = nobody ] && echo " (as nobody)")"
+    echo "      $why"
+    echo "      stderr: $(printf '%s' "$err" | head -c 600 | sed '2,$s/^/              /')"
+    echo "      stdout: $(head -c 300 "$W.out" | sed '2,$s/^/              /')"
+  elif [ -n "${ST_VERBOSE:-}" ]; then
+    echo "ok (status $rc): softmax-tune $args: $err"
+  fi
+done <<EOT
+# exit status|text the one line on stderr must hold|runs as nobody, needs foreign.db, or -|arguments
+2|'0x5'|-|--shape 0x5 --cache $db
+2|'5x0'|-|--shape 5x0 --cache $db
+2|'-1x3'|-|--shape -1x3 --cache $db
+2|'32000x'|-|--shape 32000x --cache $db
+2|'x16384'|-|--shape x16384 --cache $db
+2|'1e3x5'|-|--shape 1e3x5 --cache $db
+2|'32000X16384 '|-|--shape '32000X16384 ' --cache $db
+2|' 32000x16384'|-|--shape ' 32000x16384' --cache $db
+2|'18446744073709551616x5'|-|--shape 18446744073709551616x5 --cache $db
+2|'5x18446744073709551616'|-|--shape 5x18446744073709551616 --cache $db
+2|'99999999999999999999999999x99999999999999999999999999'|-|--shape 99999999999999999999999999x99999999999999999999999999 --cache $db
+2|'4611686018427387904x4'|-|--shape 4611686018427387904x4 --cache $db
+2|'0x5'|-|log --shape 0x5 --cache $db
+2|'0x5'|-|cache list --shape 0x5 --cache $db
+2|'0x5'|-|bench --shape 0x5 --cache $db
+2|'-1'|-|--gpu -1 --shape 64x64 --cache $db
+2|'18446744073709551617'|-|--gpu 18446744073709551617 --shape 64x64 --cache $db
+2|'-1'|-|bench --gpu -1 --shape 64x64 --cache $db
+2|unknown dtype 'f64'|-|--shape 64x64 --dtype f64 --cache $db
+2|unknown dtype 'F32'|-|log --dtype F32 --cache $db
+2|unknown op 'softmin'|-|--shape 64x64 --op softmin --cache $db
+2|unknown op 'softmin'|-|cache clear --op softmin --cache $db
+2|unknown option '--bogus'|-|--shape 64x64 --bogus --cache $db
+2|unknown option '--shapes'|-|--shapes 64x64 --cache $db
+2|unknown option '-z'|-|log -z --cache $db
+2|unknown knob 'warp'|-|emit --shape 32000x16384 --config $cfg,warp=2 --cache $db
+2|unknown knob 'warp'|-|compile --shape 32000x16384 --arch sm_90 -o $W/k.cubin --config $cfg,warp=2
+2|duplicate knob 'vec'|-|emit --shape 32000x16384 --config $cfg,vec=4 --cache $db
+2|duplicate knob 'threads'|-|compile --shape 32000x16384 --arch sm_90 -o $W/k.cubin --config threads=64,$cfg
+2|missing knob 'split'|-|emit --shape 32000x16384 --config $nosplit --cache $db
+2|missing knob 'split'|-|compile --shape 32000x16384 --arch sm_90 -o $W/k.cubin --config $nosplit
+2|$W/dir.db|-|--shape 64x64 --cache $W/dir.db
+2|$W/dir.db|-|log --cache $W/dir.db
+2|$W/dir.db|-|cache list --cache $W/dir.db
+2|$W/file/cache.db|-|--shape 64x64 --cache $W/file/cache.db
+2|$W/file/cache.db|-|log --cache $W/file/cache.db
+2|$W/file/cache.db|-|cache list --cache $W/file/cache.db
+2|$W/unreadable.db|nobody|--shape 64x64 --cache $W/unreadable.db
+2|$W/unreadable.db|nobody|log --cache $W/unreadable.db
+2|$W/unreadable.db|nobody|cache list --cache $W/unreadable.db
+2|$W/ro/cache.db|nobody|--shape 64x64 --cache $W/ro/cache.db
+2|$W/private/cache.db|nobody|--shape 64x64 --cache $W/private/cache.db
+2|$W/private/cache.db|nobody|log --cache $W/private/cache.db
+2|$W/private/cache.db|nobody|cache list --cache $W/private/cache.db
+2|$W/notsqlite.db|-|--shape 64x64 --cache $W/notsqlite.db
+2|$W/notsqlite.db|-|log --cache $W/notsqlite.db
+2|$W/notsqlite.db|-|cache list --cache $W/notsqlite.db
+2|$W/trunc_header.db|-|--shape 64x64 --cache $W/trunc_header.db
+2|$W/trunc_header.db|-|log --cache $W/trunc_header.db
+2|$W/trunc_header.db|-|cache list --cache $W/trunc_header.db
+2|$W/trunc_half.db|-|--shape 64x64 --cache $W/trunc_half.db
+2|$W/trunc_half.db|-|log --cache $W/trunc_half.db
+2|$W/trunc_half.db|-|cache list --cache $W/trunc_half.db
+2|$W/trunc_page.db|-|--shape 64x64 --cache $W/trunc_page.db
+2|$W/trunc_page.db|-|log --cache $W/trunc_page.db
+2|$W/trunc_page.db|-|cache list --cache $W/trunc_page.db
+2|$W/foreign.db|foreign|--shape 64x64 --cache $W/foreign.db
+2|$W/foreign2.db|foreign|log --cache $W/foreign2.db
+!0|tpl_lua_syntax/row.cu:$syn:|-|emit --templates $W/tpl_lua_syntax --shape 32000x16384 --config $tcfg --cache $db
+!0|tpl_lua_runtime/row.cu:$run:|-|emit --templates $W/tpl_lua_runtime --shape 32000x16384 --config $tcfg --cache $db
+!0|tpl_lua_syntax/row.cu:$syn:|-|compile --templates $W/tpl_lua_syntax --shape 32000x16384 --arch sm_90 --config $tcfg -o $W/k.cubin
+!0|tpl_space/space.lua:1:|-|space --templates $W/tpl_space --shape 32000x16384 --cache $db
+!0|tpl_space/space.lua:1:|-|knobs --templates $W/tpl_space --cache $db
+1|NVRTC|-|compile --templates $W/tpl_cuda --shape 32000x16384 --arch sm_90 --config $tcfg -o $W/k.cubin
+EOT
+echo "bad_input: $n cases, $fail failed$([ $skip -gt 0 ] && echo ", $skip skipped")"
+[ $fail -eq 0 ]

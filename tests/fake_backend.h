@@ -1,0 +1,163 @@
+/*
+** fake_backend.h — a fake tune_Backend for the reliability tests (test_kill, test_concurrent),
+** after the scripted one in test_sweep.c but simpler: every config of the space compiles, loads,
+** verifies and times; config i takes its own distinct time, so the winner is known (fake_best).
+** Each call may sleep a random 0..max_sleep_us (nanosleep), so that a SIGKILL can land in any
+** phase of a sweep; the winner's cubin may be made big_bytes long, so that storing it takes a
+** while. Also: a fake GPU's cache key, and fake_tune() = tune_sweep with quick options.
+*/
+#ifndef TESTS_FAKE_BACKEND_H
+#define TESTS_FAKE_BACKEND_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gen.h"
+#include "tune.h"
+
+typedef struct fake_Backend {
+  char **configs;           /* the space, in the sweep's order */
+  int n;
+  int best;                 /* the fastest config: the winner */
+  int max_sleep_us;         /* each call sleeps 0..max_sleep_us */
+  size_t big_bytes;         /* > 0: the winner's cubin is this long */
+  unsigned seed;            /* seeds the sleeps */
+} fake_Backend;
+
+/* A small PRNG step (xorshift32). */
+static inline unsigned fake_rand(unsigned *s)
+{
+  unsigned x = *s ? *s : 2463534242u;
+  x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+  return *s = x;
+}
+
+/* Sleep 0..max_sleep_us; each thread draws from its own generator, seeded from f->seed. */
+static inline void fake_sleep(fake_Backend *f)
+{
+  static _Thread_local unsigned s;
+  if (f->max_sleep_us <= 0) return;
+  if (!s) s = f->seed ^ (unsigned)(uintptr_t)&s;
+  long us = (long)(fake_rand(&s) % (unsigned)(f->max_sleep_us + 1));
+  struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+  nanosleep(&ts, NULL);
+}
+
+/* Config i's time: distinct, shuffled, 100 us or more. */
+static inline double fake_us(const fake_Backend *f, int i)
+{
+  return 100 + (i * 37) % f->n + (double)i / f->n;
+}
+
+static inline int fake_index(const fake_Backend *f, const char *config)
+{
+  for (int i = 0; i < f->n; i++)
+    if (strcmp(f->configs[i], config) == 0) return i;
+  return -1;
+}
+
+/* The cubin of config i: its index, then (for the winner, when big) pseudo-random bytes. */
+static inline int fake_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, size_t errlen)
+{
+  fake_Backend *f = ud;
+  int i = fake_index(f, k->config);
+  fake_sleep(f);
+  if (i < 0) return snprintf(err, errlen, "fake: unknown config %s", k->config), 1;
+  size_t size = i == f->best && f->big_bytes > sizeof i ? f->big_bytes : sizeof i;
+  unsigned char *d = malloc(size);
+  if (!d) return snprintf(err, errlen, "fake: out of memory"), 1;
+  memcpy(d, &i, sizeof i);
+  unsigned s = (unsigned)i * 2654435761u + (unsigned)size;
+  for (size_t j = sizeof i; j < size; j++) d[j] = (unsigned char)fake_rand(&s);
+  c->data = d, c->size = size, c->ms = 1.5;
+  return 0;
+}
+
+static inline int fake_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c, tune_Trial *t)
+{
+  fake_Backend *f = ud;
+  fake_sleep(f);
+  if (c->size < sizeof slot || memcmp(c->data, &slot, sizeof slot) != 0)
+    return snprintf(t->reason, sizeof t->reason, "fake: slot %d got another config's cubin", slot), TUNE_EFATAL;
+  t->regs = 40, t->local_bytes = 0, t->smem = 2048, t->blocks_sm = 8, t->occupancy = 1.;
+  return TUNE_EOK;
+}
+
+static inline int fake_verify(void *ud, int slot, tune_Trial *t)
+{
+  fake_sleep(ud);
+  t->max_err = 1e-7;
+  return TUNE_EOK;
+}
+
+static inline int fake_time(void *ud, int slot, int n, double *us, char *err, size_t errlen)
+{
+  fake_Backend *f = ud;
+  fake_sleep(f);
+  for (int j = 0; j < n; j++) us[j] = slot < 0 ? 80. : fake_us(f, slot);
+  return TUNE_EOK;
+}
+
+static inline void fake_unload(void *ud, int slot)
+{
+  (void)ud, (void)slot;
+}
+
+/* The fake for problem p: its space from the generator. 0 on success. */
+static inline int fake_init(fake_Backend *f, gen_State *g, const gen_Problem *p, int max_sleep_us, unsigned seed)
+{
+  memset(f, 0, sizeof *f);
+  if (gen_space(g, p, &f->configs, &f->n) || f->n == 0) return 1;
+  f->best = 0;
+  for (int i = 1; i < f->n; i++)
+    if (fake_us(f, i) < fake_us(f, f->best)) f->best = i;
+  f->max_sleep_us = max_sleep_us;
+  f->seed = seed;
+  return 0;
+}
+
+static inline void fake_free(fake_Backend *f)
+{
+  gen_free_list(f->configs, f->n);
+  memset(f, 0, sizeof *f);
+}
+
+static inline tune_Backend fake_backend(fake_Backend *f)
+{
+  tune_Backend b = { f, fake_compile, fake_load, fake_verify, fake_time, fake_unload };
+  return b;
+}
+
+/* tune_sweep on the fake, with few repetitions and rounds. */
+static inline int fake_tune(gen_State *g, const gen_Problem *p, fake_Backend *f, tune_Result *r, char *err, size_t errlen)
+{
+  tune_Options o;
+  tune_Backend b = fake_backend(f);
+  tune_default_options(&o);
+  o.threads = 2, o.min_reps = 3, o.max_reps = 5, o.rounds = 5, o.max_finalists = 3;
+  return tune_sweep(g, p, &b, &o, r, err, errlen);
+}
+
+/* The cache key of problem p on a fake GPU. */
+static inline void fake_key(const gen_Problem *p, cache_Key *k)
+{
+  memset(k, 0, sizeof *k);
+  snprintf(k->gpu, sizeof k->gpu, "Fake GPU (softmax-tune tests)");
+  k->arch = p->arch, k->sms = 132, k->driver = 13000, k->nvrtc = 13000;
+  memset(k->templates, 'f', 64);
+  k->dtype = p->dtype, k->op = p->op, k->rows = p->rows, k->cols = p->cols;
+}
+
+/* A problem of rows x 4096 f32 softmax on sm_90. */
+static inline gen_Problem fake_problem(int64_t rows)
+{
+  gen_Problem p;
+  memset(&p, 0, sizeof p);
+  p.rows = rows, p.cols = 4096, p.dtype = GEN_F32, p.op = GEN_SOFTMAX, p.arch = 90;
+  return p;
+}
+
+#endif
