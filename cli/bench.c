@@ -26,12 +26,6 @@ static CUresult call(void *ud, CUdeviceptr in, CUdeviceptr out, CUstream s)
   return rc ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
 }
 
-static int cmp(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Rounds of one copy and one softmax each, alternating which goes first; medians. */
 static int measure(tune_Gpu *gpu, Bench *b, int rounds, double *copy_us, double *us, char *err, size_t errlen)
 {
@@ -43,10 +37,8 @@ static int measure(tune_Gpu *gpu, Bench *b, int rounds, double *copy_us, double 
     else rc = tune_gpu_time_call(gpu, call, b, 1, &s[k], err, errlen) || tune_gpu_time_call(gpu, NULL, NULL, 1, &c[k], err, errlen);
   }
   if (!rc) {
-    qsort(c, (size_t)rounds, sizeof *c, cmp);
-    qsort(s, (size_t)rounds, sizeof *s, cmp);
-    *copy_us = c[rounds / 2];
-    *us = s[rounds / 2];
+    *copy_us = tune_median(c, rounds);
+    *us = tune_median(s, rounds);
   }
   free(c), free(s);
   return rc;

@@ -15,8 +15,21 @@
 #include <string.h>
 #include <time.h>
 
+#include <sqlite3.h>
+
 #include "gen.h"
 #include "tune.h"
+
+/* The first column of the first row of sql, or -1. */
+static inline long long query_int(sqlite3 *db, const char *sql)
+{
+  sqlite3_stmt *st;
+  long long v = -1;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return v;
+}
 
 typedef struct fake_Backend {
   char **configs;           /* the space, in the sweep's order */

@@ -81,15 +81,6 @@ static int tuner(int id, const char *path, int start_fd)
   return 0;
 }
 
-static long long query_int(sqlite3 *db, const char *sql)
-{
-  sqlite3_stmt *st;
-  long long v = -1;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
-  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  return v;
-}
 
 /* What the cache holds after every tuner is done. */
 static void check_cache(const char *path)

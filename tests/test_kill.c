@@ -110,15 +110,6 @@ static void child(const char *path, unsigned seed)
 /* ---- the parent's checks ---- */
 
 /* One integer from a query, -1 on error. */
-static long long query_int(sqlite3 *db, const char *sql)
-{
-  sqlite3_stmt *st;
-  long long v = -1;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
-  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  return v;
-}
 
 /* PRAGMA integrity_check says "ok", foreign_key_check says nothing, no orphans. */
 static void check_sqlite(const char *path)

@@ -60,17 +60,6 @@ typedef struct Fake {
 static gen_State *gen;
 static const gen_Problem problem = { .rows = 4096, .cols = 4096, .dtype = GEN_F32, .op = GEN_SOFTMAX, .arch = 90 };
 
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static int near(double a, double b)
 {
@@ -313,7 +302,7 @@ static void check_interleaved(const Fake *f, const tune_Result *r, const int *fi
     }
   for (int j = 0; j < m; j++) {   /* slot c0[j].slot sits at (j - k) mod m in round k */
     for (int k = 0; k < rounds; k++) v[k] = c0[k * m + ((j - k) % m + m) % m].first;
-    double med = median(v, rounds), got = c0[j].slot < 0 ? r->copy_us : r->trials[c0[j].slot].us;
+    double med = tune_median(v, rounds), got = c0[j].slot < 0 ? r->copy_us : r->trials[c0[j].slot].us;
     CHECK(near(got, med), "slot %d: %g us, median of its interleaved readings %g", c0[j].slot, got, med);
   }
   free(v);

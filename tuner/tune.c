@@ -34,7 +34,7 @@ static int cmp_double(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-static double median(double *v, int n)
+double tune_median(double *v, int n)
 {
   qsort(v, (size_t)n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
@@ -87,11 +87,11 @@ static int first_round(const tune_Backend *b, const tune_Options *o, int slot, d
   double us[TUNE_MAX_REPS];
   int rc = b->time(b->ud, slot, 3, us, err, errlen);
   if (rc) return rc;
-  double est = median(us, 3) + 50.;   /* plus the L2 flush before each */
+  double est = tune_median(us, 3) + 50.;   /* plus the L2 flush before each */
   int n = (int)(o->budget_ms * 1e3 / est);
   n = n < o->min_reps ? o->min_reps : n > o->max_reps ? o->max_reps : n;
   if ((rc = b->time(b->ud, slot, n, us, err, errlen))) return rc;
-  *us_out = median(us, n);
+  *us_out = tune_median(us, n);
   return 0;
 }
 
@@ -152,8 +152,8 @@ static int final_rounds(const tune_Backend *b, const tune_Options *o, tune_Resul
       rc = b->time(b->ud, f == nf ? -1 : fin[f], 1, &s[f * rounds + k], err, errlen);
     }
   if (!rc) {
-    for (int f = 0; f < nf; f++) r->trials[fin[f]].us = median(s + f * rounds, rounds);
-    r->copy_us = median(s + nf * rounds, rounds);
+    for (int f = 0; f < nf; f++) r->trials[fin[f]].us = tune_median(s + f * rounds, rounds);
+    r->copy_us = tune_median(s + nf * rounds, rounds);
   }
   free(s);
   return rc ? TUNE_EFATAL : 0;

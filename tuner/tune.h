@@ -79,6 +79,8 @@ void tune_default_options(tune_Options *o);
 int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const tune_Options *o, tune_Result *r,
                char *err, size_t errlen);
 void tune_result_free(tune_Result *r);
+/* The median of v[0..n) (sorts v). */
+double tune_median(double *v, int n);
 /* Indices of the best n OK trials, fastest first; returns how many. */
 int tune_top(const tune_Result *r, int *idx, int n);
 
