@@ -311,15 +311,12 @@ static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cu
   e->size = (size_t)n;
   char sum[65];
   cache_sha256(e->cubin, e->size, sum);
-  if (strcmp(sum, e->sha256) != 0) {
-    cache_Entry bad = *e;
-    cache_entry_free(e);
-    memset(e, 0, sizeof *e);   /* nothing of a corrupt entry is handed out */
-    e = &bad;
-    return fail(c, CACHE_CORRUPT, "cache entry %s %lldx%lld on %s: cubin fails its checksum (stored %.12s, read %.12s)",
-                gen_dtype_name(e->key.dtype), (long long)e->key.rows, (long long)e->key.cols, e->key.gpu, e->sha256, sum);
-  }
-  return 0;
+  if (strcmp(sum, e->sha256) == 0) return 0;
+  fail(c, CACHE_CORRUPT, "cache entry %s %lldx%lld on %s: cubin fails its checksum (stored %.12s, read %.12s)",
+       gen_dtype_name(e->key.dtype), (long long)e->key.rows, (long long)e->key.cols, e->key.gpu, e->sha256, sum);
+  cache_entry_free(e);
+  memset(e, 0, sizeof *e);   /* nothing of a corrupt entry is handed out */
+  return CACHE_CORRUPT;
 }
 
 static int get_where(cache_Db *c, const cache_Key *k, cache_Entry *e, const char *sql, int full)
