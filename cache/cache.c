@@ -48,12 +48,15 @@ static const char *const SCHEMA =
   "  compile_ms REAL, us REAL, gbps REAL, frac REAL, max_err REAL, finalist INTEGER,"
   "  PRIMARY KEY(run, idx));";
 
+/* The message, on one line whatever the database held (control bytes become '?'). */
 static int fail(cache_Db *c, int code, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(c->err, sizeof c->err, fmt, ap);
   va_end(ap);
+  for (unsigned char *p = (unsigned char *)c->err; *p; p++)
+    if (*p < 0x20 || *p == 0x7f) *p = '?';
   return code;
 }
 
@@ -135,10 +138,11 @@ static int check_schema(cache_Db *c, int create)
   int have = 0, rc;
   if (sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k = 'schema'", -1, &st, NULL) == SQLITE_OK) {
     if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      const char *v = (const char *)sqlite3_column_text(st, 0);
       have = 1;
-      if (strcmp((const char *)sqlite3_column_text(st, 0), SCHEMA_VERSION) != 0)
-        rc = fail(c, CACHE_ERROR, "cache '%s' has schema version %s; this softmax-tune reads version %s", c->path,
-                  (const char *)sqlite3_column_text(st, 0), SCHEMA_VERSION);
+      if (!v || strcmp(v, SCHEMA_VERSION) != 0)
+        rc = fail(c, CACHE_ERROR, "cache '%s' has schema version %.20s; this softmax-tune reads version %s", c->path,
+                  v ? v : "(none)", SCHEMA_VERSION);
       else rc = 0;
     } else {
       rc = rc == SQLITE_DONE ? 0 : sql_fail(c, "reading its version");
@@ -311,9 +315,10 @@ static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cu
   e->size = (size_t)n;
   char sum[65];
   cache_sha256(e->cubin, e->size, sum);
-  if (strcmp(sum, e->sha256) == 0) return 0;
-  fail(c, CACHE_CORRUPT, "cache entry %s %lldx%lld on %s: cubin fails its checksum (stored %.12s, read %.12s)",
-       gen_dtype_name(e->key.dtype), (long long)e->key.rows, (long long)e->key.cols, e->key.gpu, e->sha256, sum);
+  /* the whole stored column, not a copy cut at 64 bytes or at a NUL */
+  if (sqlite3_column_bytes(st, 20) == 64 && memcmp(sqlite3_column_text(st, 20), sum, 64) == 0) return 0;
+  fail(c, CACHE_CORRUPT, "cache entry %s %lldx%lld on %s: cubin fails its checksum (computed %.12s)",
+       gen_dtype_name(e->key.dtype), (long long)e->key.rows, (long long)e->key.cols, e->key.gpu, sum);
   cache_entry_free(e);
   memset(e, 0, sizeof *e);   /* nothing of a corrupt entry is handed out */
   return CACHE_CORRUPT;

@@ -199,7 +199,7 @@ int main(void)
   CHECK(gen_heuristic(g, &hp, 1, cfg, sizeof cfg) == 0 && strstr(cfg, "vec=1,"), "unaligned heuristic: %s", cfg);
   hp.cols = 1000000;
   CHECK(gen_heuristic(g, &hp, 0, cfg, sizeof cfg) == 0 && strstr(cfg, "passes=2"), "long-row heuristic: %s", cfg);
-  char *a, *b;
+  char *a = NULL, *b = NULL;
   size_t na, nb;
   CHECK(gen_sources(g, &a, &na) == 0 && gen_sources(g, &b, &nb) == 0 && na == nb && na > 1000 && memcmp(a, b, na) == 0,
         "sources are stable");
