@@ -131,41 +131,69 @@ static int exec(cache_Db *c, const char *sql)
   return 1;
 }
 
-/* The schema version, after making the tables when they are missing (and we may write). */
-static int check_schema(cache_Db *c, int create)
+/* Whether the meta table holds our schema version (*have), or an error (wrong version, not a
+** database, damaged). */
+static int read_version(cache_Db *c, int *have)
 {
   sqlite3_stmt *st;
-  int have = 0, rc;
-  if (sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k = 'schema'", -1, &st, NULL) == SQLITE_OK) {
-    if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-      const char *v = (const char *)sqlite3_column_text(st, 0);
-      have = 1;
-      if (!v || strcmp(v, SCHEMA_VERSION) != 0)
-        rc = fail(c, CACHE_ERROR, "cache '%s' has schema version %.20s; this softmax-tune reads version %s", c->path,
-                  v ? v : "(none)", SCHEMA_VERSION);
-      else rc = 0;
-    } else {
-      rc = rc == SQLITE_DONE ? 0 : sql_fail(c, "reading its version");
-    }
-    sqlite3_finalize(st);
-    if (rc) return rc;
-  } else if (strstr(sqlite3_errmsg(c->db), "malformed")) {
-    return fail(c, CACHE_ERROR, "cache '%s' is damaged: %s (move it away to start a new one)", c->path, sqlite3_errmsg(c->db));
-  } else if (!strstr(sqlite3_errmsg(c->db), "no such table")) {
-    return fail(c, CACHE_ERROR, "cache '%s' is not a softmax-tune database: %s", c->path, sqlite3_errmsg(c->db));
+  int rc;
+  *have = 0;
+  if (sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k = 'schema'", -1, &st, NULL) != SQLITE_OK) {
+    const char *msg = sqlite3_errmsg(c->db);
+    if (strstr(msg, "no such table")) return 0;
+    if (strstr(msg, "malformed"))
+      return fail(c, CACHE_ERROR, "cache '%s' is damaged: %s (move it away to start a new one)", c->path, msg);
+    return fail(c, CACHE_ERROR, "cache '%s' is not a softmax-tune database: %s", c->path, msg);
   }
-  if (have) return 0;
+  if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *v = (const char *)sqlite3_column_text(st, 0);
+    *have = 1;
+    rc = !v || strcmp(v, SCHEMA_VERSION) != 0
+           ? fail(c, CACHE_ERROR, "cache '%s' has schema version %.20s; this softmax-tune reads version %s", c->path,
+                  v ? v : "(none)", SCHEMA_VERSION)
+           : 0;
+  } else {
+    rc = rc == SQLITE_DONE ? 0 : sql_fail(c, "reading its version");
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Tables in the file: 0 for a new one. */
+static int count_tables(cache_Db *c, int *n)
+{
+  sqlite3_stmt *st;
   if (sqlite3_prepare_v2(c->db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) != SQLITE_OK)
     return sql_fail(c, "reading it");
-  rc = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+  *n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
   sqlite3_finalize(st);
-  if (rc != 0)   /* another program's database: never write into it */
-    return fail(c, CACHE_ERROR, "cache '%s' is an SQLite database of something else, not softmax-tune's", c->path);
-  if (!create) return fail(c, CACHE_MISS, "cache '%s' holds nothing yet", c->path);
+  return 0;
+}
+
+static int foreign(cache_Db *c)
+{
+  return fail(c, CACHE_ERROR, "cache '%s' is an SQLite database of something else, not softmax-tune's", c->path);
+}
+
+/* Our schema is there, or (create) is made in a new file; another program's file is refused.
+** Another process may be making the schema at the same moment: the writer decides under
+** BEGIN IMMEDIATE, a reader looks at the version again before calling the file foreign. */
+static int check_schema(cache_Db *c, int create)
+{
+  int have, n, rc;
+  if ((rc = read_version(c, &have)) || have) return rc;
+  if (!create) {
+    if ((rc = count_tables(c, &n))) return rc;
+    if (n == 0) return fail(c, CACHE_MISS, "cache '%s' holds nothing yet", c->path);
+    if ((rc = read_version(c, &have)) || have) return rc;
+    return foreign(c);
+  }
   if (exec(c, "BEGIN IMMEDIATE")) return CACHE_ERROR;
-  if (exec(c, SCHEMA)) {
+  if (!(rc = read_version(c, &have)) && !have && !(rc = count_tables(c, &n)))
+    rc = n != 0 ? foreign(c) : exec(c, SCHEMA) ? CACHE_ERROR : 0;
+  if (rc) {
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-    return CACHE_ERROR;
+    return rc;
   }
   return exec(c, "COMMIT") ? CACHE_ERROR : 0;
 }
