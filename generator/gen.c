@@ -161,7 +161,7 @@ static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
   lua_pushinteger(L, p->arch);
   lua_setfield(L, -2, "arch");
 #define LIMIT(f) if (p->f) { lua_pushinteger(L, p->f); lua_setfield(L, -2, #f); }
-  LIMIT(sms) LIMIT(smem_block) LIMIT(threads_sm) LIMIT(cluster) LIMIT(l2)
+  LIMIT(sms) LIMIT(smem_block) LIMIT(cluster)
 #undef LIMIT
 }
 

@@ -19,8 +19,7 @@ typedef struct gen_Problem {
   int dtype, op;
   int arch;                 /* compute capability, 90 for sm_90 */
   /* device limits; 0 takes the arch's defaults from templates/space.lua */
-  int sms, smem_block, threads_sm, cluster;
-  int64_t l2;
+  int sms, smem_block, cluster;
 } gen_Problem;
 
 /* How a kernel f(in, out, rows, workspace) is launched: grid = ceil(rows/rows_per_block) *

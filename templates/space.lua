@@ -16,19 +16,19 @@ local CTYPE = { f32 = "float", f16 = "u16", bf16 = "u16" }
 local OPS = { softmax = true, log_softmax = true }
 
 -- Device limits per arch, for commands run without a GPU; the tuner passes the real ones.
-local KB, MB = 1024, 1024 * 1024
+local KB = 1024
 local ARCH = {
-  [80]  = { sms = 108, smem_block = 163 * KB, threads_sm = 2048, l2 = 40 * MB, cluster = 1 },
-  [86]  = { sms = 84,  smem_block = 99 * KB,  threads_sm = 1536, l2 = 6 * MB,  cluster = 1 },
-  [87]  = { sms = 16,  smem_block = 163 * KB, threads_sm = 2048, l2 = 4 * MB,  cluster = 1 },
-  [88]  = { sms = 16,  smem_block = 99 * KB,  threads_sm = 1536, l2 = 4 * MB,  cluster = 1 },
-  [89]  = { sms = 128, smem_block = 99 * KB,  threads_sm = 1536, l2 = 72 * MB, cluster = 1 },
-  [90]  = { sms = 132, smem_block = 227 * KB, threads_sm = 2048, l2 = 50 * MB, cluster = 16 },
-  [100] = { sms = 148, smem_block = 227 * KB, threads_sm = 2048, l2 = 126 * MB, cluster = 16 },
-  [103] = { sms = 148, smem_block = 227 * KB, threads_sm = 2048, l2 = 126 * MB, cluster = 16 },
-  [110] = { sms = 20,  smem_block = 227 * KB, threads_sm = 1536, l2 = 32 * MB, cluster = 8 },
-  [120] = { sms = 84,  smem_block = 99 * KB,  threads_sm = 1536, l2 = 64 * MB, cluster = 8 },
-  [121] = { sms = 48,  smem_block = 99 * KB,  threads_sm = 1536, l2 = 24 * MB, cluster = 8 },
+  [80]  = { sms = 108, smem_block = 163 * KB, cluster = 1 },
+  [86]  = { sms = 84,  smem_block = 99 * KB, cluster = 1 },
+  [87]  = { sms = 16,  smem_block = 163 * KB, cluster = 1 },
+  [88]  = { sms = 16,  smem_block = 99 * KB, cluster = 1 },
+  [89]  = { sms = 128, smem_block = 99 * KB, cluster = 1 },
+  [90]  = { sms = 132, smem_block = 227 * KB, cluster = 16 },
+  [100] = { sms = 148, smem_block = 227 * KB, cluster = 16 },
+  [103] = { sms = 148, smem_block = 227 * KB, cluster = 16 },
+  [110] = { sms = 20,  smem_block = 227 * KB, cluster = 8 },
+  [120] = { sms = 84,  smem_block = 99 * KB, cluster = 8 },
+  [121] = { sms = 48,  smem_block = 99 * KB, cluster = 8 },
 }
 
 local function range(a, b, step)

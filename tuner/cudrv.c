@@ -73,7 +73,7 @@ const char *tune_cu_error(const tune_Driver *d, CUresult r, char *buf, size_t n)
 
 int tune_device(const tune_Driver *d, int ordinal, tune_Device *dev, char *err, size_t errlen)
 {
-  int count = 0, major = 0, minor = 0, l2 = 0, smem = 0;
+  int count = 0, major = 0, minor = 0, smem = 0;
   char buf[256];
   CUresult r;
   size_t mem = 0;
@@ -90,13 +90,11 @@ int tune_device(const tune_Driver *d, int ordinal, tune_Device *dev, char *err, 
       (r = d->cuDeviceGetAttribute(&dev->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev->dev)) ||
       (r = d->cuDeviceGetAttribute(&dev->threads_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev->dev)) ||
       (r = d->cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev->dev)) ||
-      (r = d->cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev->dev)) ||
       (r = d->cuDeviceTotalMem(&mem, dev->dev)))
     return snprintf(err, errlen, "cannot read GPU %d: %s", ordinal, tune_cu_error(d, r, buf, sizeof buf)), 1;
   dev->ordinal = ordinal;
   dev->arch = major * 10 + minor;
   dev->smem_block = smem;
-  dev->l2 = l2;
   dev->mem = (int64_t)mem;
   dev->driver = d->version;
   dev->cluster = major >= 9 ? 16 : 1;   /* 8 portable, 16 with the non-portable attribute */
@@ -110,9 +108,7 @@ void tune_device_limits(const tune_Device *dev, gen_Problem *p)
   p->arch = dev->arch;
   p->sms = dev->sms;
   p->smem_block = dev->smem_block;
-  p->threads_sm = dev->threads_sm;
   p->cluster = dev->cluster;
-  p->l2 = dev->l2;
 }
 
 CUresult tune_func_setup(const tune_Driver *d, CUfunction f, const gen_Launch *l)

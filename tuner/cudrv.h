@@ -24,11 +24,11 @@
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)       \
   X(cuFuncSetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                     \
   X(cuOccupancyMaxActiveClusters) X(cuLaunchKernelEx) X(cuLaunchKernel)                                      \
-  X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemcpyHtoD) X(cuMemcpyDtoH)               \
+  X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemcpyDtoH)               \
   X(cuMemcpyDtoDAsync) X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync) X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuMemsetD16Async)               \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)             \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                    \
-  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery) X(cuPointerGetAttribute)
+  X(cuEventElapsedTime)
 
 typedef struct tune_Driver {
   void *lib;
@@ -44,7 +44,7 @@ typedef struct tune_Device {
   char name[256];
   int arch;                 /* 90 for compute capability 9.0 */
   int sms, threads_sm, smem_block, cluster;
-  int64_t l2, mem;
+  int64_t mem;
   int driver;               /* driver version, as tune_Driver.version */
 } tune_Device;
 

@@ -216,7 +216,7 @@ static int occupancy(tune_Gpu *g, Slot *s, tune_Trial *t)
 {
   tune_Driver *d = &g->drv;
   const gen_Launch *l = &s->launch;
-  CUresult r;
+  CUresult r = CUDA_SUCCESS;
   int n = 0;
   if (l->cluster > 1) {
     CUlaunchConfig cfg;
@@ -234,8 +234,8 @@ static int occupancy(tune_Gpu *g, Slot *s, tune_Trial *t)
     cfg.numAttrs = 1;
     r = d->cuOccupancyMaxActiveClusters(&n, s->fn, &cfg);
     t->blocks_sm = (n * l->cluster + g->dev.sms - 1) / g->dev.sms;
-  } else {
-    r = d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, s->fn, l->threads, (size_t)l->smem);
+  } else {   /* load_slot read the resident blocks already */
+    n = s->resident / g->dev.sms;
     t->blocks_sm = n;
   }
   if (r) return cu_msg(g, "occupancy", r, t->reason, sizeof t->reason), 1;
