@@ -74,28 +74,42 @@ __device__ __forceinline__ u32 pack(const float *f)
 %   end
 #define PER_WORD $(4 // es)
 
-// One $(VB)-byte access, global (SH false) or generic into the shared-memory stage (SH true);
-// FINAL marks the last read of the data (cache operator "$(ld_final)").
+#define NW $(NW)
+
+// One $(VB)-byte access of NW raw words, global (SH false) or generic into the shared-memory
+// stage (SH true); FINAL marks the last read of the data (cache operator "$(ld_final)").
 // volatile keeps loads and stores in program order: in == out is allowed.
 template <bool SH, bool FINAL>
-__device__ __forceinline__ void ldv(const elem_t *p, float *f)
+__device__ __forceinline__ void ldw(const elem_t *p, u32 *w)
 {
-  u32 w[$(NW)];
   if (SH) asm volatile("ld$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
   else if (FINAL) asm volatile("ld.global$(ld_final)$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
   else asm volatile("ld.global$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
+}
+
+template <bool SH>
+__device__ __forceinline__ void stw(elem_t *p, const u32 *w)
+{
+  if (SH) asm volatile("st$(sfx) [%0], $(slist);" :: "l"(p), $(ins) : "memory");
+  else asm volatile("st.global$(st_op)$(sfx) [%0], $(slist);" :: "l"(p), $(ins) : "memory");
+}
+
+template <bool SH, bool FINAL>
+__device__ __forceinline__ void ldv(const elem_t *p, float *f)
+{
+  u32 w[NW];
+  ldw<SH, FINAL>(p, w);
   #pragma unroll
-  for (int i = 0; i < $(NW); i++) unpack(w[i], f + i * PER_WORD);
+  for (int i = 0; i < NW; i++) unpack(w[i], f + i * PER_WORD);
 }
 
 template <bool SH>
 __device__ __forceinline__ void stv(elem_t *p, const float *f)
 {
-  u32 w[$(NW)];
+  u32 w[NW];
   #pragma unroll
-  for (int i = 0; i < $(NW); i++) w[i] = pack(f + i * PER_WORD);
-  if (SH) asm volatile("st$(sfx) [%0], $(slist);" :: "l"(p), $(ins) : "memory");
-  else asm volatile("st.global$(st_op)$(sfx) [%0], $(slist);" :: "l"(p), $(ins) : "memory");
+  for (int i = 0; i < NW; i++) w[i] = pack(f + i * PER_WORD);
+  stw<SH>(p, w);
 }
 % end
 
@@ -287,16 +301,6 @@ __device__ __forceinline__ float row_k(MS t)
 % end
 }
 
-// The thread's (max, sum) over its held vectors v and edge elements e; for softmax v becomes
-// exp(v - max), scaled at the output by held_out().
-__device__ __forceinline__ MS held_pair(float *v, float *e)
-{
-  const float m0 = max_of<EDGE>(e, NEG_INF);
-  MS t = pair_of<ITEMS * VEC, $(op == "softmax")>(v, m0);
-  t.s += exp_sum<EDGE, false>(e, t.m);
-  return t;
-}
-
 // The thread's (max, sum) over its edge elements folded into t.
 __device__ __forceinline__ MS with_edges(MS t, float *e)
 {
@@ -306,9 +310,30 @@ __device__ __forceinline__ MS with_edges(MS t, float *e)
   return combine(t, te);
 }
 
+% if hold ~= "packed" then
+// hold=reg, pipe: held vectors are floats, and softmax keeps their exps for the output
+typedef float held_t;
+#define HELD (ITEMS * VEC)
+
+template <bool FINAL>
+__device__ __forceinline__ void hold_load(const elem_t *body, int base, int end, int lane, bool live, float *v)
+{
+  load_step<false, FINAL>(body, base, end, lane, live, v);
+}
+
+// The thread's (max, sum) over its held vectors v and edge elements e; for softmax v becomes
+// exp(v - max), scaled at the output by hold_out().
+__device__ __forceinline__ MS hold_pair(float *v, float *e)
+{
+  const float m0 = max_of<EDGE>(e, NEG_INF);
+  MS t = pair_of<ITEMS * VEC, $(op == "softmax")>(v, m0);
+  t.s += exp_sum<EDGE, false>(e, t.m);
+  return t;
+}
+
 // Write the outputs of held vectors [begin, end) and of the edges, given the thread's own
-// (max, sum) `mine` (what held_pair left in v is relative to) and the row's `all`.
-__device__ __forceinline__ void held_out(elem_t *y, Geo g, int begin, int end, int lane, bool live, bool edges,
+// (max, sum) `mine` (what hold_pair left in v is relative to) and the row's `all`.
+__device__ __forceinline__ void hold_out(elem_t *y, Geo g, int begin, int end, int lane, bool live, bool edges,
                                          float *v, float *e, MS mine, MS all)
 {
   const float k = row_k(all);
@@ -323,6 +348,87 @@ __device__ __forceinline__ void held_out(elem_t *y, Geo g, int begin, int end, i
 % end
   store_step(y + g.h, begin, end, lane, live, v);
 }
+
+% else
+// hold=packed: held vectors stay the raw words their loads gave, half the registers of floats
+// for 16-bit types; exp is computed again at the output (the SFU has room: DRAM is the limit).
+typedef u32 held_t;
+#define HELD (ITEMS * NW)
+#define NEG_WORD $(dtype == "bf16" and "0xff80ff80u" or "0xfc00fc00u")   // two -inf
+
+template <bool FINAL>
+__device__ __forceinline__ void hold_load(const elem_t *body, int base, int end, int lane, bool live, u32 *w)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = base + i * TEAM + lane;
+    if (live && j < end) {
+      ldw<false, FINAL>(body + (i64)j * VEC, w + i * NW);
+    } else {
+      #pragma unroll
+      for (int q = 0; q < NW; q++) w[i * NW + q] = NEG_WORD;
+    }
+  }
+}
+
+// Lane-wise max of two words of 16-bit pairs (a NaN loses, as with fmaxf: the sum keeps it).
+__device__ __forceinline__ u32 max2(u32 a, u32 b)
+{
+  u32 r;
+  asm("max.$(dtype == "bf16" and "bf16" or "f16")x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+
+// w, as a value the compiler cannot tell from w: unpacking it again at the output is then not
+// merged with the sum's unpack, which would keep every float live across the reduction.
+__device__ __forceinline__ u32 opaque(u32 w)
+{
+  u32 r;
+  asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(w));
+  return r;
+}
+
+__device__ __forceinline__ MS hold_pair(const u32 *w, float *e)
+{
+  MS t;
+  u32 mw = NEG_WORD;
+  #pragma unroll
+  for (int i = 0; i < HELD; i++) mw = max2(mw, w[i]);
+  float f2[PER_WORD];
+  unpack(mw, f2);
+  t.m = max_of<PER_WORD>(f2, max_of<EDGE>(e, NEG_INF));
+  t.s = exp_sum<EDGE, false>(e, t.m);
+  #pragma unroll
+  for (int i = 0; i < HELD; i++) {
+    float f[PER_WORD];
+    unpack(w[i], f);
+    t.s += exp_sum<PER_WORD, false>(f, t.m);
+  }
+  return t;
+}
+
+// Outputs of held vectors [begin, end) and of the edges from the row's `all`; `mine` is unused.
+__device__ __forceinline__ void hold_out(elem_t *y, Geo g, int begin, int end, int lane, bool live, bool edges,
+                                         const u32 *w, float *e, MS mine, MS all)
+{
+  const float k = row_k(all);
+  finish_all<EDGE>(e, all.m, k);
+  edge_store(y, g, lane, live && edges, e);
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = begin + i * TEAM + lane;
+    u32 o[NW];
+    #pragma unroll
+    for (int q = 0; q < NW; q++) {
+      float f[PER_WORD];
+      unpack(opaque(w[i * NW + q]), f);
+      finish_all<PER_WORD>(f, all.m, k);
+      o[q] = pack(f);
+    }
+    if (live && j < end) stw<false>(y + g.h + (i64)j * VEC, o);
+  }
+}
+% end
 
 // Online (max, sum) over body vectors [begin, end): ITEMS vectors per thread in flight, the
 // sum rescaled once per step.

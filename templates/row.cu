@@ -1,16 +1,17 @@
 // row.cu — the row family (split=1): a group of G = threads/rows threads owns one row, a block
 // owns `rows` rows at once, and blocks loop over the grid when rows exceed it.
 // Knobs: threads, rows (rows per block: G <= 32 is part of a warp per row, G > 32 several
-//        warps), items, vec, reduce (shfl | smem), passes, hold (reg | smem | none), hint.
+//        warps), items, vec, reduce (shfl | smem), passes, hold (reg | packed | smem | none), hint.
 // One reduction per row, of (max, sum) pairs: each thread sums relative to its own max.
-// Regime: every shape. passes=1 hold=reg: the row fits in the group's registers, one read.
+// Regime: every shape. passes=1 hold=reg: the row fits in the group's registers, one read;
+//         hold=packed (f16, bf16): as raw 16-bit words, so twice the row fits.
 //         passes=1 hold=smem: a medium row staged in shared memory, one read.
 //         passes=2: long rows, an online max/sum pass, then a normalize pass reading again.
 % team = G
 % include("common.cu")
 #define R $(R)
 
-extern "C" __global__ void __launch_bounds__($(threads))
+extern "C" __global__ void __launch_bounds__($(threads), $(minb))
 $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 {
   const int lane = threadIdx.x % $(G), grp = threadIdx.x / $(G);
@@ -28,11 +29,11 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     const Geo g = geometry(x);
     float e[EDGE_SLOTS];
     edge_load(x, g, lane, live, e);
-% if hold == "reg" then
-    float v[ITEMS * VEC];
-    load_step<false, true>(x + g.h, 0, g.nv, lane, live, v);
-    const MS mine = held_pair(v, e);
-    held_out(y, g, 0, g.nv, lane, live, true, v, e, mine, group_reduce(mine, OpMS()));
+% if hold == "reg" or hold == "packed" then
+    held_t v[HELD];
+    hold_load<true>(x + g.h, 0, g.nv, lane, live, v);
+    const MS mine = hold_pair(v, e);
+    hold_out(y, g, 0, g.nv, lane, live, true, v, e, mine, group_reduce(mine, OpMS()));
 % elseif hold == "smem" then
     MS mine = { max_of<EDGE>(e, NEG_INF), 0.f };
     for (int base = 0; base < g.nv; base += ITEMS * TEAM) {

@@ -47,8 +47,8 @@ M.knobs = {
     doc = "shfl: warp shuffle, one cross-warp step; smem: shared-memory tree" },
   { name = "passes",  values = { 1, 2 },
     doc = "1: row read once and held on chip; 2: online max/sum pass, then a normalize pass" },
-  { name = "hold",    values = { "reg", "pipe", "smem", "none" },
-    doc = "where a one-pass row is held; pipe: registers, next row prefetched (split only)" },
+  { name = "hold",    values = { "reg", "packed", "pipe", "smem", "none" },
+    doc = "where a one-pass row is held; packed: registers as raw 16-bit words; pipe: registers, next row prefetched (split only)" },
   { name = "rows",    values = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 },
     doc = "rows per block; threads/rows threads share a row" },
   { name = "split",   values = { 1, 2, 4, 8, 16, 32, 64, 128 },
@@ -168,16 +168,20 @@ function M.check(cfg, P)
     if cfg.hold == "smem" then return "split>1 holds in registers (hold=reg, pipe) or re-reads (passes=2)" end
   end
   if (cfg.passes == 1) == (cfg.hold == "none") then
-    return "passes=1 needs hold=reg, pipe or smem; passes=2 needs hold=none"
+    return "passes=1 needs hold=reg, packed, pipe or smem; passes=2 needs hold=none"
+  end
+  if cfg.hold == "packed" and (P.es ~= 2 or vb < 4) then
+    return "hold=packed holds 16-bit words: f16 or bf16 with vec>=2"
   end
   if cfg.hold == "pipe" and cfg.split == 1 then return "hold=pipe needs split>1 (a row's blocks that swap pairs)" end
-  if cfg.hold == "reg" or cfg.hold == "pipe" then
+  if cfg.hold == "reg" or cfg.hold == "pipe" or cfg.hold == "packed" then
     if cfg.items < f.need then
-      return string.format("hold=reg needs items>=%d to hold %s", f.need, cfg.split > 1 and "a block's part of the row" or "the row")
+      return string.format("hold=%s needs items>=%d to hold %s", cfg.hold, f.need, cfg.split > 1 and "a block's part of the row" or "the row")
     end
     local held = cfg.items * cfg.vec * (cfg.hold == "pipe" and 2 or 1)
-    if held > 128 or cfg.items * cfg.vec > 64 then
-      return string.format("%d values held per thread (max 64, 128 with pipe)", held)
+    local max = cfg.hold == "reg" and 64 or 128
+    if held > max or cfg.items * cfg.vec > 128 then
+      return string.format("%d values held per thread (max 64, 128 with pipe or packed)", held)
     end
   else
     if cfg.items > 16 then return "items>16 only with hold=reg" end
@@ -216,14 +220,27 @@ local function fits(threads, values, cap)
   return values <= (cap or 64) and values <= math.min(255, 65536 // threads) - 32
 end
 
+-- hold=packed twins of a register-held shape (f16, bf16): raw words take half the registers,
+-- so shapes whose floats do not fit come in too; worth it only where a thread holds 16+ values.
+local function packed(list, P, threads, items, vec, rows, split, xchg)
+  if P.es ~= 2 or items * vec < 16 or not fits(threads, items * vec // 2) then return end
+  for _, hint in ipairs({ "none", "stream" }) do
+    push(list, P, { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "packed",
+                    rows = rows, split = split, xchg = xchg, hint = hint })
+  end
+end
+
 -- Row family, row held in registers: every group size whose share of the row fits; with
--- hint=stream as well for the widest vector.
+-- hint=stream and packed twins as well for the widest vector.
 local function row_reg(list, P, vec, widest)
   local nv = P.cols // vec
   for _, G in ipairs(POW2) do
     local items = (nv + G - 1) // G
     if G <= nv then
       for _, threads in ipairs({ 128, 256, 512, 1024 }) do
+        if widest and threads >= G and (G >= 32 or threads <= 512) then
+          packed(list, P, threads, items, vec, threads // G, 1, "none")
+        end
         if threads >= G and (G >= 32 or threads <= 512) and fits(threads, items * vec) then
           for _, reduce in ipairs(G > 1 and { "shfl", "smem" } or { "shfl" }) do
             for _, hint in ipairs(widest and reduce == "shfl" and { "none", "stream" } or { "none" }) do
@@ -265,12 +282,13 @@ local function two_pass(list, P, vec, split, xchg)
   end
 end
 
--- Split family, each block holds its part of the row in registers; with hold=pipe also the
--- next row's part, when a group has more than one row to do.
+-- Split family, each block holds its part of the row in registers (as floats, or packed); with
+-- hold=pipe also the next row's part, when a group has more than one row to do.
 local function split_reg(list, P, vec, split, xchg)
   local cv = (P.cols // vec + split - 1) // split
   for _, threads in ipairs({ 64, 128, 256, 512, 1024 }) do
     local items = (cv + threads - 1) // threads
+    if threads <= cv then packed(list, P, threads, items, vec, 1, split, xchg) end
     if threads <= cv and fits(threads, items * vec) then
       for _, reduce in ipairs({ "shfl", "smem" }) do
         for _, hint in ipairs(reduce == "shfl" and { "none", "stream" } or { "none" }) do
@@ -352,6 +370,13 @@ function M.vars(cfg, P)
     v.ld_final = cfg.hint == "stream" and (cfg.passes == 2 and ".lu" or ".cs") or ""
     v.st_op = cfg.hint == "stream" and ".cs" or ""
     v.kernel = "st_softmax"
+    -- blocks per SM the register budget of fits() allows: without it ptxas spends every register
+    -- the block size leaves, and a packed row gains no room for more rows in flight
+    v.minb = 1
+    if cfg.hold == "packed" then
+      local words = cfg.items * cfg.vec * P.es // 4
+      v.minb = math.max(1, math.min(2048 // cfg.threads, 65536 // (cfg.threads * (words + 32))))
+    end
   end
   return v
 end

@@ -4,12 +4,14 @@
 // distributed shared memory (sm_90+, split <= 16). xchg=global: any split; the grid is
 // persistent and cooperative (all its blocks resident, so waiting for a row's other blocks
 // cannot deadlock), pairs go through a workspace in global memory, double-buffered by row,
-// with an arrival counter the last block out resets to zero for the next launch. The
-// counters of every group sit at the front of the workspace, at the same place whatever the
-// split, so kernels of any config can share one workspace that stays zeroed between them.
+// each pair one 8-byte word tagged with its row, so a block waits on the pairs themselves: no
+// counter, no fence. The last block out (a departure counter) zeroes the group's pairs for the
+// next launch. The counters of every group sit at the front of the workspace, at the same place
+// whatever the split, so kernels of any config can share one workspace that stays zeroed.
 // Knobs: threads, split, xchg, items, vec, reduce, hint,
 //        passes (1: the part is held in registers, one read; 2: an online pass over the part,
-//        then a second read that mostly hits L2), hold (reg | pipe | none): pipe also loads
+//        then a second read that mostly hits L2), hold (reg | packed | pipe | none): packed
+//        holds raw 16-bit words (f16, bf16: twice the part fits); pipe also loads
 //        the block's part of its next row while the blocks swap pairs, so DRAM keeps busy.
 // Regime: long rows and few rows (32x16384, 2048x128256, 256x1048576): a handful of rows
 //         still fill the GPU, and a row is read from DRAM once where it fits across the cluster.
@@ -37,21 +39,33 @@ __device__ __forceinline__ MS remote_part(const MS *part, u32 rank)
 }
 % else
 // A group's counters; the first $(WS_GROUPS) of them lead the workspace, then the groups' pairs
-// of even and odd rows.
-struct Count { u32 arrive, depart; };
-struct Parts { MS part[2][S]; };
+// of even and odd rows: m in the low word, s in the high one with its sign bit replaced by the
+// tag, which flips every other row of a buffer. s is never below zero (or is a NaN, whose sign
+// means nothing), and a zeroed pair has tag 0, which rows 0 and 1 do not take.
+struct Count { u32 spare, depart; };
+struct Parts { u64 part[2][S]; };
 
-__device__ __forceinline__ u32 load_acquire(const u32 *p)
+__device__ __forceinline__ u32 tag_of(u32 k) { return (~k >> 1) & 1u; }
+
+__device__ __forceinline__ void post_part(u64 *p, MS t, u32 k)
 {
-  u32 v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
+  const u64 w = (u64)(__float_as_uint(t.s) & 0x7fffffffu | tag_of(k) << 31) << 32 | __float_as_uint(t.m);
+  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" :: "l"(p), "l"(w) : "memory");
 }
 
-__device__ __forceinline__ MS load_part(const MS *p)
+// The pair at p once it carries row k's tag. One 8-byte access is single-copy atomic, so the
+// pair read is whole; a block only rewrites it after every block posted the next row.
+__device__ __forceinline__ MS wait_part(const u64 *p, u32 k)
 {
+  u64 w;
+  for (;;) {
+    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
+    if ((u32)(w >> 63) == tag_of(k)) break;
+    __nanosleep(20);
+  }
   MS r;
-  asm volatile("ld.relaxed.gpu.global.v2.f32 {%0, %1}, [%2];" : "=f"(r.m), "=f"(r.s) : "l"(p) : "memory");
+  r.m = __uint_as_float((u32)w);
+  r.s = __uint_as_float((u32)(w >> 32) & 0x7fffffffu);
   return r;
 }
 % end
@@ -77,7 +91,7 @@ __device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *
   *end = min(*begin + CV, g->nv);
 }
 
-extern "C" __global__ void __launch_bounds__($(threads))
+extern "C" __global__ void __launch_bounds__($(threads), $(minb))
 $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 {
   const u32 rank = blockIdx.x % S;   // a cluster's blocks are consecutive: this is its rank
@@ -92,13 +106,13 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   u32 k = 0;
 % end
 % if hold == "pipe" then
-  float v[ITEMS * VEC];
+  held_t v[HELD];
   if ((i64)(blockIdx.x / S) < rows) {   // the first row's part; each later one is prefetched
     Geo g0;
     int b0, e0;
     const elem_t *x0 = in + (i64)(blockIdx.x / S) * COLS;
     part_of(x0, rank, &g0, &b0, &e0);
-    load_step<false, true>(x0 + g0.h, b0, e0, lane, true, v);
+    hold_load<true>(x0 + g0.h, b0, e0, lane, true, v);
   }
 % end
   for (i64 row = blockIdx.x / S; row < rows; row += ngroups) {
@@ -109,12 +123,12 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     part_of(x, rank, &g, &begin, &end);
     float e[EDGE_SLOTS];
     edge_load(x, g, lane, edges, e);
-% if hold == "reg" then
-    float v[ITEMS * VEC];
-    load_step<false, true>(x + g.h, begin, end, lane, true, v);
+% if hold == "reg" or hold == "packed" then
+    held_t v[HELD];
+    hold_load<true>(x + g.h, begin, end, lane, true, v);
 % end
 % if hold ~= "none" then
-    const MS mine = held_pair(v, e);
+    const MS mine = hold_pair(v, e);
 % else
     const MS mine = with_edges(online_stats(x + g.h, begin, end, lane, true), e);
 % end
@@ -124,21 +138,17 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     if (threadIdx.x == 0) part = t;
     cluster_arrive();
 % else
-    MS *const parts = xp->part[k & 1];
-    if (threadIdx.x == 0) {
-      parts[rank] = t;
-      __threadfence();
-      atomicAdd(&xg->arrive, 1u);
-    }
+    u64 *const parts = xp->part[k & 1];
+    if (threadIdx.x == 0) post_part(&parts[rank], t, k);
 % end
 % if hold == "pipe" then
-    float nxt[ITEMS * VEC];   // the next row's part, in flight while the other blocks arrive
+    held_t nxt[HELD];   // the next row's part, in flight while the other blocks arrive
     if (row + ngroups < rows) {
       Geo ng;
       int nb, ne;
       const elem_t *nx = x + ngroups * COLS;
       part_of(nx, rank, &ng, &nb, &ne);
-      load_step<false, true>(nx + ng.h, nb, ne, lane, true, nxt);
+      hold_load<true>(nx + ng.h, nb, ne, lane, true, nxt);
     }
 % end
 % if xchg == "dsmem" then
@@ -146,18 +156,22 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     const MS all = fold([&](int r) { return remote_part(&part, (u32)r); });
     cluster_arrive_relaxed();   // done reading parts; the matching wait comes before part is rewritten
 % else
-    if (threadIdx.x == 0)
-      while (load_acquire(&xg->arrive) < (k + 1) * S) __nanosleep(32);
+    // warp 0 waits for and folds the pairs, the block takes its result
+    __shared__ MS folded;
+    if (threadIdx.x < 32) {
+      const MS a = fold([&](int r) { return wait_part(&parts[r], k); });
+      if (threadIdx.x == 0) folded = a;
+    }
     __syncthreads();
-    const MS all = fold([&](int r) { return load_part(&parts[r]); });
+    const MS all = folded;
     k++;
 % end
 % if hold ~= "none" then
-    held_out(y, g, begin, end, lane, true, edges, v, e, mine, all);
+    hold_out(y, g, begin, end, lane, true, edges, v, e, mine, all);
 % end
 % if hold == "pipe" then
     #pragma unroll
-    for (int i = 0; i < ITEMS * VEC; i++) v[i] = nxt[i];
+    for (int i = 0; i < HELD; i++) v[i] = nxt[i];
 % elseif hold == "none" then
     const float kk = row_k(all);
     finish_all<EDGE>(e, all.m, kk);
@@ -169,10 +183,14 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % end
   }
 % if xchg == "global" then
-  // the last block of the group out resets the counters: everyone has stopped waiting
-  if (threadIdx.x == 0 && atomicAdd(&xg->depart, 1u) == S - 1) {
-    atomicExch(&xg->arrive, 0u);
-    atomicExch(&xg->depart, 0u);
+  // the last block of the group out zeroes its pairs and counter: everyone has stopped reading
+  __shared__ u32 last;
+  __syncthreads();   // every warp is past its last read of `folded`
+  if (threadIdx.x == 0) last = atomicAdd(&xg->depart, 1u) == S - 1;
+  __syncthreads();
+  if (last) {
+    for (int i = threadIdx.x; i < 2 * S; i += $(threads)) xp->part[i / S][i % S] = 0;
+    if (threadIdx.x == 0) atomicExch(&xg->depart, 0u);
   }
 % end
 }

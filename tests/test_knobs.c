@@ -90,7 +90,7 @@ static void test_split_op_dtype(void)
   /* log_softmax needs no exp in its normalize pass */
   char *b = ptx_of(65536, GEN_F32, GEN_LOG_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=4,xchg=dsmem,hint=none");
   char *c = ptx_of(65536, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=4,xchg=dsmem,hint=none");
-  /* global exchange: parts through global memory with acquire/release, no cluster */
+  /* global exchange: parts through global memory, no cluster */
   char *d = ptx_of(1048576, GEN_F32, GEN_SOFTMAX, "threads=512,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=64,xchg=global,hint=none");
   if (a) {
     EXPECT(a, "barrier.cluster.arrive", 2, ==);
@@ -107,11 +107,36 @@ static void test_split_op_dtype(void)
   if (d) {
     EXPECT(d, "mapa", 0, ==);
     EXPECT(d, "barrier.cluster", 0, ==);
-    EXPECT(d, "ld.acquire.gpu", 1, >=);
-    EXPECT(d, "atom.global.add", 2, >=);
+    EXPECT(d, "ld.relaxed.gpu.global.b64", 1, >=);   /* waits on tagged pairs: no fence, no arrival count */
+    EXPECT(d, "st.relaxed.gpu.global.b64", 1, ==);
+    EXPECT(d, "membar", 0, ==);
+    EXPECT(d, "fence", 0, ==);
+    EXPECT(d, "atom.global.add", 1, ==);
     EXPECT(d, "ld.global.v4.u32", 8, ==);
   }
   free(a), free(b), free(c), free(d);
+}
+
+/* hold=packed keeps the loaded words: max by 16-bit pair instructions, exp once for the sum and
+** once more at the output, and fewer registers than the same row held as floats */
+static void test_packed(void)
+{
+  const char *cfg[2] = {
+    "threads=256,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=none",
+    "threads=256,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none" };
+  char *a = ptx_of(8192, GEN_BF16, GEN_SOFTMAX, cfg[0]);
+  char *b = ptx_of(8192, GEN_BF16, GEN_SOFTMAX, cfg[1]);
+  char *c = ptx_of(8192, GEN_F16, GEN_LOG_SOFTMAX, cfg[0]);
+  if (a && b) {
+    EXPECT(a, "max.bf16x2", 16, ==);
+    EXPECT(a, "ld.global.v4.u32", 4, ==);
+    EXPECT(a, "st.global.v4.u32", 4, ==);
+    /* 32 values per thread: 32 more exps at the output than the float hold, less its one rescale */
+    CHECK(count(a, "ex2.approx") - count(b, "ex2.approx") >= 31, "ex2: packed %d, reg %d",
+          count(a, "ex2.approx"), count(b, "ex2.approx"));
+  }
+  if (c) { EXPECT(c, "max.f16x2", 16, ==); EXPECT(c, "cvt.rn.f16x2.f32", 16, ==); }
+  free(a), free(b), free(c);
 }
 
 /* hint=stream: the last read of each line is .cs (one pass) or .lu (second pass), stores .cs */
@@ -133,6 +158,7 @@ int main(void)
   test_passes_hold();
   test_split_op_dtype();
   test_hint();
+  test_packed();
   gen_close(g);
   return check_done("test_knobs");
 }
