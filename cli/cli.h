@@ -18,6 +18,7 @@ typedef struct cli_Options {
   long run;
   int reps;                   /* bench: timing rounds */
   int force, quiet, log, help, version;
+  int full;                   /* --space full: the full grid instead of the pruned space */
   int format;                 /* 't' table, 'j' JSON, 'c' CSV */
   char **args;                /* words after the options (cache's verb) */
   int nargs;

@@ -20,6 +20,7 @@ static int setup(cli_Options *o, gen_State **g, gen_Problem *p, int need_config)
   p->dtype = cli_dtype(o);
   p->op = cli_op(o);
   p->arch = o->arch ? o->arch : 90;
+  p->full = o->full;
   if (gen_open(g, o->templates, o->err, sizeof o->err)) return cli_fail("%s", o->err), 1;
   return 0;
 }

@@ -31,6 +31,8 @@ static const char *const USAGE =
   "  --cache PATH     cache database (default $SOFTMAX_TUNE_CACHE, else\n"
   "                   $XDG_CACHE_HOME/softmax-tune/cache.db, else ~/.cache/softmax-tune/cache.db)\n"
   "  --force          tune again even when the cache has the answer\n"
+  "  --space S        pruned (default): the space's rules; full: every valid config of the\n"
+  "                   knob grid, to measure what pruning loses (tune implies --force)\n"
   "  --quiet          no progress bar, only the winner\n"
   "  --templates DIR  use the templates in DIR instead of the built-in ones\n"
   "  --run ID         log: that run instead of the last one\n"
@@ -64,7 +66,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 };
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
-       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS };
+       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -75,7 +77,7 @@ static const struct option LONGOPTS[] = {
   { "templates", required_argument, 0, O_TEMPLATES }, { "run", required_argument, 0, O_RUN },
   { "json", no_argument, 0, O_JSON },             { "csv", no_argument, 0, O_CSV },
   { "log", no_argument, 0, O_LOG },               { "help", no_argument, 0, 'h' },
-  { "reps", required_argument, 0, O_REPS },
+  { "reps", required_argument, 0, O_REPS },       { "space", required_argument, 0, O_SPACE },
   { "version", no_argument, 0, 'V' },             { 0, 0, 0, 0 },
 };
 
@@ -121,6 +123,10 @@ static int parse_options(int argc, char **argv, cli_Options *o)
       break;
     case O_REPS:
       if ((o->reps = (int)parse_index(optarg)) < 5 || o->reps > 100000) return usage_error("bad --reps '%s': expected 5..100000", optarg);
+      break;
+    case O_SPACE:
+      if (strcmp(optarg, "full") && strcmp(optarg, "pruned")) return usage_error("bad --space '%s': expected pruned or full", optarg);
+      o->full = strcmp(optarg, "full") == 0;
       break;
     case O_JSON: o->format = 'j'; break;
     case O_CSV: o->format = 'c'; break;

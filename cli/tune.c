@@ -68,6 +68,30 @@ static void print_result(const tune_Result *r)
          r->pruned, r->failed);
 }
 
+/* --space full: where the pruned space's best trial stands against the full grid's winner. */
+static void print_pruning_loss(gen_State *g, const gen_Problem *p, const tune_Result *r)
+{
+  gen_Problem q = *p;
+  char **list;
+  int n, best = -1;
+  q.full = 0;
+  if (r->winner < 0 || gen_space(g, &q, &list, &n)) return;
+  for (int i = 0; i < r->ntrials; i++) {
+    const tune_Trial *t = &r->trials[i];
+    if (t->status != TUNE_OK || (best >= 0 && t->us >= r->trials[best].us)) continue;
+    for (int j = 0; j < n; j++)
+      if (strcmp(list[j], t->config) == 0) { best = i; break; }
+  }
+  gen_free_list(list, n);
+  if (best < 0) {
+    printf("pruned space: %d configs, none verified in this run\n", n);
+    return;
+  }
+  const tune_Trial *b = &r->trials[best], *w = &r->trials[r->winner];
+  printf("pruned space: %d of %d configs; its best %.1f us, %.3f of copy%s: %.1f%% slower than the full grid's winner\n",
+         n, r->ntrials, b->us, b->frac, b->finalist ? "" : " (first round)", 100.0 * (b->us / w->us - 1));
+}
+
 static int answer_from_cache(cache_Db *db, const cache_Key *k, const char *path)
 {
   cache_Entry e;
@@ -103,6 +127,7 @@ static int sweep(cli_Options *o, tune_Gpu *gpu, gen_State *g, gen_Problem *p, ca
     return cli_fail("%s", o->err), 2;
   cache_Db *db = *dbp;
   tune_default_options(&opt);
+  if (p->full) opt.budget_ms = 10.;   /* thousands of configs; the finalists are re-timed as usual */
   opt.cancel = &interrupted;
   opt.progress = progress;
   opt.progress_ud = &pr;
@@ -124,6 +149,7 @@ static int sweep(cli_Options *o, tune_Gpu *gpu, gen_State *g, gen_Problem *p, ca
     return 130;
   }
   print_result(&r);
+  if (p->full) print_pruning_loss(g, p, &r);
   rc = tune_store(db, k, &r, &run, o->err, sizeof o->err);
   if (rc) cli_fail("%s", o->err);
   else printf("stored in %s (run %lld); every trial: softmax-tune log --run %lld\n", path, (long long)run, (long long)run);
@@ -159,7 +185,7 @@ int cli_tune(cli_Options *o)
     cli_fail("%s", o->err);
     goto done;
   }
-  p.rows = o->rows, p.cols = o->cols, p.dtype = cli_dtype(o), p.op = cli_op(o);
+  p.rows = o->rows, p.cols = o->cols, p.dtype = cli_dtype(o), p.op = cli_op(o), p.full = o->full;
   tune_device_limits(tune_gpu_device(gpu), &p);
   if (tune_key(g, tune_gpu_device(gpu), &p, &k, o->err, sizeof o->err)) {
     cli_fail("%s", o->err);
@@ -167,7 +193,7 @@ int cli_tune(cli_Options *o)
   }
   gen_nvrtc_version(&nvrtc_major, &nvrtc_minor);
   print_header(tune_gpu_device(gpu), &p, nvrtc_major * 1000 + nvrtc_minor * 10, 2 * p.rows * p.cols * gen_dtype_size(p.dtype));
-  if (!o->force && db && (rc = answer_from_cache(db, &k, path)) >= 0) goto done;
+  if (!o->force && !o->full && db && (rc = answer_from_cache(db, &k, path)) >= 0) goto done;
   fflush(stdout);
   rc = sweep(o, gpu, g, &p, &db, &k, path, sizeof path);
 done:

@@ -163,6 +163,8 @@ static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
 #define LIMIT(f) if (p->f) { lua_pushinteger(L, p->f); lua_setfield(L, -2, #f); }
   LIMIT(sms) LIMIT(smem_block) LIMIT(cluster)
 #undef LIMIT
+  lua_pushboolean(L, p->full);
+  lua_setfield(L, -2, "full");
 }
 
 int gen_space(gen_State *g, const gen_Problem *p, char ***configs, int *n)

@@ -20,6 +20,7 @@ typedef struct gen_Problem {
   int arch;                 /* compute capability, 90 for sm_90 */
   /* device limits; 0 takes the arch's defaults from templates/space.lua */
   int sms, smem_block, cluster;
+  int full;                 /* gen_space lists the full grid (to check pruning), not the space */
 } gen_Problem;
 
 /* How a kernel f(in, out, rows, workspace) is launched: grid = ceil(rows/rows_per_block) *

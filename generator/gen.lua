@@ -97,11 +97,17 @@ end
 
 local E = {}
 
--- Every config string valid for problem P, in the space's order.
+-- Every config string of the space of problem P, in order; with P.full, then the rest of the
+-- full grid, so one sweep measures both.
 function E.space(P)
   P = S.problem(P)
-  local list = {}
-  for _, cfg in ipairs(S.enumerate(P)) do list[#list + 1] = S.format(cfg) end
+  local list, seen = {}, {}
+  for _, cfgs in ipairs({ S.enumerate(P), P.full and S.full(P) or {} }) do
+    for _, cfg in ipairs(cfgs) do
+      local str = S.format(cfg)
+      if not seen[str] then list[#list + 1], seen[str] = str, true end
+    end
+  end
   return list
 end
 

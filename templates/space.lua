@@ -333,6 +333,45 @@ function M.enumerate(P)
   return list
 end
 
+-- The grid the pruning rules of enumerate() are checked against (`--space full`): every valid
+-- config with threads 64..1024 and the two widest vectors, every value of the other knobs,
+-- except items: the least that holds the row where it is held in registers (more only leaves
+-- slots empty), else 2, 4 or 8; and a warp or more per row where the row is not held in
+-- registers. That is 1-3 thousand configs, a sweep of a minute or two per shape.
+function M.full(P)
+  local list = {}
+  local forms = { { 1, "reg" }, { 1, "packed" }, { 1, "pipe" }, { 1, "smem" }, { 2, "none" } }
+  local vs = vecs(P)
+  for _, threads in ipairs({ 64, 128, 256, 512, 1024 }) do
+    for _, vec in ipairs({ vs[1], vs[2] }) do
+      for _, rows in ipairs(POW2) do
+        for _, split in ipairs(rows <= threads and KNOB.split.values or {}) do
+          for _, xchg in ipairs(split == 1 and { "none" } or { "dsmem", "global" }) do
+            for _, form in ipairs(forms) do
+              local cfg = { threads = threads, vec = vec, rows = rows, split = split, xchg = xchg,
+                            passes = form[1], hold = form[2] }
+              local held = form[2] == "reg" or form[2] == "packed" or form[2] == "pipe"
+              local items = held and { math.max(1, facts(cfg, P).need) } or { 2, 4, 8 }
+              if not held and threads // rows < 32 then items = {} end
+              for _, items in ipairs(items) do
+                for _, reduce in ipairs({ "shfl", "smem" }) do
+                  for _, hint in ipairs({ "none", "stream" }) do
+                    local c = {}
+                    for k, x in pairs(cfg) do c[k] = x end
+                    c.items, c.reduce, c.hint = items, reduce, hint
+                    push(list, P, c)
+                  end
+                end
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+  return list
+end
+
 -- A config chosen without measuring, for shapes nobody tuned: 16-byte vectors (vec=1 when the
 -- caller's input and output are not equally aligned), the row in a group's registers when it
 -- fits in at most 32 values per thread, else two passes with one 512-thread block per row.

@@ -145,6 +145,8 @@ done <<EOT
 2|'-1'|-|--gpu -1 --shape 64x64 --cache $db
 2|'18446744073709551617'|-|--gpu 18446744073709551617 --shape 64x64 --cache $db
 2|'-1'|-|bench --gpu -1 --shape 64x64 --cache $db
+2|bad --space 'all'|-|--shape 64x64 --space all --cache $db
+2|bad --space 'Full'|-|space --shape 64x64 --space Full
 2|unknown dtype 'f64'|-|--shape 64x64 --dtype f64 --cache $db
 2|unknown dtype 'F32'|-|log --dtype F32 --cache $db
 2|unknown op 'softmin'|-|--shape 64x64 --op softmin --cache $db

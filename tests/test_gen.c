@@ -98,6 +98,28 @@ static void test_space_varies(gen_State *g)
   gen_free_list(list, n);
 }
 
+/* The full grid (--space full) starts with the whole space in its order, adds more, repeats
+** nothing, and every config of it is valid. */
+static void test_full_grid(gen_State *g)
+{
+  gen_Problem p = problem(8192, 32000, GEN_BF16, GEN_SOFTMAX, 90);
+  char **space, **full;
+  int ns, nf, dup = 0, bad = 0;
+  CHECK(gen_space(g, &p, &space, &ns) == 0, "%s", gen_error(g));
+  p.full = 1;
+  CHECK(gen_space(g, &p, &full, &nf) == 0, "%s", gen_error(g));
+  CHECK(nf > 4 * ns && nf < 5000, "full grid %d configs, space %d", nf, ns);
+  for (int i = 0; i < ns && i < nf; i++) CHECK(strcmp(space[i], full[i]) == 0, "full[%d] = %s", i, full[i]);
+  for (int i = 0; i < nf; i++) {
+    char canon[256];
+    bad += gen_canon(g, &p, full[i], canon, sizeof canon) != 0;
+    for (int j = i + 1; j < nf && i % 7 == 0; j++) dup += strcmp(full[i], full[j]) == 0;
+  }
+  CHECK(bad == 0 && dup == 0, "full grid: %d invalid, %d repeated", bad, dup);
+  gen_free_list(space, ns);
+  gen_free_list(full, nf);
+}
+
 /* Every config of a grid of spaces is canonical and renders. */
 static void test_render_all(gen_State *g)
 {
@@ -192,6 +214,7 @@ int main(void)
   }
   test_configs(g);
   test_space_varies(g);
+  test_full_grid(g);
   test_render_all(g);
   char cfg[256];
   gen_Problem hp = problem(1000, 4096, GEN_BF16, GEN_SOFTMAX, 90);
