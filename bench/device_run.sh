@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# device_run.sh [tests] [tune] [peers] — on the GPU machine, from the repository root, with
-# .carry/ packed by bench/carry.sh: the GPU tests, tuning of the nine peer shapes in f32 and
-# bf16 (time per shape), bench/peers.py against them, the cache-hit latency. Logs go to $OUT
-# (or /tmp/st_out); the last lines printed are the summary table.
+# device_run.sh [tests] [tune] [sass] [full] [peers] — on the GPU machine, from the repository
+# root, with .carry/ packed by bench/carry.sh: the GPU tests, tuning of the nine peer shapes in
+# f32 and bf16 (time per shape), the winners' SASS (16-byte accesses, local memory), sweeps of
+# the full grid for the problems in $FULL (dtype:shape ..., the pruning loss), bench/peers.py
+# against them, the cache-hit latency. Logs go to $OUT (or /tmp/st_out); the last lines
+# printed are the summary table.
 set -u
 out=${OUT:-/tmp/st_out}
 mkdir -p "$out"
@@ -43,6 +45,34 @@ run_tune() {
     done
   done
   tar -C /tmp/st_tune -czf "$out/tune_logs.tgz" .
+}
+
+# Each tuned winner compiled again and read with cuobjdump: 128-bit global loads and stores,
+# and local memory (which the tuner prunes, so it must be 0).
+run_sass() {
+  local arch
+  arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+  printf "%-5s %-12s %6s %6s %5s  %s\n" dtype shape LDG128 STG128 LDL/STL winner | tee "$out/sass.txt"
+  for d in f32 bf16; do
+    for s in $SHAPES; do
+      cfg=$(grep -E "^winner" "/tmp/st_tune/${d}_$s.log" | awk '{print $NF}')
+      [ -n "$cfg" ] || continue
+      $B compile --shape "$s" --dtype "$d" --arch "$arch" --config "$cfg" -o /tmp/w.cubin >/dev/null 2>&1 || continue
+      cuobjdump -sass /tmp/w.cubin >/tmp/w.sass
+      printf "%-5s %-12s %6d %6d %5d  %s\n" "$d" "$s" "$(grep -cE 'LDG\.E[.A-Z0-9]*\.128' /tmp/w.sass)" \
+        "$(grep -cE 'STG\.E[.A-Z0-9]*\.128' /tmp/w.sass)" "$(grep -cE '\b(LDL|STL)' /tmp/w.sass)" "$cfg" | tee -a "$out/sass.txt"
+    done
+  done
+}
+
+# The space and the rest of the full grid in one sweep each: how much pruning loses.
+run_full() {
+  : >"$out/full.txt"
+  for p in ${FULL:-f32:4096x4096 bf16:8192x32000}; do
+    start=$(date +%s)
+    timeout 280 $B --shape "${p#*:}" --dtype "${p%%:*}" --space full --cache /tmp/st_full.db --quiet >"/tmp/full_$p.log" 2>&1
+    echo "$p ($(( $(date +%s) - start )) s): $(grep -E '^(winner|swept|pruned space)' "/tmp/full_$p.log" | tr -s ' ' | tr '\n' ';')" | tee -a "$out/full.txt"
+  done
 }
 
 run_peers() {
