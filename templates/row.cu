@@ -11,7 +11,7 @@
 % include("common.cu")
 #define R $(R)
 
-extern "C" __global__ void __launch_bounds__($(threads), $(minb))
+extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
 $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 {
   const int lane = threadIdx.x % $(G), grp = threadIdx.x / $(G);

@@ -91,7 +91,7 @@ __device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *
   *end = min(*begin + CV, g->nv);
 }
 
-extern "C" __global__ void __launch_bounds__($(threads), $(minb))
+extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
 $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 {
   const u32 rank = blockIdx.x % S;   // a cluster's blocks are consecutive: this is its rank
