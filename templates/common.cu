@@ -212,22 +212,30 @@ __device__ __forceinline__ void edge_store(elem_t *y, Geo g, int lane, bool live
   }
 }
 
-// ITEMS vectors starting at body vector `base`: vector base + i*TEAM + lane into slot i,
-// -inf in slots past vector `end`. SH: from the shared-memory stage instead of global; FINAL:
-// the last read of these vectors.
-template <bool SH, bool FINAL>
-__device__ __forceinline__ void load_step(const elem_t *body, int base, int end, int lane, bool live, float *v)
+// ITEMS vectors starting at body vector `base`: vector base + i*TEAM + lane into slot i (N
+// values of v each, by ld(j, slot)), `dead` in the slots of vectors past `end`.
+template <int N, class T, class Ld>
+__device__ __forceinline__ void load_vectors(int base, int end, int lane, bool live, T *v, T dead, Ld ld)
 {
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     const int j = base + i * TEAM + lane;
     if (live && j < end) {
-      ldv<SH, FINAL>(body + (i64)j * VEC, v + i * VEC);
+      ld(j, v + i * N);
     } else {
       #pragma unroll
-      for (int k = 0; k < VEC; k++) v[i * VEC + k] = NEG_INF;
+      for (int k = 0; k < N; k++) v[i * N + k] = dead;
     }
   }
+}
+
+// load_vectors as floats, -inf past `end`. SH: from the shared-memory stage instead of
+// global; FINAL: the last read of these vectors.
+template <bool SH, bool FINAL>
+__device__ __forceinline__ void load_step(const elem_t *body, int base, int end, int lane, bool live, float *v)
+{
+  load_vectors<VEC>(base, end, lane, live, v, NEG_INF,
+                    [&](int j, float *f) { ldv<SH, FINAL>(body + (i64)j * VEC, f); });
 }
 
 template <bool SH = false>
@@ -359,16 +367,8 @@ typedef u32 held_t;
 template <bool FINAL>
 __device__ __forceinline__ void hold_load(const elem_t *body, int base, int end, int lane, bool live, u32 *w)
 {
-  #pragma unroll
-  for (int i = 0; i < ITEMS; i++) {
-    const int j = base + i * TEAM + lane;
-    if (live && j < end) {
-      ldw<false, FINAL>(body + (i64)j * VEC, w + i * NW);
-    } else {
-      #pragma unroll
-      for (int q = 0; q < NW; q++) w[i * NW + q] = NEG_WORD;
-    }
-  }
+  load_vectors<NW>(base, end, lane, live, w, NEG_WORD,
+                   [&](int j, u32 *d) { ldw<false, FINAL>(body + (i64)j * VEC, d); });
 }
 
 // Lane-wise max of two words of 16-bit pairs (a NaN loses, as with fmaxf: the sum keeps it).
