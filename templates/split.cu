@@ -70,8 +70,8 @@ __device__ __forceinline__ MS wait_part(const u64 *p, u32 k)
 }
 % end
 
-// The S parts folded by every warp in one fixed order, lane 0's result broadcast: every warp
-// of every block of a row gets bit-identical (max, sum), with no barrier.
+// The S parts folded by a warp in one fixed order, lane 0's result broadcast: every warp that
+// folds (all of them with dsmem, warp 0 of each block with global) gets bit-identical (max, sum).
 template <class Get>
 __device__ __forceinline__ MS fold(Get get)
 {
