@@ -348,18 +348,14 @@ function M.full(P)
         for _, split in ipairs(rows <= threads and KNOB.split.values or {}) do
           for _, xchg in ipairs(split == 1 and { "none" } or { "dsmem", "global" }) do
             for _, form in ipairs(forms) do
-              local cfg = { threads = threads, vec = vec, rows = rows, split = split, xchg = xchg,
-                            passes = form[1], hold = form[2] }
               local held = form[2] == "reg" or form[2] == "packed" or form[2] == "pipe"
-              local items = held and { math.max(1, facts(cfg, P).need) } or { 2, 4, 8 }
-              if not held and threads // rows < 32 then items = {} end
-              for _, items in ipairs(items) do
+              local need = facts({ threads = threads, vec = vec, rows = rows, split = split }, P).need
+              local items = held and { math.max(1, need) } or threads // rows >= 32 and { 2, 4, 8 } or {}
+              for _, it in ipairs(items) do
                 for _, reduce in ipairs({ "shfl", "smem" }) do
                   for _, hint in ipairs({ "none", "stream" }) do
-                    local c = {}
-                    for k, x in pairs(cfg) do c[k] = x end
-                    c.items, c.reduce, c.hint = items, reduce, hint
-                    push(list, P, c)
+                    push(list, P, { threads = threads, items = it, vec = vec, reduce = reduce, passes = form[1],
+                                    hold = form[2], rows = rows, split = split, xchg = xchg, hint = hint })
                   end
                 end
               end
