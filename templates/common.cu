@@ -79,12 +79,25 @@ __device__ __forceinline__ u32 pack(const float *f)
 // One $(VB)-byte access of NW raw words, global (SH false) or generic into the shared-memory
 // stage (SH true); FINAL marks the last read of the data (cache operator "$(ld_final)").
 // volatile keeps loads and stores in program order: in == out is allowed.
+%   if hint == "keep" then
+// An L2 policy that keeps the lines a load brings in ahead of others (evict-last).
+__device__ __forceinline__ u64 keep_policy()
+{
+  u64 p;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+%   end
 template <bool SH, bool FINAL>
 __device__ __forceinline__ void ldw(const elem_t *p, u32 *w)
 {
   if (SH) asm volatile("ld$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
   else if (FINAL) asm volatile("ld.global$(ld_final)$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
+%   if hint == "keep" then
+  else asm volatile("ld.global.L2::cache_hint$(sfx) $(list), [%$(NW)], %$(NW + 1);" : $(outs) : "l"(p), "l"(keep_policy()));
+%   else
   else asm volatile("ld.global$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
+%   end
 }
 
 template <bool SH>

@@ -55,8 +55,8 @@ M.knobs = {
     doc = "blocks per row; >1 share the row's max and sum (see xchg)" },
   { name = "xchg",    values = { "none", "dsmem", "global" },
     doc = "how split blocks swap max/sum: cluster shared memory (sm_90+) or global memory" },
-  { name = "hint",    values = { "none", "stream" },
-    doc = "stream: last-use loads and stores marked evict-first (.lu/.cs)" },
+  { name = "hint",    values = { "none", "stream", "keep" },
+    doc = "stream: last-use loads and stores marked evict-first (.lu/.cs); keep (passes=2): as stream, and pass 1's loads evict-last in L2, so pass 2 finds them" },
 }
 
 local KNOB = {}
@@ -170,6 +170,7 @@ function M.check(cfg, P)
   if (cfg.passes == 1) == (cfg.hold == "none") then
     return "passes=1 needs hold=reg, packed, pipe or smem; passes=2 needs hold=none"
   end
+  if cfg.hint == "keep" and cfg.passes ~= 2 then return "hint=keep marks the first of two passes: it needs passes=2" end
   if cfg.hold == "packed" and (P.es ~= 2 or vb < 4) then
     return "hold=packed holds 16-bit words: f16 or bf16 with vec>=2"
   end
@@ -265,14 +266,15 @@ local function row_smem(list, P, vec)
   end
 end
 
--- Two passes: long rows, one block per row (split=1) or `split` blocks per row.
+-- Two passes: long rows, one block per row (split=1) or `split` blocks per row; hint=keep
+-- where a row's blocks share it, so the rows in flight between the passes can fit in L2.
 local function two_pass(list, P, vec, split, xchg)
   if P.cols * P.es < 8 * KB then return end
   for _, G in ipairs({ 256, 512, 1024 }) do
     for _, items in ipairs({ 2, 4, 8 }) do
       if P.cols // vec >= G * items * split then
         for _, reduce in ipairs(split == 1 and { "shfl", "smem" } or { "shfl" }) do
-          for _, hint in ipairs({ "none", "stream" }) do
+          for _, hint in ipairs(split > 1 and { "none", "stream", "keep" } or { "none", "stream" }) do
             push(list, P, { threads = G, items = items, vec = vec, reduce = reduce, passes = 2, hold = "none",
                             rows = 1, split = split, xchg = xchg, hint = hint })
           end
@@ -353,7 +355,7 @@ function M.full(P)
               local items = held and { math.max(1, need) } or threads // rows >= 32 and { 2, 4, 8 } or {}
               for _, it in ipairs(items) do
                 for _, reduce in ipairs({ "shfl", "smem" }) do
-                  for _, hint in ipairs({ "none", "stream" }) do
+                  for _, hint in ipairs(KNOB.hint.values) do
                     push(list, P, { threads = threads, items = it, vec = vec, reduce = reduce, passes = form[1],
                                     hold = form[2], rows = rows, split = split, xchg = xchg, hint = hint })
                   end
@@ -402,8 +404,10 @@ function M.vars(cfg, P)
     v.template = cfg.split > 1 and "split.cu" or "row.cu"
     v.WS_GROUPS = WS_GROUPS
     -- cache operators: the last read of a line and every write leave L2 first with hint=stream
-    v.ld_final = cfg.hint == "stream" and (cfg.passes == 2 and ".lu" or ".cs") or ""
-    v.st_op = cfg.hint == "stream" and ".cs" or ""
+    -- or keep; with keep, pass 1's loads take an evict-last policy
+    local marked = cfg.hint ~= "none"
+    v.ld_final = marked and (cfg.passes == 2 and ".lu" or ".cs") or ""
+    v.st_op = marked and ".cs" or ""
     v.kernel = "st_softmax"
     -- blocks per SM the register budget of fits() allows: without it ptxas spends every register
     -- the block size leaves, and a packed row gains no room for more rows in flight

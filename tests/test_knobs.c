@@ -144,9 +144,17 @@ static void test_hint(void)
 {
   char *a = ptx_of(4096, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=stream");
   char *b = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=stream");
+  /* hint=keep: as stream, and pass 1's loads under an evict-last L2 policy */
+  char *c = ptx_of(1048576, GEN_F32, GEN_SOFTMAX, "threads=512,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=64,xchg=global,hint=keep");
   if (a) { EXPECT(a, "ld.global.cs.v4.u32", 4, ==); EXPECT(a, "st.global.cs.v4.u32", 4, ==); }
+  if (c) {
+    EXPECT(c, "createpolicy.fractional.L2::evict_last", 1, >=);
+    EXPECT(c, "ld.global.L2::cache_hint.v4.u32", 4, ==);
+    EXPECT(c, "ld.global.lu.v4.u32", 4, ==);
+    EXPECT(c, "st.global.cs.v4.u32", 4, ==);
+  }
   if (b) { EXPECT(b, "ld.global.lu.v4.u32", 4, >=); EXPECT(b, "ld.global.v4.u32", 4, >=); EXPECT(b, "st.global.cs.v4.u32", 4, >=); }
-  free(a), free(b);
+  free(a), free(b), free(c);
 }
 
 int main(void)
