@@ -223,11 +223,15 @@ end
 
 -- hold=packed twins of a register-held shape (f16, bf16): raw words take half the registers,
 -- so shapes whose floats do not fit come in too; worth it only where a thread holds 16+ values.
+-- In the row family both reductions (the full grid found a shared-memory tree ahead on bf16
+-- 4096x4096).
 local function packed(list, P, threads, items, vec, rows, split, xchg)
   if P.es ~= 2 or items * vec < 16 or not fits(threads, items * vec // 2) then return end
-  for _, hint in ipairs({ "none", "stream" }) do
-    push(list, P, { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "packed",
-                    rows = rows, split = split, xchg = xchg, hint = hint })
+  for _, reduce in ipairs(split == 1 and threads > rows and { "shfl", "smem" } or { "shfl" }) do
+    for _, hint in ipairs({ "none", "stream" }) do
+      push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce, passes = 1, hold = "packed",
+                      rows = rows, split = split, xchg = xchg, hint = hint })
+    end
   end
 end
 
