@@ -322,6 +322,15 @@ __device__ __forceinline__ float row_k(MS t)
 % end
 }
 
+// The outputs of the thread's edge elements e from the row's (max, sum); k for finish().
+__device__ __forceinline__ float edges_out(elem_t *y, Geo g, int lane, bool live, float *e, MS all)
+{
+  const float k = row_k(all);
+  finish_all<EDGE>(e, all.m, k);
+  edge_store(y, g, lane, live, e);
+  return k;
+}
+
 // The thread's (max, sum) over its edge elements folded into t.
 __device__ __forceinline__ MS with_edges(MS t, float *e)
 {
@@ -357,9 +366,7 @@ __device__ __forceinline__ MS hold_pair(float *v, float *e)
 __device__ __forceinline__ void hold_out(elem_t *y, Geo g, int begin, int end, int lane, bool live, bool edges,
                                          float *v, float *e, MS mine, MS all)
 {
-  const float k = row_k(all);
-  finish_all<EDGE>(e, all.m, k);
-  edge_store(y, g, lane, live && edges, e);
+  const float k = edges_out(y, g, lane, live && edges, e, all);
 % if op == "softmax" then
   const float scale = ex(mine.m, all.m) * k;
   #pragma unroll
@@ -424,9 +431,7 @@ __device__ __forceinline__ MS hold_pair(const u32 *w, float *e)
 __device__ __forceinline__ void hold_out(elem_t *y, Geo g, int begin, int end, int lane, bool live, bool edges,
                                          const u32 *w, float *e, MS mine, MS all)
 {
-  const float k = row_k(all);
-  finish_all<EDGE>(e, all.m, k);
-  edge_store(y, g, lane, live && edges, e);
+  const float k = edges_out(y, g, lane, live && edges, e, all);
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     const int j = begin + i * TEAM + lane;
@@ -458,12 +463,14 @@ __device__ __forceinline__ MS online_stats(const elem_t *body, int begin, int en
   return a;
 }
 
-// Second pass: read body vectors [begin, end) again and write the outputs.
+// Second pass: read body vectors [begin, end) again (SH: from the shared-memory stage) and write
+// the outputs.
+template <bool SH = false>
 __device__ __forceinline__ void normalize(const elem_t *xb, elem_t *yb, int begin, int end, int lane, bool live, float m, float k)
 {
   for (int base = begin; base < end; base += ITEMS * TEAM) {
     float v[ITEMS * VEC];
-    load_step<false, true>(xb, base, end, lane, live, v);
+    load_step<SH, !SH>(xb, base, end, lane, live, v);
     finish_all<ITEMS * VEC>(v, m, k);
     store_step(yb, base, end, lane, live, v);
   }

@@ -49,21 +49,10 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     }
     mine.s += exp_sum<EDGE, false>(e, mine.m);
     const MS all = group_reduce(mine, OpMS());
-    const float k = row_k(all);
-    finish_all<EDGE>(e, all.m, k);
-    edge_store(y, g, lane, live, e);
-    for (int base = 0; base < g.nv; base += ITEMS * TEAM) {
-      float v[ITEMS * VEC];
-      load_step<true, false>(st, base, g.nv, lane, live, v);
-      finish_all<ITEMS * VEC>(v, all.m, k);
-      store_step(y + g.h, base, g.nv, lane, live, v);
-    }
+    normalize<true>(st, y + g.h, 0, g.nv, lane, live, all.m, edges_out(y, g, lane, live, e, all));
 % else
     const MS all = group_reduce(with_edges(online_stats(x + g.h, 0, g.nv, lane, live), e), OpMS());
-    const float k = row_k(all);
-    finish_all<EDGE>(e, all.m, k);
-    edge_store(y, g, lane, live, e);
-    normalize(x + g.h, y + g.h, 0, g.nv, lane, live, all.m, k);
+    normalize(x + g.h, y + g.h, 0, g.nv, lane, live, all.m, edges_out(y, g, lane, live, e, all));
 % end
   }
 }

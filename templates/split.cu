@@ -90,6 +90,17 @@ __device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *
   *begin = min((int)rank * CV, g->nv);
   *end = min(*begin + CV, g->nv);
 }
+% if hold == "pipe" then
+
+// This block's part of the row at x into v (pipe: a row ahead of the one being finished).
+__device__ __forceinline__ void load_part(const elem_t *x, u32 rank, int lane, held_t *v)
+{
+  Geo g;
+  int begin, end;
+  part_of(x, rank, &g, &begin, &end);
+  hold_load<true>(x + g.h, begin, end, lane, true, v);
+}
+% end
 
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
 $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
@@ -106,14 +117,8 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   u32 k = 0;
 % end
 % if hold == "pipe" then
-  held_t v[HELD];
-  if ((i64)(blockIdx.x / S) < rows) {   // the first row's part; each later one is prefetched
-    Geo g0;
-    int b0, e0;
-    const elem_t *x0 = in + (i64)(blockIdx.x / S) * COLS;
-    part_of(x0, rank, &g0, &b0, &e0);
-    hold_load<true>(x0 + g0.h, b0, e0, lane, true, v);
-  }
+  held_t v[HELD];   // the first row's part; each later one is prefetched
+  if ((i64)(blockIdx.x / S) < rows) load_part(in + (i64)(blockIdx.x / S) * COLS, rank, lane, v);
 % end
   for (i64 row = blockIdx.x / S; row < rows; row += ngroups) {
     const elem_t *x = in + row * COLS;
@@ -143,13 +148,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % end
 % if hold == "pipe" then
     held_t nxt[HELD];   // the next row's part, in flight while the other blocks arrive
-    if (row + ngroups < rows) {
-      Geo ng;
-      int nb, ne;
-      const elem_t *nx = x + ngroups * COLS;
-      part_of(nx, rank, &ng, &nb, &ne);
-      hold_load<true>(nx + ng.h, nb, ne, lane, true, nxt);
-    }
+    if (row + ngroups < rows) load_part(x + ngroups * COLS, rank, lane, nxt);
 % end
 % if xchg == "dsmem" then
     cluster_wait();
@@ -173,10 +172,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     #pragma unroll
     for (int i = 0; i < HELD; i++) v[i] = nxt[i];
 % elseif hold == "none" then
-    const float kk = row_k(all);
-    finish_all<EDGE>(e, all.m, kk);
-    edge_store(y, g, lane, edges, e);
-    normalize(x + g.h, y + g.h, begin, end, lane, true, all.m, kk);
+    normalize(x + g.h, y + g.h, begin, end, lane, true, all.m, edges_out(y, g, lane, edges, e, all));
 % end
 % if xchg == "dsmem" then
     cluster_wait();
