@@ -59,6 +59,9 @@ M.knobs = {
     doc = "stream: last-use loads and stores marked evict-first (.lu/.cs); keep (passes=2): as stream, and pass 1's loads evict-last in L2, so pass 2 finds them" },
 }
 
+-- hold values that keep the row (or a block's part) in registers: items must cover it
+local IN_REGS = { reg = true, packed = true, pipe = true }
+
 local KNOB = {}
 for i, k in ipairs(M.knobs) do
   KNOB[k.name] = k
@@ -175,7 +178,7 @@ function M.check(cfg, P)
     return "hold=packed holds 16-bit words: f16 or bf16 with vec>=2"
   end
   if cfg.hold == "pipe" and cfg.split == 1 then return "hold=pipe needs split>1 (a row's blocks that swap pairs)" end
-  if cfg.hold == "reg" or cfg.hold == "pipe" or cfg.hold == "packed" then
+  if IN_REGS[cfg.hold] then
     if cfg.items < f.need then
       return string.format("hold=%s needs items>=%d to hold %s", cfg.hold, f.need, cfg.split > 1 and "a block's part of the row" or "the row")
     end
@@ -353,10 +356,9 @@ function M.full(P)
       for _, rows in ipairs(POW2) do
         for _, split in ipairs(rows <= threads and KNOB.split.values or {}) do
           for _, xchg in ipairs(split == 1 and { "none" } or { "dsmem", "global" }) do
+            local need = facts({ threads = threads, vec = vec, rows = rows, split = split }, P).need
             for _, form in ipairs(forms) do
-              local held = form[2] == "reg" or form[2] == "packed" or form[2] == "pipe"
-              local need = facts({ threads = threads, vec = vec, rows = rows, split = split }, P).need
-              local items = held and { math.max(1, need) } or threads // rows >= 32 and { 2, 4, 8 } or {}
+              local items = IN_REGS[form[2]] and { math.max(1, need) } or threads // rows >= 32 and { 2, 4, 8 } or {}
               for _, it in ipairs(items) do
                 for _, reduce in ipairs({ "shfl", "smem" }) do
                   for _, hint in ipairs(KNOB.hint.values) do
