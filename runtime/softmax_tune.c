@@ -205,7 +205,7 @@ static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, c
   CUresult r = c->drv.cuModuleLoadData(&m->mod, cubin);
   if (!r) r = c->drv.cuModuleGetFunction(&m->fn, m->mod, name);
   if (!r) r = tune_func_setup(&c->drv, m->fn, l);
-  if (!r) r = tune_resident(&c->drv, m->fn, l, c->dev.sms, &m->resident);
+  if (!r && l->coop) r = tune_resident(&c->drv, m->fn, l, c->dev.sms, &m->resident);   /* grid cap */
   if (!r && l->coop && m->resident < l->blocks_per_row) r = CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   if (r) {
     if (m->mod) c->drv.cuModuleUnload(m->mod);

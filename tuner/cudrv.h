@@ -19,15 +19,16 @@
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString)                    \
   X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)            \
   X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)             \
-  X(cuDevicePrimaryCtxReset) X(cuCtxSetCurrent) X(cuCtxGetCurrent)                        \
+  X(cuDevicePrimaryCtxReset) X(cuCtxSetCurrent) X(cuCtxGetCurrent)                         \
   X(cuCtxPushCurrent) X(cuCtxPopCurrent)                                                   \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)       \
   X(cuFuncSetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                     \
-  X(cuOccupancyMaxActiveClusters) X(cuLaunchKernelEx) X(cuLaunchKernel)                                      \
-  X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemcpyDtoH)               \
-  X(cuMemcpyDtoDAsync) X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync) X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuMemsetD16Async)               \
+  X(cuOccupancyMaxActiveClusters) X(cuLaunchKernelEx) X(cuLaunchKernel)                    \
+  X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemcpyDtoH)                               \
+  X(cuMemcpyDtoDAsync) X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync)                                \
+  X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuMemsetD16Async)                 \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)             \
-  X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                    \
+  X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                                      \
   X(cuEventElapsedTime)
 
 typedef struct tune_Driver {

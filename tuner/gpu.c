@@ -381,13 +381,11 @@ static int gpu_verify(void *ud, int slot, tune_Trial *t)
   return TUNE_EOK;
 }
 
-/* Set element i of the output to v (in the output's dtype). */
-static CUresult poke(tune_Gpu *g, int64_t i, double v)
+/* Set element i of the output to the element at bits (in the output's dtype), in stream order. */
+static CUresult poke(tune_Gpu *g, int64_t i, const void *bits)
 {
-  uint32_t buf[2];
   const int es = gen_dtype_size(g->p.dtype);
-  tune_store_elem(buf, g->p.dtype, 0, v);
-  CUresult r = g->drv.cuMemcpyHtoDAsync(g->out + (CUdeviceptr)(i * es), buf, (size_t)es, g->stream);
+  CUresult r = g->drv.cuMemcpyHtoDAsync(g->out + (CUdeviceptr)(i * es), bits, (size_t)es, g->stream);
   return r ? r : wait(g, 20.);
 }
 
@@ -413,12 +411,12 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
       CUresult r = CUDA_SUCCESS;
       if (k == 1) {   /* y holds the output read back at step 0 */
         v = tune_load(y, g->p.dtype, mid);
-        r = poke(g, mid, v + 10 * (tol.rtol * fabs(v) + tol.atol));
+        uint32_t bits[2];
+        tune_store_elem(bits, g->p.dtype, 0, v + 10 * (tol.rtol * fabs(v) + tol.atol));
+        r = poke(g, mid, bits);
       } else if (k == 2) {
-        uint32_t p = poison_bits(g->p.dtype);
-        r = g->drv.cuMemcpyHtoDAsync(g->out + (CUdeviceptr)(mid * gen_dtype_size(g->p.dtype)), &p,
-                                     (size_t)gen_dtype_size(g->p.dtype), g->stream);
-        if (!r) r = wait(g, 20.);
+        const uint32_t p = poison_bits(g->p.dtype);
+        r = poke(g, mid, &p);
       }
       if (!r) r = run_check(g, &co[k]);
       if (!r) r = g->drv.cuMemcpyDtoH(x, g->in, n);
