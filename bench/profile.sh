@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # profile.sh DTYPE:SHAPE:CONFIG ... — on the GPU machine, with .carry/ packed by bench/carry.sh:
-# for each config, tune a space of that one config (a copy of templates/ whose enumerate()
-# returns it) under Nsight Compute, which profiles the kernel's first launch with caches
-# flushed, and print its DRAM bytes against the tensor's, its L2 hit rate and its DRAM
-# throughput: where a kernel's time goes beyond the copy floor, measured.
+# for each config, tune that config alone (softmax-tune --config) under Nsight Compute, which
+# profiles the kernel's first launch with caches flushed, and print its DRAM bytes against the
+# tensor's, its L2 hit rate and its DRAM throughput: where a kernel's time goes beyond the copy
+# floor, measured.
 set -u
 export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 B=$PWD/.carry/softmax-tune
@@ -14,12 +14,8 @@ i=0
 for p in "$@"; do
   IFS=: read -r d s cfg <<<"$p"
   i=$((i + 1))
-  t=/tmp/st_profile_tpl$i
-  rm -rf "$t" && cp -r templates "$t"
-  sed -i '$d' "$t/space.lua"   # the last line, `return M`
-  printf 'M.enumerate = function(P) return { M.parse("%s") } end\nreturn M\n' "$cfg" >>"$t/space.lua"
   "$NCU" --kernel-name st_softmax --launch-count 1 --cache-control all --metrics "$M" --csv \
-    "$B" --shape "$s" --dtype "$d" --templates "$t" --cache /tmp/st_profile.db --force --quiet >/tmp/st_profile$i.csv 2>&1
+    "$B" --shape "$s" --dtype "$d" --config "$cfg" --cache /tmp/st_profile.db --quiet >/tmp/st_profile$i.csv 2>&1
   rows=${s%x*} cols=${s#*x}
   es=$([ "$d" = f32 ] && echo 4 || echo 2)
   python3 - "$d" "$s" "$cfg" "$((rows * cols * es))" /tmp/st_profile$i.csv <<'PY'

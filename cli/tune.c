@@ -168,6 +168,7 @@ int cli_tune(cli_Options *o)
   cache_Key k;
   int rc = 2, nvrtc_major = 0, nvrtc_minor = 0;
   if (!o->shape) return cli_fail("tuning needs --shape RxC, such as --shape 32000x16384 (see --help)"), 2;
+  if (o->config && o->full) return cli_fail("--config '%s' and --space full do not go together: one sweeps a config, the other the grid", o->config), 2;
   /* an existing cache must be usable before any GPU work; a missing one is made only to store */
   if (cache_path(o->cache, 0, path, sizeof path, o->err, sizeof o->err) ||
       ((rc = cache_open(&db, path, 0, o->err, sizeof o->err)) && rc != CACHE_MISS) ||
@@ -185,7 +186,7 @@ int cli_tune(cli_Options *o)
     cli_fail("%s", o->err);
     goto done;
   }
-  p.rows = o->rows, p.cols = o->cols, p.dtype = cli_dtype(o), p.op = cli_op(o), p.full = o->full;
+  p.rows = o->rows, p.cols = o->cols, p.dtype = cli_dtype(o), p.op = cli_op(o), p.full = o->full, p.only = o->config;
   tune_device_limits(tune_gpu_device(gpu), &p);
   if (tune_key(g, tune_gpu_device(gpu), &p, &k, o->err, sizeof o->err)) {
     cli_fail("%s", o->err);
@@ -193,7 +194,7 @@ int cli_tune(cli_Options *o)
   }
   gen_nvrtc_version(&nvrtc_major, &nvrtc_minor);
   print_header(tune_gpu_device(gpu), &p, nvrtc_major * 1000 + nvrtc_minor * 10, 2 * p.rows * p.cols * gen_dtype_size(p.dtype));
-  if (!o->force && !o->full && db && (rc = answer_from_cache(db, &k, path)) >= 0) goto done;
+  if (!o->force && !o->full && !o->config && db && (rc = answer_from_cache(db, &k, path)) >= 0) goto done;
   fflush(stdout);
   rc = sweep(o, gpu, g, &p, &db, &k, path, sizeof path);
 done:

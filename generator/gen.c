@@ -165,6 +165,10 @@ static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
 #undef LIMIT
   lua_pushboolean(L, p->full);
   lua_setfield(L, -2, "full");
+  if (p->only) {
+    lua_pushstring(L, p->only);
+    lua_setfield(L, -2, "only");
+  }
 }
 
 int gen_space(gen_State *g, const gen_Problem *p, char ***configs, int *n)

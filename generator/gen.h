@@ -21,6 +21,7 @@ typedef struct gen_Problem {
   /* device limits; 0 takes the arch's defaults from templates/space.lua */
   int sms, smem_block, cluster;
   int full;                 /* gen_space lists the full grid (to check pruning), not the space */
+  const char *only;         /* a config string: gen_space lists that config alone (NULL: not) */
 } gen_Problem;
 
 /* How a kernel f(in, out, rows, workspace) is launched: grid = ceil(rows/rows_per_block) *

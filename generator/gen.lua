@@ -101,6 +101,7 @@ local E = {}
 -- full grid, so one sweep measures both.
 function E.space(P)
   P = S.problem(P)
+  if P.only then return { E.canon(P, P.only) } end   -- one config, checked (softmax-tune --config)
   local list, seen = {}, {}
   for _, cfgs in ipairs({ S.enumerate(P), P.full and S.full(P) or {} }) do
     for _, cfg in ipairs(cfgs) do

@@ -20,6 +20,7 @@ done <<EOT
 '0x5'|space --shape 0x5
 '32000x'|space --shape 32000x
 'axb'|space --shape axb
+and --space full do not go together|--shape 64x64 --config $cfg --space full
 '-3x4'|space --shape -3x4
 '99999999999999999999x5'|space --shape 99999999999999999999x5
 '1e3x5'|space --shape 1e3x5

@@ -120,6 +120,23 @@ static void test_full_grid(gen_State *g)
   gen_free_list(full, nf);
 }
 
+/* --config: the space is that config alone, in canonical order; an invalid one is refused with
+** the reason, and nothing is listed. */
+static void test_only(gen_State *g)
+{
+  gen_Problem p = problem(32, 16384, GEN_BF16, GEN_SOFTMAX, 90);
+  char **list;
+  int n;
+  p.only = "hint=none,threads=64,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem";
+  CHECK(gen_space(g, &p, &list, &n) == 0 && n == 1, "%s", gen_error(g));
+  if (n == 1)
+    CHECK(strcmp(list[0], "threads=64,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none") == 0,
+          "only: %s", list[0]);
+  gen_free_list(list, n);
+  p.only = "threads=64,items=1,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none";
+  CHECK(gen_space(g, &p, &list, &n) != 0 && n == 0 && strstr(gen_error(g), "items>=4"), "only, invalid: %s", gen_error(g));
+}
+
 /* Every config of a grid of spaces is canonical and renders. */
 static void test_render_all(gen_State *g)
 {
@@ -215,6 +232,7 @@ int main(void)
   test_configs(g);
   test_space_varies(g);
   test_full_grid(g);
+  test_only(g);
   test_render_all(g);
   char cfg[256];
   gen_Problem hp = problem(1000, 4096, GEN_BF16, GEN_SOFTMAX, 90);
