@@ -47,8 +47,8 @@ M.knobs = {
     doc = "shfl: warp shuffle, one cross-warp step; smem: shared-memory tree" },
   { name = "passes",  values = { 1, 2 },
     doc = "1: row read once and held on chip; 2: online max/sum pass, then a normalize pass" },
-  { name = "hold",    values = { "reg", "packed", "pipe", "smem", "none" },
-    doc = "where a one-pass row is held; packed: registers as raw 16-bit words; pipe: registers, next row prefetched (split only)" },
+  { name = "hold",    values = { "reg", "packed", "pipe", "smem", "none", "mix" },
+    doc = "where a one-pass row is held; packed: registers as raw 16-bit words; pipe: registers, next row prefetched (split only); mix (passes=2, split only): the part's last items vectors held, the rest read twice" },
   { name = "rows",    values = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 },
     doc = "rows per block; threads/rows threads share a row" },
   { name = "split",   values = { 1, 2, 4, 8, 16, 32, 64, 128 },
@@ -61,6 +61,12 @@ M.knobs = {
 
 -- hold values that keep the row (or a block's part) in registers: items must cover it
 local IN_REGS = { reg = true, packed = true, pipe = true }
+
+-- Values a thread can hold without spilling: the SM's 64K registers shared by a block of
+-- `threads` (at most 255 each), less about 32 for addresses, loop state and the reduction.
+local function fits(threads, values, cap)
+  return values <= (cap or 64) and values <= math.min(255, 65536 // threads) - 32
+end
 
 local KNOB = {}
 for i, k in ipairs(M.knobs) do
@@ -170,8 +176,15 @@ function M.check(cfg, P)
     end
     if cfg.hold == "smem" then return "split>1 holds in registers (hold=reg, pipe) or re-reads (passes=2)" end
   end
-  if (cfg.passes == 1) == (cfg.hold == "none") then
-    return "passes=1 needs hold=reg, packed, pipe or smem; passes=2 needs hold=none"
+  if (cfg.passes == 1) == (cfg.hold == "none" or cfg.hold == "mix") then
+    return "passes=1 needs hold=reg, packed, pipe or smem; passes=2 needs hold=none or mix"
+  end
+  if cfg.hold == "mix" then
+    if cfg.split == 1 then return "hold=mix needs split>1 (a block's part of a long row)" end
+    -- a quarter of a thread's registers: the streamed steps take as many again (ptxas spills beyond)
+    if cfg.items * cfg.vec > 16384 // cfg.threads then
+      return string.format("hold=mix holds %d values per thread (max %d with %d threads)", cfg.items * cfg.vec, 16384 // cfg.threads, cfg.threads)
+    end
   end
   if cfg.hint == "keep" and cfg.passes ~= 2 then return "hint=keep marks the first of two passes: it needs passes=2" end
   if cfg.hold == "packed" and (P.es ~= 2 or vb < 4) then
@@ -217,12 +230,6 @@ end
 
 local POW2 = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 }
 local WS_GROUPS = 8192   -- counters at the front of an xchg=global workspace: groups at most
-
--- Values a thread can hold without spilling: the SM's 64K registers shared by a block of
--- `threads` (at most 255 each), less about 32 for addresses, loop state and the reduction.
-local function fits(threads, values, cap)
-  return values <= (cap or 64) and values <= math.min(255, 65536 // threads) - 32
-end
 
 -- hold=packed twins of a register-held shape (f16, bf16): raw words take half the registers,
 -- so shapes whose floats do not fit come in too; worth it only where a thread holds 16+ values.
@@ -291,6 +298,23 @@ local function two_pass(list, P, vec, split, xchg)
   end
 end
 
+-- Split family, two passes over all but the last `items` vectors per thread of a block's part,
+-- which are held in registers (hold=mix): the rows in flight keep less in L2 between the
+-- passes. Where the held share is a quarter of the part or more; a smaller one changes little.
+local function split_mix(list, P, vec, split, xchg)
+  local cv = (P.cols // vec + split - 1) // split
+  for _, threads in ipairs({ 512, 1024 }) do
+    for _, items in ipairs({ 4, 8 }) do
+      if cv > items * threads and cv <= 4 * items * threads then
+        for _, hint in ipairs(KNOB.hint.values) do
+          push(list, P, { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 2, hold = "mix",
+                          rows = 1, split = split, xchg = xchg, hint = hint })
+        end
+      end
+    end
+  end
+end
+
 -- Split family, each block holds its part of the row in registers (as floats, or packed); with
 -- hold=pipe also the next row's part, when a group has more than one row to do.
 local function split_reg(list, P, vec, split, xchg)
@@ -328,6 +352,7 @@ function M.enumerate(P)
       if split <= P.cluster then
         split_reg(list, P, vs[1], split, "dsmem")
         two_pass(list, P, vs[1], split, "dsmem")
+        split_mix(list, P, vs[1], split, "dsmem")
       end
     end
   end
@@ -336,6 +361,7 @@ function M.enumerate(P)
       if bytes // split >= 8 * KB then
         split_reg(list, P, vs[1], split, "global")
         two_pass(list, P, vs[1], split, "global")
+        split_mix(list, P, vs[1], split, "global")
       end
     end
   end
@@ -349,7 +375,7 @@ end
 -- registers. That is 1-3 thousand configs, a sweep of a minute or two per shape.
 function M.full(P)
   local list = {}
-  local forms = { { 1, "reg" }, { 1, "packed" }, { 1, "pipe" }, { 1, "smem" }, { 2, "none" } }
+  local forms = { { 1, "reg" }, { 1, "packed" }, { 1, "pipe" }, { 1, "smem" }, { 2, "none" }, { 2, "mix" } }
   local vs = vecs(P)
   for _, threads in ipairs({ 64, 128, 256, 512, 1024 }) do
     for _, vec in ipairs({ vs[1], vs[2] }) do
@@ -359,8 +385,10 @@ function M.full(P)
             local need = facts({ threads = threads, vec = vec, rows = rows, split = split }, P).need
             for _, form in ipairs(forms) do
               local items = IN_REGS[form[2]] and { math.max(1, need) } or threads // rows >= 32 and { 2, 4, 8 } or {}
+              if form[2] == "mix" then items = threads >= 512 and { 4, 8 } or {} end   -- as split_mix()
               for _, it in ipairs(items) do
-                for _, reduce in ipairs({ "shfl", "smem" }) do
+                -- mix: its two-pass twin, hold=none, has both reductions in the grid already
+                for _, reduce in ipairs(form[2] == "mix" and { "shfl" } or { "shfl", "smem" }) do
                   for _, hint in ipairs(KNOB.hint.values) do
                     push(list, P, { threads = threads, items = it, vec = vec, reduce = reduce, passes = form[1],
                                     hold = form[2], rows = rows, split = split, xchg = xchg, hint = hint })

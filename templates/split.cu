@@ -10,9 +10,10 @@
 // whatever the split, so kernels of any config can share one workspace that stays zeroed.
 // Knobs: threads, split, xchg, items, vec, reduce, hint,
 //        passes (1: the part is held in registers, one read; 2: an online pass over the part,
-//        then a second read that mostly hits L2), hold (reg | packed | pipe | none): packed
+//        then a second read that mostly hits L2), hold (reg | packed | pipe | none | mix): packed
 //        holds raw 16-bit words (f16, bf16: twice the part fits); pipe also loads
-//        the block's part of its next row while the blocks swap pairs, so DRAM keeps busy.
+//        the block's part of its next row while the blocks swap pairs, so DRAM keeps busy;
+//        mix (passes=2) holds the part's last ITEMS vectors per thread and reads the rest twice.
 // Regime: long rows and few rows (32x16384, 2048x128256, 256x1048576): a handful of rows
 //         still fill the GPU, and a row is read from DRAM once where it fits across the cluster.
 % team = threads
@@ -132,7 +133,16 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     held_t v[HELD];
     hold_load<true>(x + g.h, begin, end, lane, true, v);
 % end
-% if hold ~= "none" then
+% if hold == "mix" then
+    // the part's last ITEMS*TEAM vectors are held; those before them are streamed now, read
+    // again after the swap (from L2: the rows in flight keep only that much between passes)
+    const int mid = max(begin, end - ITEMS * TEAM);
+    const MS rest = online_stats(x + g.h, begin, mid, lane, true);
+    held_t v[HELD];
+    hold_load<true>(x + g.h, mid, end, lane, true, v);
+    const MS held = hold_pair(v, e);
+    const MS mine = combine(rest, held);
+% elseif hold ~= "none" then
     const MS mine = hold_pair(v, e);
 % else
     const MS mine = with_edges(online_stats(x + g.h, begin, end, lane, true), e);
@@ -165,7 +175,10 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     const MS all = folded;
     k++;
 % end
-% if hold ~= "none" then
+% if hold == "mix" then
+    normalize(x + g.h, y + g.h, begin, mid, lane, true, all.m, row_k(all));
+    hold_out(y, g, mid, end, lane, true, edges, v, e, held, all);
+% elseif hold ~= "none" then
     hold_out(y, g, begin, end, lane, true, edges, v, e, mine, all);
 % end
 % if hold == "pipe" then
