@@ -340,8 +340,8 @@ __device__ __forceinline__ MS with_edges(MS t, float *e)
   return combine(t, te);
 }
 
-% if hold ~= "packed" then
-// hold=reg, pipe: held vectors are floats, and softmax keeps their exps for the output
+% if not words then
+// hold=reg, pipe, mix of f32: held vectors are floats, and softmax keeps their exps for the output
 typedef float held_t;
 #define HELD (ITEMS * VEC)
 
@@ -378,7 +378,7 @@ __device__ __forceinline__ void hold_out(elem_t *y, Geo g, int begin, int end, i
 }
 
 % else
-// hold=packed: held vectors stay the raw words their loads gave, half the registers of floats
+// hold=packed, mix of 16-bit types: held vectors stay the raw words their loads gave, half the registers of floats
 // for 16-bit types; exp is computed again at the output (the SFU has room: DRAM is the limit).
 typedef u32 held_t;
 #define HELD (ITEMS * NW)
