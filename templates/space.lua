@@ -41,7 +41,7 @@ end
 M.knobs = {
   { name = "threads", values = range(32, 1024, 32), doc = "threads per block" },
   { name = "items",   values = range(1, 64),
-    doc = "vectors per thread: held (passes=1) or loaded per step (passes=2, hold=smem)" },
+    doc = "vectors per thread: held (passes=1; with hold=mix, the held share) or loaded per step (passes=2, hold=smem)" },
   { name = "vec",     values = { 1, 2, 4, 8 }, doc = "elements per access; vec*size <= 16 bytes" },
   { name = "reduce",  values = { "shfl", "smem" },
     doc = "shfl: warp shuffle, one cross-warp step; smem: shared-memory tree" },
