@@ -283,35 +283,26 @@ local function row_smem(list, P, vec)
 end
 
 -- Two passes: long rows, one block per row (split=1) or `split` blocks per row; hint=keep
--- where a row's blocks share it, so the rows in flight between the passes can fit in L2.
+-- where a row's blocks share it, so the rows in flight between the passes can fit in L2. Split
+-- blocks also come as hold=mix twins, holding their part's last `items` vectors per thread in
+-- registers so the rows in flight keep less in L2: where the held share is a quarter of the
+-- part or more (a smaller one changes little), with marked loads only (hint=none measured
+-- 10-20% slower).
 local function two_pass(list, P, vec, split, xchg)
   if P.cols * P.es < 8 * KB then return end
+  local cv = (P.cols // vec + split - 1) // split
   for _, G in ipairs({ 256, 512, 1024 }) do
     for _, items in ipairs({ 2, 4, 8 }) do
-      if P.cols // vec >= G * items * split then
-        for _, reduce in ipairs(split == 1 and { "shfl", "smem" } or { "shfl" }) do
-          for _, hint in ipairs(split > 1 and { "none", "stream", "keep" } or { "none", "stream" }) do
-            push(list, P, { threads = G, items = items, vec = vec, reduce = reduce, passes = 2, hold = "none",
-                            rows = 1, split = split, xchg = xchg, hint = hint })
+      local mix = split > 1 and G >= 512 and items >= 4 and cv > items * G and cv <= 4 * items * G
+      for _, hold in ipairs(mix and { "none", "mix" } or { "none" }) do
+        if hold == "mix" or P.cols // vec >= G * items * split then
+          for _, reduce in ipairs(split == 1 and { "shfl", "smem" } or { "shfl" }) do
+            local hints = hold == "mix" and { "stream", "keep" } or split > 1 and KNOB.hint.values or { "none", "stream" }
+            for _, hint in ipairs(hints) do
+              push(list, P, { threads = G, items = items, vec = vec, reduce = reduce, passes = 2, hold = hold,
+                              rows = 1, split = split, xchg = xchg, hint = hint })
+            end
           end
-        end
-      end
-    end
-  end
-end
-
--- Split family, two passes over all but the last `items` vectors per thread of a block's part,
--- which are held in registers (hold=mix): the rows in flight keep less in L2 between the
--- passes. Where the held share is a quarter of the part or more (a smaller one changes little),
--- with marked loads only: hint=none measured 10-20% slower.
-local function split_mix(list, P, vec, split, xchg)
-  local cv = (P.cols // vec + split - 1) // split
-  for _, threads in ipairs({ 512, 1024 }) do
-    for _, items in ipairs({ 4, 8 }) do
-      if cv > items * threads and cv <= 4 * items * threads then
-        for _, hint in ipairs({ "stream", "keep" }) do
-          push(list, P, { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 2, hold = "mix",
-                          rows = 1, split = split, xchg = xchg, hint = hint })
         end
       end
     end
@@ -355,7 +346,6 @@ function M.enumerate(P)
       if split <= P.cluster then
         split_reg(list, P, vs[1], split, "dsmem")
         two_pass(list, P, vs[1], split, "dsmem")
-        split_mix(list, P, vs[1], split, "dsmem")
       end
     end
   end
@@ -364,7 +354,6 @@ function M.enumerate(P)
       if bytes // split >= 8 * KB then
         split_reg(list, P, vs[1], split, "global")
         two_pass(list, P, vs[1], split, "global")
-        split_mix(list, P, vs[1], split, "global")
       end
     end
   end
@@ -388,7 +377,7 @@ function M.full(P)
             local need = facts({ threads = threads, vec = vec, rows = rows, split = split }, P).need
             for _, form in ipairs(forms) do
               local items = IN_REGS[form[2]] and { math.max(1, need) } or threads // rows >= 32 and { 2, 4, 8 } or {}
-              if form[2] == "mix" then items = threads >= 512 and { 4, 8 } or {} end   -- as split_mix()
+              if form[2] == "mix" then items = threads >= 512 and { 4, 8 } or {} end   -- as two_pass()
               for _, it in ipairs(items) do
                 -- mix: its two-pass twin, hold=none, has both reductions in the grid already
                 for _, reduce in ipairs(form[2] == "mix" and { "shfl" } or { "shfl", "smem" }) do
