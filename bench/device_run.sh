@@ -2,9 +2,9 @@
 # device_run.sh [tests] [tune] [sass] [full] [peers] — on the GPU machine, from the repository
 # root, with .carry/ packed by bench/carry.sh: the GPU tests, tuning of the nine peer shapes in
 # f32 and bf16 (time per shape), the winners' SASS (16-byte accesses, local memory), sweeps of
-# the full grid for the problems in $FULL (dtype:shape ..., the pruning loss), bench/peers.py
-# against them, the cache-hit latency. Logs go to $OUT (or /tmp/st_out); the last lines
-# printed are the summary table.
+# the full grid for the problems in $FULL (dtype:shape ..., the pruning loss; $FULL_LIMIT seconds
+# each, default 280), bench/peers.py against them, the cache-hit latency. Logs go to $OUT (or
+# /tmp/st_out); the last lines printed are the summary table.
 set -u
 out=${OUT:-/tmp/st_out}
 mkdir -p "$out"
@@ -70,7 +70,7 @@ run_full() {
   : >"$out/full.txt"
   for p in ${FULL:-f32:4096x4096 bf16:8192x32000}; do
     start=$(date +%s)
-    timeout 280 $B --shape "${p#*:}" --dtype "${p%%:*}" --space full --cache /tmp/st_full.db --quiet >"/tmp/full_$p.log" 2>&1
+    timeout "${FULL_LIMIT:-280}" $B --shape "${p#*:}" --dtype "${p%%:*}" --space full --cache /tmp/st_full.db --quiet >"/tmp/full_$p.log" 2>&1
     echo "$p ($(( $(date +%s) - start )) s): $(grep -E '^(winner|swept|pruned space)' "/tmp/full_$p.log" | tr -s ' ' | tr '\n' ';')" | tee -a "$out/full.txt"
   done
 }
