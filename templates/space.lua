@@ -47,8 +47,8 @@ M.knobs = {
     doc = "shfl: warp shuffle, one cross-warp step; smem: shared-memory tree" },
   { name = "passes",  values = { 1, 2 },
     doc = "1: row read once and held on chip; 2: online max/sum pass, then a normalize pass" },
-  { name = "hold",    values = { "reg", "packed", "pipe", "smem", "none", "mix" },
-    doc = "where a one-pass row is held; packed: registers as raw 16-bit words; pipe: registers, next row prefetched (split only); mix (passes=2, split only): the part's last items vectors held, the rest read twice" },
+  { name = "hold",    values = { "reg", "packed", "pipe", "smem", "none", "mix", "ahead" },
+    doc = "where a one-pass row is held; packed: registers as raw 16-bit words; pipe: registers, next row prefetched (split only); mix (passes=2, split only): the part's last items vectors held, the rest read twice; ahead (xchg=global): mix, the next row's streamed pass run while the pairs travel" },
   { name = "rows",    values = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 },
     doc = "rows per block; threads/rows threads share a row" },
   { name = "split",   values = { 1, 2, 4, 8, 16, 32, 64, 128 },
@@ -61,6 +61,7 @@ M.knobs = {
 
 -- hold values that keep the row (or a block's part) in registers: items must cover it
 local IN_REGS = { reg = true, packed = true, pipe = true }
+local MIXED = { mix = true, ahead = true }
 
 -- Values a thread can hold without spilling: the SM's 64K registers shared by a block of
 -- `threads` (at most 255 each), less about 32 for addresses, loop state and the reduction.
@@ -176,10 +177,11 @@ function M.check(cfg, P)
     end
     if cfg.hold == "smem" then return "split>1 holds in registers (hold=reg, pipe) or re-reads (passes=2)" end
   end
-  if (cfg.passes == 1) == (cfg.hold == "none" or cfg.hold == "mix") then
+  if (cfg.passes == 1) == (cfg.hold == "none" or MIXED[cfg.hold] == true) then
     return "passes=1 needs hold=reg, packed, pipe or smem; passes=2 needs hold=none or mix"
   end
-  if cfg.hold == "mix" then
+  if cfg.hold == "ahead" and cfg.xchg ~= "global" then return "hold=ahead needs xchg=global" end
+  if MIXED[cfg.hold] then
     if cfg.split == 1 then return "hold=mix needs split>1 (a block's part of a long row)" end
     -- a quarter of a thread's registers: the streamed steps take as many again (ptxas spills
     -- beyond); 16-bit values are held two to a register, as hold=packed holds them
@@ -287,17 +289,18 @@ end
 -- blocks also come as hold=mix twins, holding their part's last `items` vectors per thread in
 -- registers so the rows in flight keep less in L2: where the held share is a quarter of the
 -- part or more (a smaller one changes little), with marked loads only (hint=none measured
--- 10-20% slower).
+-- 10-20% slower); with xchg=global also as hold=ahead, mix with the next row's streamed pass
+-- run while this row's pairs travel.
 local function two_pass(list, P, vec, split, xchg)
   if P.cols * P.es < 8 * KB then return end
   local cv = (P.cols // vec + split - 1) // split
   for _, G in ipairs({ 256, 512, 1024 }) do
     for _, items in ipairs({ 2, 4, 8 }) do
       local mix = split > 1 and G >= 512 and items >= 4 and cv > items * G and cv <= 4 * items * G
-      for _, hold in ipairs(mix and { "none", "mix" } or { "none" }) do
-        if hold == "mix" or P.cols // vec >= G * items * split then
+      for _, hold in ipairs(mix and (xchg == "global" and { "none", "mix", "ahead" } or { "none", "mix" }) or { "none" }) do
+        if hold ~= "none" or P.cols // vec >= G * items * split then
           for _, reduce in ipairs(split == 1 and { "shfl", "smem" } or { "shfl" }) do
-            local hints = hold == "mix" and { "stream", "keep" } or split > 1 and KNOB.hint.values or { "none", "stream" }
+            local hints = hold ~= "none" and { "stream", "keep" } or split > 1 and KNOB.hint.values or { "none", "stream" }
             for _, hint in ipairs(hints) do
               push(list, P, { threads = G, items = items, vec = vec, reduce = reduce, passes = 2, hold = hold,
                               rows = 1, split = split, xchg = xchg, hint = hint })
@@ -367,7 +370,7 @@ end
 -- registers. That is 1-3 thousand configs, a sweep of a minute or two per shape.
 function M.full(P)
   local list = {}
-  local forms = { { 1, "reg" }, { 1, "packed" }, { 1, "pipe" }, { 1, "smem" }, { 2, "none" }, { 2, "mix" } }
+  local forms = { { 1, "reg" }, { 1, "packed" }, { 1, "pipe" }, { 1, "smem" }, { 2, "none" }, { 2, "mix" }, { 2, "ahead" } }
   local vs = vecs(P)
   for _, threads in ipairs({ 64, 128, 256, 512, 1024 }) do
     for _, vec in ipairs({ vs[1], vs[2] }) do
@@ -377,10 +380,10 @@ function M.full(P)
             local need = facts({ threads = threads, vec = vec, rows = rows, split = split }, P).need
             for _, form in ipairs(forms) do
               local items = IN_REGS[form[2]] and { math.max(1, need) } or threads // rows >= 32 and { 2, 4, 8 } or {}
-              if form[2] == "mix" then items = threads >= 512 and { 4, 8 } or {} end   -- as two_pass()
+              if MIXED[form[2]] then items = threads >= 512 and { 4, 8 } or {} end   -- as two_pass()
               for _, it in ipairs(items) do
-                -- mix: its two-pass twin, hold=none, has both reductions in the grid already
-                for _, reduce in ipairs(form[2] == "mix" and { "shfl" } or { "shfl", "smem" }) do
+                -- mix, ahead: their two-pass twin, hold=none, has both reductions in the grid already
+                for _, reduce in ipairs(MIXED[form[2]] and { "shfl" } or { "shfl", "smem" }) do
                   for _, hint in ipairs(KNOB.hint.values) do
                     push(list, P, { threads = threads, items = it, vec = vec, reduce = reduce, passes = form[1],
                                     hold = form[2], rows = rows, split = split, xchg = xchg, hint = hint })
@@ -439,11 +442,11 @@ function M.vars(cfg, P)
     -- the block size leaves, and a packed row gains no room for more rows in flight
     v.minb = 1
     -- held vectors kept as the loaded words: hold=packed, and hold=mix for 16-bit types
-    v.words = cfg.hold == "packed" or (cfg.hold == "mix" and P.es == 2 and v.VB >= 4)
+    v.words = cfg.hold == "packed" or (MIXED[cfg.hold] == true and P.es == 2 and v.VB >= 4)
     if cfg.hold == "packed" then
       local words = cfg.items * cfg.vec * P.es // 4
       v.minb = math.max(1, math.min(2048 // cfg.threads, 65536 // (cfg.threads * (words + 32))))
-    elseif cfg.hold == "mix" and v.words then   -- the streamed step's floats are the most live
+    elseif MIXED[cfg.hold] and v.words then   -- the streamed step's floats are the most live
       v.minb = math.max(1, math.min(2048 // cfg.threads, 65536 // (cfg.threads * (cfg.items * cfg.vec + 32))))
     end
   end

@@ -13,7 +13,8 @@
 //        then a second read that mostly hits L2), hold (reg | packed | pipe | none | mix): packed
 //        holds raw 16-bit words (f16, bf16: twice the part fits); pipe also loads
 //        the block's part of its next row while the blocks swap pairs, so DRAM keeps busy;
-//        mix (passes=2) holds the part's last ITEMS vectors per thread and reads the rest twice.
+//        mix (passes=2) holds the part's last ITEMS vectors per thread and reads the rest twice;
+//        ahead (xchg=global) is mix with the next row's streamed pass run while the pairs travel.
 // Regime: long rows and few rows (32x16384, 2048x128256, 256x1048576): a handful of rows
 //         still fill the GPU, and a row is read from DRAM once where it fits across the cluster.
 % team = threads
@@ -103,6 +104,47 @@ __device__ __forceinline__ void load_part(const elem_t *x, u32 rank, int lane, h
 }
 % end
 
+% if hold == "mix" or hold == "ahead" then
+// hold=mix's split of a block's part of the row at x: streamed [begin, mid), held [mid, end).
+__device__ __forceinline__ void shares(const elem_t *x, u32 rank, Geo *g, int *begin, int *mid, int *end)
+{
+  part_of(x, rank, g, begin, end);
+  *mid = max(*begin, *end - ITEMS * TEAM);
+}
+
+__device__ __forceinline__ MS stream_share(const elem_t *x, u32 rank, int lane)
+{
+  Geo g;
+  int begin, mid, end;
+  shares(x, rank, &g, &begin, &mid, &end);
+  return online_stats(x + g.h, begin, mid, lane, true);
+}
+
+__device__ __forceinline__ MS held_share(const elem_t *x, u32 rank, int lane, bool edges, held_t *v, float *e)
+{
+  Geo g;
+  int begin, mid, end;
+  shares(x, rank, &g, &begin, &mid, &end);
+  edge_load(x, g, lane, edges, e);
+  hold_load<true>(x + g.h, mid, end, lane, true, v);
+  return hold_pair(v, e);
+}
+% end
+% if xchg == "global" then
+
+// Warp 0 waits for the pairs of row k and folds them; the block takes the result.
+__device__ __forceinline__ MS group_pairs(const u64 *parts, u32 k)
+{
+  __shared__ MS folded;
+  if (threadIdx.x < 32) {
+    const MS a = fold([&](int r) { return wait_part(&parts[r], k); });
+    if (threadIdx.x == 0) folded = a;
+  }
+  __syncthreads();
+  return folded;
+}
+% end
+
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
 $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 {
@@ -121,6 +163,41 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   held_t v[HELD];   // the first row's part; each later one is prefetched
   if ((i64)(blockIdx.x / S) < rows) load_part(in + (i64)(blockIdx.x / S) * COLS, rank, lane, v);
 % end
+% if hold == "ahead" then
+  // mix a row ahead: the next row's streamed share is read while this row's pairs travel; its
+  // held share and its post follow this row's output, so a block posts row k+1 only after it
+  // read row k's pairs, and two pair buffers still suffice
+  i64 row = blockIdx.x / S;
+  held_t v[HELD];
+  float e[EDGE_SLOTS];
+  MS held = { NEG_INF, 0.f };
+  if (row < rows) {
+    const MS rest = stream_share(in + row * COLS, rank, lane);
+    held = held_share(in + row * COLS, rank, lane, edges, v, e);
+    const MS t = group_reduce(combine(rest, held), OpMS());
+    if (threadIdx.x == 0) post_part(&xp->part[0][rank], t, 0);
+  }
+  for (; row < rows; row += ngroups) {
+    const bool more = row + ngroups < rows;
+    const elem_t *const nx = in + (row + ngroups) * COLS;
+    MS ahead = { NEG_INF, 0.f };
+    if (more) ahead = stream_share(nx, rank, lane);
+    const MS all = group_pairs(xp->part[k & 1], k);
+    k++;
+    const elem_t *x = in + row * COLS;
+    elem_t *y = out + row * COLS;
+    Geo g;
+    int begin, mid, end;
+    shares(x, rank, &g, &begin, &mid, &end);
+    normalize(x + g.h, y + g.h, begin, mid, lane, true, all.m, row_k(all));
+    hold_out(y, g, mid, end, lane, true, edges, v, e, held, all);
+    if (more) {
+      held = held_share(nx, rank, lane, edges, v, e);
+      const MS t = group_reduce(combine(ahead, held), OpMS());
+      if (threadIdx.x == 0) post_part(&xp->part[k & 1][rank], t, k);
+    }
+  }
+% else
   for (i64 row = blockIdx.x / S; row < rows; row += ngroups) {
     const elem_t *x = in + row * COLS;
     elem_t *y = out + row * COLS;
@@ -128,7 +205,9 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     int begin, end;
     part_of(x, rank, &g, &begin, &end);
     float e[EDGE_SLOTS];
+% if hold ~= "mix" then
     edge_load(x, g, lane, edges, e);
+% end
 % if hold == "reg" or hold == "packed" then
     held_t v[HELD];
     hold_load<true>(x + g.h, begin, end, lane, true, v);
@@ -136,11 +215,11 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % if hold == "mix" then
     // the part's last ITEMS*TEAM vectors are held; those before them are streamed now, read
     // again after the swap (from L2: the rows in flight keep only that much between passes)
-    const int mid = max(begin, end - ITEMS * TEAM);
-    const MS rest = online_stats(x + g.h, begin, mid, lane, true);
+    int mid;
+    shares(x, rank, &g, &begin, &mid, &end);
+    const MS rest = stream_share(x, rank, lane);
     held_t v[HELD];
-    hold_load<true>(x + g.h, mid, end, lane, true, v);
-    const MS held = hold_pair(v, e);
+    const MS held = held_share(x, rank, lane, edges, v, e);
     const MS mine = combine(rest, held);
 % elseif hold ~= "none" then
     const MS mine = hold_pair(v, e);
@@ -165,14 +244,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     const MS all = fold([&](int r) { return remote_part(&part, (u32)r); });
     cluster_arrive_relaxed();   // done reading parts; the matching wait comes before part is rewritten
 % else
-    // warp 0 waits for and folds the pairs, the block takes its result
-    __shared__ MS folded;
-    if (threadIdx.x < 32) {
-      const MS a = fold([&](int r) { return wait_part(&parts[r], k); });
-      if (threadIdx.x == 0) folded = a;
-    }
-    __syncthreads();
-    const MS all = folded;
+    const MS all = group_pairs(parts, k);
     k++;
 % end
 % if hold == "mix" then
@@ -191,6 +263,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     cluster_wait();
 % end
   }
+% end
 % if xchg == "global" then
   // the last block of the group out zeroes its pairs and counter: everyone has stopped reading
   __shared__ u32 last;

@@ -68,6 +68,9 @@ static void test_configs(gen_State *g)
   expect_error(g, &p, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=reg,rows=1,split=1,xchg=none,hint=none", "hold=none");
   expect_error(g, &p, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=3,split=1,xchg=none,hint=none", "knob 'rows' takes 1|2|4|8");
   expect_error(g, &p, "", "empty config");
+  gen_Problem pl = problem(256, 1048576, GEN_F32, GEN_SOFTMAX, 90);
+  expect_error(g, &pl, "threads=512,items=4,vec=4,reduce=shfl,passes=2,hold=ahead,rows=1,split=16,xchg=dsmem,hint=keep", "xchg=global");
+  expect_error(g, &pl, "threads=512,items=4,vec=4,reduce=shfl,passes=1,hold=mix,rows=1,split=16,xchg=global,hint=none", "passes=2 needs");
   expect_error(g, &p, "threads", "not knob=value");
   gen_Problem p80 = problem(1024, 65536, GEN_F32, GEN_SOFTMAX, 80);
   expect_error(g, &p80, "threads=256,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none", "clusters");
