@@ -178,16 +178,16 @@ function M.check(cfg, P)
     if cfg.hold == "smem" then return "split>1 holds in registers (hold=reg, pipe) or re-reads (passes=2)" end
   end
   if (cfg.passes == 1) == (cfg.hold == "none" or MIXED[cfg.hold] == true) then
-    return "passes=1 needs hold=reg, packed, pipe or smem; passes=2 needs hold=none or mix"
+    return "passes=1 needs hold=reg, packed, pipe or smem; passes=2 needs hold=none, mix or ahead"
   end
   if cfg.hold == "ahead" and cfg.xchg ~= "global" then return "hold=ahead needs xchg=global" end
   if MIXED[cfg.hold] then
-    if cfg.split == 1 then return "hold=mix needs split>1 (a block's part of a long row)" end
+    if cfg.split == 1 then return "hold=" .. cfg.hold .. " needs split>1 (a block's part of a long row)" end
     -- a quarter of a thread's registers: the streamed steps take as many again (ptxas spills
     -- beyond); 16-bit values are held two to a register, as hold=packed holds them
     local regs = cfg.items * cfg.vec // ((P.es == 2 and vb >= 4) and 2 or 1)
     if regs > 16384 // cfg.threads then
-      return string.format("hold=mix holds %d registers of values per thread (max %d with %d threads)", regs, 16384 // cfg.threads, cfg.threads)
+      return string.format("hold=%s holds %d registers of values per thread (max %d with %d threads)", cfg.hold, regs, 16384 // cfg.threads, cfg.threads)
     end
   end
   if cfg.hint == "keep" and cfg.passes ~= 2 then return "hint=keep marks the first of two passes: it needs passes=2" end
@@ -223,6 +223,17 @@ local function push(list, P, cfg)
   if M.check(cfg, P) == nil then list[#list + 1] = cfg end
 end
 
+-- push() cfg once for each of `reduces`, each with every one of `hints` (the order of the lists).
+local function push_each(list, P, cfg, reduces, hints)
+  for _, reduce in ipairs(reduces) do
+    for _, hint in ipairs(hints) do
+      local c = { reduce = reduce, hint = hint }
+      for k, v in pairs(cfg) do c[k] = v end
+      push(list, P, c)
+    end
+  end
+end
+
 local function vecs(P)
   local t = {}
   for _, v in ipairs({ 8, 4, 2, 1 }) do
@@ -241,12 +252,9 @@ local WS_GROUPS = 8192   -- counters at the front of an xchg=global workspace: g
 -- 4096x4096).
 local function packed(list, P, threads, items, vec, rows, split, xchg)
   if P.es ~= 2 or items * vec < 16 or not fits(threads, items * vec // 2) then return end
-  for _, reduce in ipairs(split == 1 and threads > rows and { "shfl", "smem" } or { "shfl" }) do
-    for _, hint in ipairs({ "none", "stream" }) do
-      push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce, passes = 1, hold = "packed",
-                      rows = rows, split = split, xchg = xchg, hint = hint })
-    end
-  end
+  push_each(list, P, { threads = threads, items = items, vec = vec, passes = 1, hold = "packed", rows = rows,
+                       split = split, xchg = xchg },
+            split == 1 and threads > rows and { "shfl", "smem" } or { "shfl" }, { "none", "stream" })
 end
 
 -- Row family, row held in registers: every group size whose share of the row fits; with
@@ -257,16 +265,13 @@ local function row_reg(list, P, vec, widest)
     local items = (nv + G - 1) // G
     if G <= nv then
       for _, threads in ipairs({ 128, 256, 512, 1024 }) do
-        if widest and threads >= G and (G >= 32 or threads <= 512) then
-          packed(list, P, threads, items, vec, threads // G, 1, "none")
-        end
-        if threads >= G and (G >= 32 or threads <= 512) and fits(threads, items * vec) then
-          for _, reduce in ipairs(G > 1 and { "shfl", "smem" } or { "shfl" }) do
-            for _, hint in ipairs(widest and reduce == "shfl" and { "none", "stream" } or { "none" }) do
-              push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce, passes = 1,
-                              hold = "reg", rows = threads // G, split = 1, xchg = "none", hint = hint })
-            end
-          end
+        local shaped = threads >= G and (G >= 32 or threads <= 512)
+        if widest and shaped then packed(list, P, threads, items, vec, threads // G, 1, "none") end
+        if shaped and fits(threads, items * vec) then
+          local cfg = { threads = threads, items = items, vec = vec, passes = 1, hold = "reg", rows = threads // G,
+                        split = 1, xchg = "none" }
+          push_each(list, P, cfg, { "shfl" }, widest and { "none", "stream" } or { "none" })
+          if G > 1 then push_each(list, P, cfg, { "smem" }, { "none" }) end
         end
       end
     end
@@ -299,13 +304,10 @@ local function two_pass(list, P, vec, split, xchg)
       local mix = split > 1 and G >= 512 and items >= 4 and cv > items * G and cv <= 4 * items * G
       for _, hold in ipairs(mix and (xchg == "global" and { "none", "mix", "ahead" } or { "none", "mix" }) or { "none" }) do
         if hold ~= "none" or P.cols // vec >= G * items * split then
-          for _, reduce in ipairs(split == 1 and { "shfl", "smem" } or { "shfl" }) do
-            local hints = hold ~= "none" and { "stream", "keep" } or split > 1 and KNOB.hint.values or { "none", "stream" }
-            for _, hint in ipairs(hints) do
-              push(list, P, { threads = G, items = items, vec = vec, reduce = reduce, passes = 2, hold = hold,
-                              rows = 1, split = split, xchg = xchg, hint = hint })
-            end
-          end
+          push_each(list, P, { threads = G, items = items, vec = vec, passes = 2, hold = hold, rows = 1, split = split,
+                               xchg = xchg },
+                    split == 1 and { "shfl", "smem" } or { "shfl" },
+                    hold ~= "none" and { "stream", "keep" } or split > 1 and KNOB.hint.values or { "none", "stream" })
         end
       end
     end
@@ -320,12 +322,10 @@ local function split_reg(list, P, vec, split, xchg)
     local items = (cv + threads - 1) // threads
     if threads <= cv then packed(list, P, threads, items, vec, 1, split, xchg) end
     if threads <= cv and fits(threads, items * vec) then
-      for _, reduce in ipairs({ "shfl", "smem" }) do
-        for _, hint in ipairs(reduce == "shfl" and { "none", "stream" } or { "none" }) do
-          push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce, passes = 1, hold = "reg",
-                          rows = 1, split = split, xchg = xchg, hint = hint })
-        end
-      end
+      local cfg = { threads = threads, items = items, vec = vec, passes = 1, hold = "reg", rows = 1, split = split,
+                    xchg = xchg }
+      push_each(list, P, cfg, { "shfl" }, { "none", "stream" })
+      push_each(list, P, cfg, { "smem" }, { "none" })
     end
     if threads <= cv and fits(threads, 2 * items * vec, 128) and P.rows * split > P.sms * 2 then
       push(list, P, { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "pipe",
@@ -383,12 +383,9 @@ function M.full(P)
               if MIXED[form[2]] then items = threads >= 512 and { 4, 8 } or {} end   -- as two_pass()
               for _, it in ipairs(items) do
                 -- mix, ahead: their two-pass twin, hold=none, has both reductions in the grid already
-                for _, reduce in ipairs(MIXED[form[2]] and { "shfl" } or { "shfl", "smem" }) do
-                  for _, hint in ipairs(KNOB.hint.values) do
-                    push(list, P, { threads = threads, items = it, vec = vec, reduce = reduce, passes = form[1],
-                                    hold = form[2], rows = rows, split = split, xchg = xchg, hint = hint })
-                  end
-                end
+                push_each(list, P, { threads = threads, items = it, vec = vec, passes = form[1], hold = form[2],
+                                     rows = rows, split = split, xchg = xchg },
+                          MIXED[form[2]] and { "shfl" } or { "shfl", "smem" }, KNOB.hint.values)
               end
             end
           end
@@ -443,12 +440,9 @@ function M.vars(cfg, P)
     v.minb = 1
     -- held vectors kept as the loaded words: hold=packed, and hold=mix for 16-bit types
     v.words = cfg.hold == "packed" or (MIXED[cfg.hold] == true and P.es == 2 and v.VB >= 4)
-    if cfg.hold == "packed" then
-      local words = cfg.items * cfg.vec * P.es // 4
-      v.minb = math.max(1, math.min(2048 // cfg.threads, 65536 // (cfg.threads * (words + 32))))
-    elseif MIXED[cfg.hold] and v.words then   -- the streamed step's floats are the most live
-      v.minb = math.max(1, math.min(2048 // cfg.threads, 65536 // (cfg.threads * (cfg.items * cfg.vec + 32))))
-    end
+    -- registers of values most live: packed, the held words; mix and ahead, a streamed step's floats
+    local live = cfg.hold == "packed" and cfg.items * cfg.vec * P.es // 4 or v.words and cfg.items * cfg.vec
+    if live then v.minb = math.max(1, math.min(2048 // cfg.threads, 65536 // (cfg.threads * (live + 32)))) end
   end
   return v
 end
