@@ -112,22 +112,14 @@ __device__ __forceinline__ void shares(const elem_t *x, u32 rank, Geo *g, int *b
   *mid = max(*begin, *end - ITEMS * TEAM);
 }
 
-__device__ __forceinline__ MS stream_share(const elem_t *x, u32 rank, int lane)
+// The held share [mid, end) of the body into v, with the edges e, and the thread's (max, sum)
+// over them combined with `rest`, the streamed share's; *held gets the pair v is relative to.
+__device__ __forceinline__ MS held_share(const elem_t *body, int mid, int end, int lane, held_t *v, float *e, MS rest,
+                                         MS *held)
 {
-  Geo g;
-  int begin, mid, end;
-  shares(x, rank, &g, &begin, &mid, &end);
-  return online_stats(x + g.h, begin, mid, lane, true);
-}
-
-__device__ __forceinline__ MS held_share(const elem_t *x, u32 rank, int lane, bool edges, held_t *v, float *e)
-{
-  Geo g;
-  int begin, mid, end;
-  shares(x, rank, &g, &begin, &mid, &end);
-  edge_load(x, g, lane, edges, e);
-  hold_load<true>(x + g.h, mid, end, lane, true, v);
-  return hold_pair(v, e);
+  hold_load<true>(body, mid, end, lane, true, v);
+  *held = hold_pair(v, e);
+  return combine(rest, *held);
 }
 % end
 % if xchg == "global" then
@@ -170,18 +162,30 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   i64 row = blockIdx.x / S;
   held_t v[HELD];
   float e[EDGE_SLOTS];
-  MS held = { NEG_INF, 0.f };
-  if (row < rows) {
-    const MS rest = stream_share(in + row * COLS, rank, lane);
-    held = held_share(in + row * COLS, rank, lane, edges, v, e);
-    const MS t = group_reduce(combine(rest, held), OpMS());
-    if (threadIdx.x == 0) post_part(&xp->part[0][rank], t, 0);
-  }
+  MS held;
+  // each step works the geometry of its row out again: carried across the loop, it costs
+  // registers (96 instead of 63 for 512 threads, one block per SM fewer)
+  auto stream = [&](const elem_t *x) {
+    Geo g;
+    int begin, mid, end;
+    shares(x, rank, &g, &begin, &mid, &end);
+    return online_stats(x + g.h, begin, mid, lane, true);
+  };
+  // the held share and edges of the row at x (its streamed share's pair is `rest`), then post
+  auto hold_and_post = [&](const elem_t *x, MS rest, u32 kk) {
+    Geo g;
+    int begin, mid, end;
+    shares(x, rank, &g, &begin, &mid, &end);
+    edge_load(x, g, lane, edges, e);
+    const MS t = group_reduce(held_share(x + g.h, mid, end, lane, v, e, rest, &held), OpMS());
+    if (threadIdx.x == 0) post_part(&xp->part[kk & 1][rank], t, kk);
+  };
+  if (row < rows) hold_and_post(in + row * COLS, stream(in + row * COLS), 0);
   for (; row < rows; row += ngroups) {
     const bool more = row + ngroups < rows;
     const elem_t *const nx = in + (row + ngroups) * COLS;
     MS ahead = { NEG_INF, 0.f };
-    if (more) ahead = stream_share(nx, rank, lane);
+    if (more) ahead = stream(nx);
     const MS all = group_pairs(xp->part[k & 1], k);
     k++;
     const elem_t *x = in + row * COLS;
@@ -191,11 +195,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     shares(x, rank, &g, &begin, &mid, &end);
     normalize(x + g.h, y + g.h, begin, mid, lane, true, all.m, row_k(all));
     hold_out(y, g, mid, end, lane, true, edges, v, e, held, all);
-    if (more) {
-      held = held_share(nx, rank, lane, edges, v, e);
-      const MS t = group_reduce(combine(ahead, held), OpMS());
-      if (threadIdx.x == 0) post_part(&xp->part[k & 1][rank], t, k);
-    }
+    if (more) hold_and_post(nx, ahead, k);
   }
 % else
   for (i64 row = blockIdx.x / S; row < rows; row += ngroups) {
@@ -203,11 +203,14 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     elem_t *y = out + row * COLS;
     Geo g;
     int begin, end;
+% if hold == "mix" then
+    int mid;
+    shares(x, rank, &g, &begin, &mid, &end);
+% else
     part_of(x, rank, &g, &begin, &end);
-    float e[EDGE_SLOTS];
-% if hold ~= "mix" then
-    edge_load(x, g, lane, edges, e);
 % end
+    float e[EDGE_SLOTS];
+    edge_load(x, g, lane, edges, e);
 % if hold == "reg" or hold == "packed" then
     held_t v[HELD];
     hold_load<true>(x + g.h, begin, end, lane, true, v);
@@ -215,12 +218,9 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % if hold == "mix" then
     // the part's last ITEMS*TEAM vectors are held; those before them are streamed now, read
     // again after the swap (from L2: the rows in flight keep only that much between passes)
-    int mid;
-    shares(x, rank, &g, &begin, &mid, &end);
-    const MS rest = stream_share(x, rank, lane);
     held_t v[HELD];
-    const MS held = held_share(x, rank, lane, edges, v, e);
-    const MS mine = combine(rest, held);
+    MS held;
+    const MS mine = held_share(x + g.h, mid, end, lane, v, e, online_stats(x + g.h, begin, mid, lane, true), &held);
 % elseif hold ~= "none" then
     const MS mine = hold_pair(v, e);
 % else
