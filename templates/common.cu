@@ -163,6 +163,16 @@ __device__ __forceinline__ MS shfl_0(MS v)
   return r;
 }
 
+// Reduce over the lanes of a warp that belong to one row group (all 32 when G >= 32); every
+// one of them gets the result.
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op)
+{
+  #pragma unroll
+  for (int o = $(math.min(G, 32)) / 2; o > 0; o >>= 1) v = op(v, shfl_x(v, o));
+  return v;
+}
+
 % local SYNC = G > 32 and "__syncthreads()" or "__syncwarp()"
 // Reduce over the G = $(G) threads of a row group (lanes [k*G, (k+1)*G) of the block);
 // every thread of the group gets the result.
@@ -170,8 +180,7 @@ template <class T, class Op>
 __device__ __forceinline__ T group_reduce(T v, Op op)
 {
 % if reduce == "shfl" then
-  #pragma unroll
-  for (int o = $(math.min(G, 32)) / 2; o > 0; o >>= 1) v = op(v, shfl_x(v, o));
+  v = warp_reduce(v, op);
 %   if G > 32 then
   // one cross-warp step: lane 0 of each warp posts; each warp folds its group's W = $(G // 32)
   // posts by shuffles and takes lane 0's result, so every warp of the group gets the same bits

@@ -1,7 +1,9 @@
 // split.cu — the split family (split>1): one row spread over `split` blocks. Each block reduces
 // its part of the row to a (max, sum) pair, the blocks swap their pairs, then each block
 // normalizes its own part. xchg=dsmem: the blocks are a thread-block cluster and swap through
-// distributed shared memory (sm_90+, split <= 16). xchg=global: any split; the grid is
+// distributed shared memory (sm_90+, split <= 16), flat: every warp (reduce=shfl; the block's
+// pair with reduce=smem) writes its pair into a slot of every block, one cluster barrier, and
+// every warp folds all the slots, so no block-wide reduction stands before the barrier. xchg=global: any split; the grid is
 // persistent and cooperative (all its blocks resident, so waiting for a row's other blocks
 // cannot deadlock), pairs go through a workspace in global memory, double-buffered by row,
 // each pair one 8-byte word tagged with its row, so a block waits on the pairs themselves: no
@@ -28,16 +30,17 @@ __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.w
 // an arrive that orders nothing: the parts read before it were already used
 __device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
 
-// The pair block `rank` of this cluster posted in its copy of `part`.
-__device__ __forceinline__ MS remote_part(const MS *part, u32 rank)
+// Pairs posted per block: one per warp, or the block's one after a shared-memory tree.
+#define POSTS $(reduce == "shfl" and threads // 32 or 1)
+
+// t into `slot` of block `rank` of this cluster (the same slot in every block's copy).
+__device__ __forceinline__ void post_remote(MS *slot, u32 rank, MS t)
 {
-  u64 generic = (u64)part, local;
+  u64 generic = (u64)slot, local;
   u32 remote;
-  MS r;
   asm volatile("cvta.to.shared.u64 %0, %1;" : "=l"(local) : "l"(generic));
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((u32)local), "r"(rank));
-  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(r.m), "=f"(r.s) : "r"(remote) : "memory");
-  return r;
+  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" :: "r"(remote), "f"(t.m), "f"(t.s) : "memory");
 }
 % else
 // A group's counters; the first $(WS_GROUPS) of them lead the workspace, then the groups' pairs
@@ -72,14 +75,14 @@ __device__ __forceinline__ MS wait_part(const u64 *p, u32 k)
 }
 % end
 
-// The S parts folded by a warp in one fixed order, lane 0's result broadcast: every warp that
+// N pairs folded by a warp in one fixed order, lane 0's result broadcast: every warp that
 // folds (all of them with dsmem, warp 0 of each block with global) gets bit-identical (max, sum).
-template <class Get>
+template <int N, class Get>
 __device__ __forceinline__ MS fold(Get get)
 {
   const int lane = threadIdx.x % 32;
   MS a = { NEG_INF, 0.f };
-  for (int r = lane; r < S; r += 32) a = combine(a, get(r));
+  for (int r = lane; r < N; r += 32) a = combine(a, get(r));
   #pragma unroll
   for (int o = 16; o > 0; o >>= 1) a = combine(a, shfl_x(a, o));
   return shfl_0(a);
@@ -129,7 +132,7 @@ __device__ __forceinline__ MS group_pairs(const u64 *parts, u32 k)
 {
   __shared__ MS folded;
   if (threadIdx.x < 32) {
-    const MS a = fold([&](int r) { return wait_part(&parts[r], k); });
+    const MS a = fold<S>([&](int r) { return wait_part(&parts[r], k); });
     if (threadIdx.x == 0) folded = a;
   }
   __syncthreads();
@@ -145,7 +148,9 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   const bool edges = rank == 0;      // block 0 also owns the row's unaligned head and tail
   const i64 ngroups = gridDim.x / S;
 % if xchg == "dsmem" then
-  __shared__ MS part;
+  __shared__ MS slots[S * POSTS];   // the row's pairs, from every block of the cluster
+  // this block has started: the others may write its slots once they have waited for that
+  cluster_arrive_relaxed();
 % else
   Count *const xg = (Count *)ws + blockIdx.x / S;
   Parts *const xp = (Parts *)((Count *)ws + $(WS_GROUPS)) + blockIdx.x / S;
@@ -226,12 +231,18 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % else
     const MS mine = with_edges(online_stats(x + g.h, begin, end, lane, true), e);
 % end
-    const MS t = group_reduce(mine, OpMS());
-    // arrive, then prefetch, then wait: a release (fence) after the prefetch would wait for it
 % if xchg == "dsmem" then
-    if (threadIdx.x == 0) part = t;
+%   if reduce == "shfl" then
+    const MS t = warp_reduce(mine, OpMS());
+%   else
+    const MS t = group_reduce(mine, OpMS());
+%   end
+    cluster_wait();   // every block has started (first row) or has read the last row's slots
+    if (threadIdx.x % 32 < S && threadIdx.x < 32 * POSTS) post_remote(&slots[rank * POSTS + threadIdx.x / 32], threadIdx.x % 32, t);
+    // arrive, then prefetch, then wait: a release (fence) after the prefetch would wait for it
     cluster_arrive();
 % else
+    const MS t = group_reduce(mine, OpMS());
     u64 *const parts = xp->part[k & 1];
     if (threadIdx.x == 0) post_part(&parts[rank], t, k);
 % end
@@ -241,8 +252,10 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % end
 % if xchg == "dsmem" then
     cluster_wait();
-    const MS all = fold([&](int r) { return remote_part(&part, (u32)r); });
-    cluster_arrive_relaxed();   // done reading parts; the matching wait comes before part is rewritten
+    const MS all = fold<S * POSTS>([&](int r) { return slots[r]; });
+    // done reading the slots; the next row's wait before posting matches it (the last row has
+    // nothing to match: every write into this block's slots came before the wait above)
+    if (row + ngroups < rows) cluster_arrive_relaxed();
 % else
     const MS all = group_pairs(parts, k);
     k++;
@@ -258,9 +271,6 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     for (int i = 0; i < HELD; i++) v[i] = nxt[i];
 % elseif hold == "none" then
     normalize(x + g.h, y + g.h, begin, end, lane, true, all.m, edges_out(y, g, lane, edges, e, all));
-% end
-% if xchg == "dsmem" then
-    cluster_wait();
 % end
   }
 % end
