@@ -125,10 +125,9 @@ __global__ void __launch_bounds__(T) kern(const uint4 *x, uint4 *y, unsigned lon
   for (int i = 0; i < N; i++) q[i] = __ldcs(x + base + i * T);
   // FLAT and POLL write into the other blocks' shared memory: they must have started (a wait
   // before it); POLL's slots are zeroed first, and the arrive releases that
-  constexpr int W_ = T / 32;
-  __shared__ unsigned long long tagged[S * W_];
+  __shared__ unsigned long long tagged[S * W];
   if (MODE == POLL) {
-    for (int i = threadIdx.x; i < S * W_; i += T) tagged[i] = 0;
+    for (int i = threadIdx.x; i < S * W; i += T) tagged[i] = 0;
     arrive();
   }
   if (MODE == FLAT && S > 1) arrive_relaxed();
@@ -405,6 +404,25 @@ static void common(std::vector<Var> &v)
   v.push_back({ "empty kernel", [](unsigned long long *) { empty_kern<<<1, 32>>>(); }, false, {}, 1 });
 }
 
+// Copy kernels with the 8-block geometry: plain, launched in clusters, and with a cluster barrier
+// between the loads and the stores.
+template <class E, int N>
+static void copies(std::vector<Var> &v)
+{
+  add<E, 64, N, 8, COPY>(v, false);
+  add<E, 64, N, 8, COPY>(v, true);
+  add<E, 64, N, 8, COPY_SYNC>(v, true);
+}
+
+// The hierarchical, flat and polled swaps of one geometry (in clusters when S > 1).
+template <class E, int T, int N, int S>
+static void swaps(std::vector<Var> &v)
+{
+  add<E, T, N, S, SMX>(v, S > 1);
+  add<E, T, N, S, FLAT>(v, S > 1);
+  add<E, T, N, S, POLL>(v, S > 1);
+}
+
 int main(int argc, char **argv)
 {
   const int rounds = argc > 1 ? atoi(argv[1]) : 10;
@@ -418,44 +436,24 @@ int main(int argc, char **argv)
          p.multiProcessorCount, ROWS, COLS);
   std::vector<Var> f;
   common<F32>(f);
-  add<F32, 64, 8, 8, COPY>(f, false);
-  add<F32, 1024, 4, 1, SMX>(f, false);
-  add<F32, 1024, 4, 1, FLAT>(f, false);
-  add<F32, 1024, 4, 1, POLL>(f, false);
-  add<F32, 512, 4, 2, SMX>(f, true);
-  add<F32, 512, 4, 2, FLAT>(f, true);
-  add<F32, 512, 4, 2, POLL>(f, true);
-  add<F32, 256, 4, 4, SMX>(f, true);
-  add<F32, 256, 4, 4, FLAT>(f, true);
-  add<F32, 256, 4, 4, POLL>(f, true);
-  add<F32, 128, 4, 8, SMX>(f, true);
-  add<F32, 128, 4, 8, FLAT>(f, true);
-  add<F32, 128, 4, 8, POLL>(f, true);
-  add<F32, 64, 8, 8, SMX>(f, true);
-  add<F32, 64, 8, 8, FLAT>(f, true);
-  add<F32, 64, 8, 8, POLL>(f, true);
-  add<F32, 64, 4, 16, SMX>(f, true);
-  add<F32, 64, 4, 16, FLAT>(f, true);
-  add<F32, 64, 4, 16, POLL>(f, true);
+  copies<F32, 8>(f);
+  swaps<F32, 1024, 4, 1>(f);
+  swaps<F32, 512, 4, 2>(f);
+  swaps<F32, 256, 4, 4>(f);
+  swaps<F32, 128, 4, 8>(f);
+  swaps<F32, 64, 8, 8>(f);
+  swaps<F32, 64, 4, 16>(f);
   add<F32, 64, 4, 16, SMX_GLOBAL>(f, false);
   run<F32>("f32", f, rounds);
   std::vector<Var> b;
   common<BF16>(b);
-  add<BF16, 64, 4, 8, COPY>(b, false);
+  copies<BF16, 4>(b);
   add<BF16, 512, 4, 1, SMX>(b, false);
-  add<BF16, 1024, 2, 1, SMX>(b, false);
-  add<BF16, 1024, 2, 1, FLAT>(b, false);
-  add<BF16, 256, 4, 2, SMX>(b, true);
-  add<BF16, 256, 4, 2, FLAT>(b, true);
-  add<BF16, 256, 4, 2, POLL>(b, true);
-  add<BF16, 128, 4, 4, SMX>(b, true);
-  add<BF16, 128, 4, 4, FLAT>(b, true);
-  add<BF16, 128, 4, 4, POLL>(b, true);
-  add<BF16, 64, 4, 8, SMX>(b, true);
-  add<BF16, 64, 4, 8, FLAT>(b, true);
-  add<BF16, 64, 4, 8, POLL>(b, true);
-  add<BF16, 64, 2, 16, FLAT>(b, true);
-  add<BF16, 64, 2, 16, POLL>(b, true);
+  swaps<BF16, 1024, 2, 1>(b);
+  swaps<BF16, 256, 4, 2>(b);
+  swaps<BF16, 128, 4, 4>(b);
+  swaps<BF16, 64, 4, 8>(b);
+  swaps<BF16, 64, 2, 16>(b);
   add<BF16, 64, 2, 16, SMX_GLOBAL>(b, false);
   run<BF16>("bf16", b, rounds);
   return 0;
