@@ -47,12 +47,12 @@ M.knobs = {
     doc = "shfl: warp shuffle, one cross-warp step; smem: shared-memory tree" },
   { name = "passes",  values = { 1, 2 },
     doc = "1: row read once and held on chip; 2: online max/sum pass, then a normalize pass" },
-  { name = "hold",    values = { "reg", "packed", "pipe", "smem", "none", "mix", "ahead" },
-    doc = "where a one-pass row is held; packed: registers as raw 16-bit words; pipe: registers, next row prefetched (split only); mix (passes=2, split only): the part's last items vectors held, the rest read twice; ahead (xchg=global): mix, the next row's streamed pass run while the pairs travel" },
+  { name = "hold",    values = { "reg", "packed", "pipe", "smem", "none", "mix", "ahead", "ring" },
+    doc = "where a one-pass row is held; packed: registers as raw 16-bit words; pipe: registers, next row prefetched (split only); mix (passes=2, split only): the part's last items vectors held, the rest read twice; ahead (xchg=global): mix, the next row's streamed pass run while the pairs travel; ring (xchg=global): a ring of row stages in shared memory, rows loaded several ahead, rows finished a few behind their post" },
   { name = "rows",    values = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 },
     doc = "rows per block; threads/rows threads share a row" },
-  { name = "split",   values = { 1, 2, 4, 8, 16, 32, 64, 128 },
-    doc = "blocks per row; >1 share the row's max and sum (see xchg)" },
+  { name = "split",   values = { 1, 2, 4, 8, 16, 32, 64, 66, 74, 128, 132, 148 },
+    doc = "blocks per row; >1 share the row's max and sum (see xchg); 66, 74, 132, 148 (hold=ring): a block on each SM of a 132- or 148-SM GPU, or on each of half of them" },
   { name = "xchg",    values = { "none", "dsmem", "global" },
     doc = "how split blocks swap max/sum: cluster shared memory (sm_90+) or global memory" },
   { name = "hint",    values = { "none", "stream", "keep" },
@@ -154,6 +154,16 @@ local function facts(cfg, P)
   local per = cfg.split > 1 and cfg.threads or f.G
   f.need = (f.CV + per - 1) // per               -- items to hold a row (or chunk) in registers
   f.STAGE = (P.cols * P.es + 15) // 16 * 16 // P.es  -- elements per row in the smem stage
+  if cfg.hold == "ring" then
+    -- hold=ring: DEPTH stages of a block's part in shared memory (a 1024-thread block has the
+    -- SM's, smaller ones a share), LAG rows posted before the oldest is finished, AHEAD loading
+    f.RINGB = f.CV * cfg.vec * P.es
+    local budget = P.smem_block * math.min(cfg.threads, 1024) // 1024
+    f.DEPTH = math.min(8, budget // math.max(f.RINGB, 1))
+    f.LAG = f.DEPTH >= 5 and 2 or 1
+    f.AHEAD = f.DEPTH - f.LAG - 1
+    f.NB = 2 * f.LAG + 2   -- pair buffers: rows a block may post before the slowest reads
+  end
   return f
 end
 
@@ -178,9 +188,22 @@ function M.check(cfg, P)
     if cfg.hold == "smem" then return "split>1 holds in registers (hold=reg, pipe) or re-reads (passes=2)" end
   end
   if (cfg.passes == 1) == (cfg.hold == "none" or MIXED[cfg.hold] == true) then
-    return "passes=1 needs hold=reg, packed, pipe or smem; passes=2 needs hold=none, mix or ahead"
+    return "passes=1 needs hold=reg, packed, pipe, smem or ring; passes=2 needs hold=none, mix or ahead"
   end
   if cfg.hold == "ahead" and cfg.xchg ~= "global" then return "hold=ahead needs xchg=global" end
+  if cfg.split > 1 and cfg.split & (cfg.split - 1) ~= 0 and cfg.hold ~= "ring" then
+    return string.format("split=%d (a block per SM) is for hold=ring", cfg.split)
+  end
+  if cfg.hold == "ring" then
+    if cfg.xchg ~= "global" then return "hold=ring needs xchg=global" end
+    if vb ~= 16 then return string.format("hold=ring copies 16-byte vectors: vec=%d is %d bytes", cfg.vec, vb) end
+    if cfg.items ~= f.need then return string.format("hold=ring needs items=%d for a block's part of the row", f.need) end
+    if cfg.threads < 256 then return "hold=ring needs threads>=256" end
+    if f.DEPTH < 3 then
+      return string.format("hold=ring needs 3 stages of %d bytes in shared memory (%d per block of %d threads)",
+                           f.RINGB, P.smem_block * math.min(cfg.threads, 1024) // 1024, cfg.threads)
+    end
+  end
   if MIXED[cfg.hold] then
     if cfg.split == 1 then return "hold=" .. cfg.hold .. " needs split>1 (a block's part of a long row)" end
     -- a quarter of a thread's registers: the streamed steps take as many again (ptxas spills
@@ -204,7 +227,7 @@ function M.check(cfg, P)
     if held > max or cfg.items * cfg.vec > 128 then
       return string.format("%d values held per thread (max 64, 128 with pipe or packed)", held)
     end
-  else
+  elseif cfg.hold ~= "ring" then
     if cfg.items > 16 then return "items>16 only with hold=reg" end
   end
   if cfg.hold == "smem" then
@@ -334,6 +357,25 @@ local function split_reg(list, P, vec, split, xchg)
   end
 end
 
+-- Split family, hold=ring: a block's part of each row copied (cp.async) into a ring of stages in
+-- shared memory, rows loaded several ahead and finished a few rows after their post, so neither
+-- the loads nor the block wait for the slowest block of a row. Parts of 8 KB and more; a block
+-- on every SM (split = SMs or half of them) where that is a knob value.
+local function ring(list, P, vec)
+  if vec * P.es ~= 16 then return end
+  local bytes, seen = P.cols * P.es, {}
+  for _, split in ipairs({ 16, 32, 64, 128, P.sms // 2, P.sms }) do
+    if isvalue(KNOB.split, split) and bytes // split >= 8 * KB and not seen[split] then
+      seen[split] = true
+      for _, threads in ipairs({ 256, 512, 1024 }) do
+        local need = facts({ threads = threads, vec = vec, rows = 1, split = split }, P).need
+        push_each(list, P, { threads = threads, items = need, vec = vec, passes = 1, hold = "ring", rows = 1, split = split,
+                             xchg = "global" }, { "shfl" }, { "none", "stream" })
+      end
+    end
+  end
+end
+
 -- The configs worth sweeping for P, most promising family first.
 function M.enumerate(P)
   local list = {}
@@ -359,6 +401,7 @@ function M.enumerate(P)
         two_pass(list, P, vs[1], split, "global")
       end
     end
+    ring(list, P, vs[1])
   end
   return list
 end
@@ -370,7 +413,8 @@ end
 -- registers. That is 1-3 thousand configs, a sweep of a minute or two per shape.
 function M.full(P)
   local list = {}
-  local forms = { { 1, "reg" }, { 1, "packed" }, { 1, "pipe" }, { 1, "smem" }, { 2, "none" }, { 2, "mix" }, { 2, "ahead" } }
+  local forms = { { 1, "reg" }, { 1, "packed" }, { 1, "pipe" }, { 1, "smem" }, { 2, "none" }, { 2, "mix" }, { 2, "ahead" },
+                  { 1, "ring" } }
   local vs = vecs(P)
   for _, threads in ipairs({ 64, 128, 256, 512, 1024 }) do
     for _, vec in ipairs({ vs[1], vs[2] }) do
@@ -379,7 +423,7 @@ function M.full(P)
           for _, xchg in ipairs(split == 1 and { "none" } or { "dsmem", "global" }) do
             local need = facts({ threads = threads, vec = vec, rows = rows, split = split }, P).need
             for _, form in ipairs(forms) do
-              local items = IN_REGS[form[2]] and { math.max(1, need) } or threads // rows >= 32 and { 2, 4, 8 } or {}
+              local items = (IN_REGS[form[2]] or form[2] == "ring") and { math.max(1, need) } or threads // rows >= 32 and { 2, 4, 8 } or {}
               if MIXED[form[2]] then items = threads >= 512 and { 4, 8 } or {} end   -- as two_pass()
               for _, it in ipairs(items) do
                 -- mix, ahead: their two-pass twin, hold=none, has both reductions in the grid already
@@ -426,6 +470,7 @@ function M.vars(cfg, P)
     for k, x in pairs(cfg) do v[k] = x end
     v.R, v.rows = cfg.rows, nil      -- rows per block; the problem's rows are a kernel argument
     v.G, v.NVMAX, v.CV, v.STAGE = f.G, f.NVMAX, f.CV, f.STAGE
+    v.DEPTH, v.LAG, v.AHEAD, v.NB = f.DEPTH, f.LAG, f.AHEAD, f.NB or 2
     v.VB = cfg.vec * P.es
     v.template = cfg.split > 1 and "split.cu" or "row.cu"
     v.WS_GROUPS = WS_GROUPS
@@ -460,9 +505,9 @@ function M.launch(cfg, P)
     blocks_per_row = cfg.split,
     cluster = cfg.xchg == "dsmem" and cfg.split or 0,
     coop = cfg.xchg == "global" and 1 or 0,
-    workspace = cfg.xchg == "global" and 16 * cfg.split or 0,   -- per group, after the counters
+    workspace = cfg.xchg == "global" and 8 * (f.NB or 2) * cfg.split or 0,   -- per group, after the counters
     ws_groups = cfg.xchg == "global" and WS_GROUPS or 0,
-    smem = cfg.hold == "smem" and cfg.rows * f.STAGE * P.es or 0,
+    smem = cfg.hold == "smem" and cfg.rows * f.STAGE * P.es or cfg.hold == "ring" and f.DEPTH * f.RINGB or 0,
   }
 end
 

@@ -16,9 +16,12 @@
 //        holds raw 16-bit words (f16, bf16: twice the part fits); pipe also loads
 //        the block's part of its next row while the blocks swap pairs, so DRAM keeps busy;
 //        mix (passes=2) holds the part's last ITEMS vectors per thread and reads the rest twice;
-//        ahead (xchg=global) is mix with the next row's streamed pass run while the pairs travel.
+//        ahead (xchg=global) is mix with the next row's streamed pass run while the pairs travel;
+//        ring (xchg=global, passes=1) copies the part of each row into a ring of DEPTH stages in
+//        shared memory, AHEAD rows ahead, and finishes a row LAG rows after posting its pair.
 // Regime: long rows and few rows (32x16384, 2048x128256, 256x1048576): a handful of rows
-//         still fill the GPU, and a row is read from DRAM once where it fits across the cluster.
+//         still fill the GPU, and a row is read from DRAM once where it fits across the cluster;
+//         ring: many long rows (256x1048576), a block per SM, no block waiting on its row's slowest.
 % team = threads
 % include("common.cu")
 #define S $(split)
@@ -44,15 +47,16 @@ __device__ __forceinline__ void post_remote(MS *slot, u32 rank, MS t)
 }
 % else
 // A group's counters; the first $(WS_GROUPS) of them lead the workspace, then the groups' pairs
-// of even and odd rows: m in the low word, s in the high one with its sign bit replaced by the
-// tag, which flips every other row of a buffer. s is never below zero (or is a NaN, whose sign
-// means nothing), and a zeroed pair has tag 0, which rows 0 and 1 do not take.
+// in NB buffers, row k in buffer k % NB: m in the low word, s in the high one with its sign bit
+// replaced by the tag, which flips each time a buffer is reused. s is never below zero (or is a
+// NaN, whose sign means nothing), and a zeroed pair has tag 0, which rows 0..NB-1 do not take.
+#define NB $(NB)
 struct Count { u32 spare, depart; };
-struct Parts { u64 part[2][S]; };
+struct Parts { u64 part[NB][S]; };
 
-__device__ __forceinline__ u32 tag_of(u32 k) { return (~k >> 1) & 1u; }
+__device__ __forceinline__ u32 tag_of(u64 k) { return (u32)(~(k / NB)) & 1u; }
 
-__device__ __forceinline__ void post_part(u64 *p, MS t, u32 k)
+__device__ __forceinline__ void post_part(u64 *p, MS t, u64 k)
 {
   const u64 w = (u64)(__float_as_uint(t.s) & 0x7fffffffu | tag_of(k) << 31) << 32 | __float_as_uint(t.m);
   asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" :: "l"(p), "l"(w) : "memory");
@@ -60,7 +64,7 @@ __device__ __forceinline__ void post_part(u64 *p, MS t, u32 k)
 
 // The pair at p once it carries row k's tag. One 8-byte access is single-copy atomic, so the
 // pair read is whole; a block only rewrites it after every block posted the next row.
-__device__ __forceinline__ MS wait_part(const u64 *p, u32 k)
+__device__ __forceinline__ MS wait_part(const u64 *p, u64 k)
 {
   u64 w;
   for (;;) {
@@ -127,19 +131,50 @@ __device__ __forceinline__ MS held_share(const elem_t *body, int mid, int end, i
 % end
 % if xchg == "global" then
 
-// Warp 0 waits for the pairs of row k and folds them; the block takes the result.
-__device__ __forceinline__ MS group_pairs(const u64 *parts, u32 k)
+// Row k's pairs: warp w waits for and folds pairs [32w, 32w + 32) (the chunks of a split over 32
+// are waited on at once, not one after another), then every thread folds the chunks in order.
+#define CHUNKS ((S + 31) / 32)
+__device__ __forceinline__ MS group_pairs(const u64 *parts, u64 k)
 {
-  __shared__ MS folded;
-  if (threadIdx.x < 32) {
-    const MS a = fold<S>([&](int r) { return wait_part(&parts[r], k); });
-    if (threadIdx.x == 0) folded = a;
+  __shared__ MS folded[CHUNKS];
+  __syncthreads();   // every thread has read the last row's result
+  for (int c = threadIdx.x / 32; c < CHUNKS; c += $(threads // 32)) {
+    const MS a = fold<(S < 32 ? S : 32)>([&](int r) {
+      const int q = c * 32 + r;
+      return q < S ? wait_part(&parts[q], k) : MS{ NEG_INF, 0.f };
+    });
+    if (threadIdx.x % 32 == 0) folded[c] = a;
   }
   __syncthreads();
-  return folded;
+  MS all = folded[0];
+  #pragma unroll
+  for (int c = 1; c < CHUNKS; c++) all = combine(all, folded[c]);
+  return all;
 }
 % end
 
+% if hold == "ring" then
+// hold=ring: DEPTH stages of a block's part in shared memory. Step s loads row s + AHEAD, reduces
+// and posts row s, and finishes row s - LAG, whose stage the load of step s + 1 takes over.
+// Each thread copies (cp.async, 16 bytes) and reads back only its own vectors: no barrier.
+#define DEPTH $(DEPTH)
+#define LAG $(LAG)
+#define AHEAD $(AHEAD)
+
+__device__ __forceinline__ void stage_in(elem_t *stage, const elem_t *body, int begin, int end, int lane)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = begin + i * TEAM + lane;
+    if (j < end) {
+      const u32 to = (u32)__cvta_generic_to_shared(stage + (i64)(j - begin) * VEC);
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(to), "l"(body + (i64)j * VEC) : "memory");
+    }
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");   // one group per step, empty or not
+}
+
+% end
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
 $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 {
@@ -154,13 +189,54 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % else
   Count *const xg = (Count *)ws + blockIdx.x / S;
   Parts *const xp = (Parts *)((Count *)ws + $(WS_GROUPS)) + blockIdx.x / S;
-  u32 k = 0;
+%   if hold ~= "ring" then
+  u64 k = 0;
+%   end
 % end
 % if hold == "pipe" then
   held_t v[HELD];   // the first row's part; each later one is prefetched
   if ((i64)(blockIdx.x / S) < rows) load_part(in + (i64)(blockIdx.x / S) * COLS, rank, lane, v);
 % end
-% if hold == "ahead" then
+% if hold == "ring" then
+  extern __shared__ __align__(16) unsigned char ring_bytes[];
+  elem_t *const ring = (elem_t *)ring_bytes;
+  const i64 first = blockIdx.x / S;
+  const i64 steps = first < rows ? (rows - first + ngroups - 1) / ngroups : 0;
+  auto part = [&](i64 s, const elem_t **x, Geo *g, int *begin, int *end) {
+    *x = in + (first + s * ngroups) * COLS;
+    part_of(*x, rank, g, begin, end);
+  };
+  auto stage = [&](i64 s) { return ring + (int)(s % DEPTH) * (CV * VEC); };
+  auto load = [&](i64 s) {
+    const elem_t *x = in;
+    Geo g = { 0, 0, 0 };
+    int begin = 0, end = 0;
+    if (s < steps) part(s, &x, &g, &begin, &end);
+    stage_in(stage(s), x + g.h, begin, end, lane);
+  };
+  for (int s = 0; s < AHEAD; s++) load(s);
+  for (i64 s = 0; s < steps + LAG; s++) {
+    load(s + AHEAD);
+    const elem_t *x;
+    Geo g;
+    int begin, end;
+    float e[EDGE_SLOTS];
+    if (s < steps) {
+      asm volatile("cp.async.wait_group %0;" :: "n"(AHEAD) : "memory");   // row s is in
+      part(s, &x, &g, &begin, &end);
+      edge_load(x, g, lane, edges, e);
+      const MS t = group_reduce(with_edges(online_stats<true>(stage(s), 0, end - begin, lane, true), e), OpMS());
+      if (threadIdx.x == 0) post_part(&xp->part[s % NB][rank], t, s);
+    }
+    if (s < LAG) continue;
+    const i64 j = s - LAG;
+    part(j, &x, &g, &begin, &end);
+    const MS all = group_pairs(xp->part[j % NB], j);
+    elem_t *y = out + (first + j * ngroups) * COLS;
+    edge_load(x, g, lane, edges, e);   // again: a few elements, and in == out is allowed
+    normalize<true>(stage(j), y + g.h + (i64)begin * VEC, 0, end - begin, lane, true, all.m, edges_out(y, g, lane, edges, e, all));
+  }
+% elseif hold == "ahead" then
   // mix a row ahead: the next row's streamed share is read while this row's pairs travel; its
   // held share and its post follow this row's output, so a block posts row k+1 only after it
   // read row k's pairs, and two pair buffers still suffice
@@ -177,13 +253,13 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     return online_stats(x + g.h, begin, mid, lane, true);
   };
   // the held share and edges of the row at x (its streamed share's pair is `rest`), then post
-  auto hold_and_post = [&](const elem_t *x, MS rest, u32 kk) {
+  auto hold_and_post = [&](const elem_t *x, MS rest, u64 kk) {
     Geo g;
     int begin, mid, end;
     shares(x, rank, &g, &begin, &mid, &end);
     edge_load(x, g, lane, edges, e);
     const MS t = group_reduce(held_share(x + g.h, mid, end, lane, v, e, rest, &held), OpMS());
-    if (threadIdx.x == 0) post_part(&xp->part[kk & 1][rank], t, kk);
+    if (threadIdx.x == 0) post_part(&xp->part[kk % NB][rank], t, kk);
   };
   if (row < rows) hold_and_post(in + row * COLS, stream(in + row * COLS), 0);
   for (; row < rows; row += ngroups) {
@@ -191,7 +267,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     const elem_t *const nx = in + (row + ngroups) * COLS;
     MS ahead = { NEG_INF, 0.f };
     if (more) ahead = stream(nx);
-    const MS all = group_pairs(xp->part[k & 1], k);
+    const MS all = group_pairs(xp->part[k % NB], k);
     k++;
     const elem_t *x = in + row * COLS;
     elem_t *y = out + row * COLS;
@@ -243,7 +319,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     cluster_arrive();
 % else
     const MS t = group_reduce(mine, OpMS());
-    u64 *const parts = xp->part[k & 1];
+    u64 *const parts = xp->part[k % NB];
     if (threadIdx.x == 0) post_part(&parts[rank], t, k);
 % end
 % if hold == "pipe" then
@@ -281,7 +357,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   if (threadIdx.x == 0) last = atomicAdd(&xg->depart, 1u) == S - 1;
   __syncthreads();
   if (last) {
-    for (int i = threadIdx.x; i < 2 * S; i += $(threads)) xp->part[i / S][i % S] = 0;
+    for (int i = threadIdx.x; i < NB * S; i += $(threads)) xp->part[i / S][i % S] = 0;
     if (threadIdx.x == 0) atomicExch(&xg->depart, 0u);
   }
 % end
