@@ -458,14 +458,13 @@ __device__ __forceinline__ void hold_out(elem_t *y, Geo g, int begin, int end, i
 % end
 
 // Online (max, sum) over body vectors [begin, end): ITEMS vectors per thread in flight, the
-// sum rescaled once per step. SH: from the shared-memory stage instead of global.
-template <bool SH = false>
+// sum rescaled once per step.
 __device__ __forceinline__ MS online_stats(const elem_t *body, int begin, int end, int lane, bool live)
 {
   MS a = { NEG_INF, 0.f };
   for (int base = begin; base < end; base += ITEMS * TEAM) {
     float v[ITEMS * VEC];
-    load_step<SH, false>(body, base, end, lane, live, v);
+    load_step<false, false>(body, base, end, lane, live, v);
     const float m = max_of<ITEMS * VEC>(v, a.m);
     a.s = a.s * ex(a.m, m) + exp_sum<ITEMS * VEC, false>(v, m);
     a.m = m;

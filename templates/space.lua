@@ -156,13 +156,12 @@ local function facts(cfg, P)
   f.STAGE = (P.cols * P.es + 15) // 16 * 16 // P.es  -- elements per row in the smem stage
   if cfg.hold == "ring" then
     -- hold=ring: DEPTH stages of a block's part in shared memory (a 1024-thread block has the
-    -- SM's, smaller ones a share), LAG rows posted before the oldest is finished, AHEAD loading
+    -- SM's, smaller ones a share); a block's reducers run at most DEPTH rows ahead of its
+    -- finishers, so a block may post row k while another's finishers still read row k-2*DEPTH-1
     f.RINGB = f.CV * cfg.vec * P.es
-    local budget = P.smem_block * math.min(cfg.threads, 1024) // 1024
+    local budget = P.smem_block * math.min(cfg.threads, 1024) // 1024 - KB
     f.DEPTH = math.min(8, budget // math.max(f.RINGB, 1))
-    f.LAG = f.DEPTH >= 5 and 2 or 1
-    f.AHEAD = f.DEPTH - f.LAG - 1
-    f.NB = 2 * f.LAG + 2   -- pair buffers: rows a block may post before the slowest reads
+    f.NB = 2 * f.DEPTH + 2
   end
   return f
 end
@@ -196,12 +195,13 @@ function M.check(cfg, P)
   end
   if cfg.hold == "ring" then
     if cfg.xchg ~= "global" then return "hold=ring needs xchg=global" end
+    if P.arch < 90 then return string.format("hold=ring needs bulk copies (sm_90+), not sm_%d", P.arch) end
     if vb ~= 16 then return string.format("hold=ring copies 16-byte vectors: vec=%d is %d bytes", cfg.vec, vb) end
     if cfg.items ~= f.need then return string.format("hold=ring needs items=%d for a block's part of the row", f.need) end
     if cfg.threads < 256 then return "hold=ring needs threads>=256" end
     if f.DEPTH < 3 then
       return string.format("hold=ring needs 3 stages of %d bytes in shared memory (%d per block of %d threads)",
-                           f.RINGB, P.smem_block * math.min(cfg.threads, 1024) // 1024, cfg.threads)
+                           f.RINGB, P.smem_block * math.min(cfg.threads, 1024) // 1024 - KB, cfg.threads)
     end
   end
   if MIXED[cfg.hold] then
@@ -470,7 +470,7 @@ function M.vars(cfg, P)
     for k, x in pairs(cfg) do v[k] = x end
     v.R, v.rows = cfg.rows, nil      -- rows per block; the problem's rows are a kernel argument
     v.G, v.NVMAX, v.CV, v.STAGE = f.G, f.NVMAX, f.CV, f.STAGE
-    v.DEPTH, v.LAG, v.AHEAD, v.NB = f.DEPTH, f.LAG, f.AHEAD, f.NB or 2
+    v.DEPTH, v.NB = f.DEPTH, f.NB or 2
     v.VB = cfg.vec * P.es
     v.template = cfg.split > 1 and "split.cu" or "row.cu"
     v.WS_GROUPS = WS_GROUPS

@@ -17,8 +17,9 @@
 //        the block's part of its next row while the blocks swap pairs, so DRAM keeps busy;
 //        mix (passes=2) holds the part's last ITEMS vectors per thread and reads the rest twice;
 //        ahead (xchg=global) is mix with the next row's streamed pass run while the pairs travel;
-//        ring (xchg=global, passes=1) copies the part of each row into a ring of DEPTH stages in
-//        shared memory, AHEAD rows ahead, and finishes a row LAG rows after posting its pair.
+//        ring (xchg=global, passes=1, sm_90+): warps in three roles over a ring of DEPTH stages
+//        in shared memory: a bulk copy of each row's part, reducers that post the block's pair,
+//        finishers that wait for the row's pairs and write it out (see below).
 // Regime: long rows and few rows (32x16384, 2048x128256, 256x1048576): a handful of rows
 //         still fill the GPU, and a row is read from DRAM once where it fits across the cluster;
 //         ring: many long rows (256x1048576), a block per SM, no block waiting on its row's slowest.
@@ -131,48 +132,67 @@ __device__ __forceinline__ MS held_share(const elem_t *body, int mid, int end, i
 % end
 % if xchg == "global" then
 
-// Row k's pairs: warp w waits for and folds pairs [32w, 32w + 32) (the chunks of a split over 32
-// are waited on at once, not one after another), then every thread folds the chunks in order.
-#define CHUNKS ((S + 31) / 32)
+// Warp 0 waits for the pairs of row k and folds them; the block takes the result.
 __device__ __forceinline__ MS group_pairs(const u64 *parts, u64 k)
 {
-  __shared__ MS folded[CHUNKS];
-  __syncthreads();   // every thread has read the last row's result
-  for (int c = threadIdx.x / 32; c < CHUNKS; c += $(threads // 32)) {
-    const MS a = fold<(S < 32 ? S : 32)>([&](int r) {
-      const int q = c * 32 + r;
-      return q < S ? wait_part(&parts[q], k) : MS{ NEG_INF, 0.f };
-    });
-    if (threadIdx.x % 32 == 0) folded[c] = a;
+  __shared__ MS folded;
+  if (threadIdx.x < 32) {
+    const MS a = fold<S>([&](int r) { return wait_part(&parts[r], k); });
+    if (threadIdx.x == 0) folded = a;
   }
   __syncthreads();
-  MS all = folded[0];
-  #pragma unroll
-  for (int c = 1; c < CHUNKS; c++) all = combine(all, folded[c]);
-  return all;
+  return folded;
 }
 % end
 
 % if hold == "ring" then
-// hold=ring: DEPTH stages of a block's part in shared memory. Step s loads row s + AHEAD, reduces
-// and posts row s, and finishes row s - LAG, whose stage the load of step s + 1 takes over.
-// Each thread copies (cp.async, 16 bytes) and reads back only its own vectors: no barrier.
+// hold=ring: a block's warps in three roles over a ring of DEPTH stages in shared memory, each
+// stage a block's part of one row. Warp 0 (one lane) copies each row's part into a free stage
+// with one bulk copy (TMA) that completes on the stage's `full` barrier; NR reducer warps reduce
+// a full stage to the block's pair and post it; the other warps wait for the row's pairs,
+// normalize the stage into the output and mark it free on its `empty` barrier. So the loads run
+// DEPTH rows ahead, and waiting for a row's slowest block stalls no load and no reduction.
 #define DEPTH $(DEPTH)
-#define LAG $(LAG)
-#define AHEAD $(AHEAD)
+#define NR $(math.max(1, (threads // 32 - 1) // 4))
+#define NF ($(threads // 32) - 1 - NR)
+#define CHUNKS ((S + 31) / 32)
 
-__device__ __forceinline__ void stage_in(elem_t *stage, const elem_t *body, int begin, int end, int lane)
+__device__ __forceinline__ u32 smem_addr(const void *p) { return (u32)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void bar_init(u64 *b, u32 count)
 {
-  #pragma unroll
-  for (int i = 0; i < ITEMS; i++) {
-    const int j = begin + i * TEAM + lane;
-    if (j < end) {
-      const u32 to = (u32)__cvta_generic_to_shared(stage + (i64)(j - begin) * VEC);
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(to), "l"(body + (i64)j * VEC) : "memory");
-    }
-  }
-  asm volatile("cp.async.commit_group;" ::: "memory");   // one group per step, empty or not
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_addr(b)), "r"(count) : "memory");
 }
+
+__device__ __forceinline__ void bar_arrive(u64 *b)
+{
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" :: "r"(smem_addr(b)) : "memory");
+}
+
+// Until the barrier's phase of this parity has completed.
+__device__ __forceinline__ void bar_wait(u64 *b, u32 parity)
+{
+  u32 done;
+  do {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done) : "r"(smem_addr(b)), "r"(parity) : "memory");
+  } while (!done);
+}
+
+// `bytes` from global src into the stage dst; completes on barrier b (the copy's arrival).
+__device__ __forceinline__ void bulk_load(void *dst, const void *src, u32 bytes, u64 *b)
+{
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" :: "r"(smem_addr(b)), "r"(bytes) : "memory");
+  if (bytes)
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b)) : "memory");
+}
+
+// A barrier over the n threads of one role (ids 1 and 2; 0 is __syncthreads).
+__device__ __forceinline__ void role_sync(u32 id, u32 n) { asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+
+// The edge elements of a row (head, then tail): element k for k < h + t, by lane k of a role.
+__device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return k < g.h + g.t ? load1(x + edge_pos(g, k)) : NEG_INF; }
 
 % end
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
@@ -198,43 +218,99 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   if ((i64)(blockIdx.x / S) < rows) load_part(in + (i64)(blockIdx.x / S) * COLS, rank, lane, v);
 % end
 % if hold == "ring" then
-  extern __shared__ __align__(16) unsigned char ring_bytes[];
+  extern __shared__ __align__(128) unsigned char ring_bytes[];
+  __shared__ __align__(8) u64 full[DEPTH], empty[DEPTH];
+  __shared__ MS red[2][NR], folded[2][CHUNKS];   // by row parity: a role's next row needs no second barrier
   elem_t *const ring = (elem_t *)ring_bytes;
+  (void)lane;   // the roles index their own threads
   const i64 first = blockIdx.x / S;
   const i64 steps = first < rows ? (rows - first + ngroups - 1) / ngroups : 0;
+  const int warp = threadIdx.x / 32, lane32 = threadIdx.x % 32;
+  if (threadIdx.x < DEPTH) {
+    bar_init(&full[threadIdx.x], 1);
+    bar_init(&empty[threadIdx.x], NF);
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  __syncthreads();
   auto part = [&](i64 s, const elem_t **x, Geo *g, int *begin, int *end) {
     *x = in + (first + s * ngroups) * COLS;
     part_of(*x, rank, g, begin, end);
   };
   auto stage = [&](i64 s) { return ring + (int)(s % DEPTH) * (CV * VEC); };
-  auto load = [&](i64 s) {
-    const elem_t *x = in;
-    Geo g = { 0, 0, 0 };
-    int begin = 0, end = 0;
-    if (s < steps) part(s, &x, &g, &begin, &end);
-    stage_in(stage(s), x + g.h, begin, end, lane);
-  };
-  for (int s = 0; s < AHEAD; s++) load(s);
-  for (i64 s = 0; s < steps + LAG; s++) {
-    load(s + AHEAD);
-    const elem_t *x;
-    Geo g;
-    int begin, end;
-    float e[EDGE_SLOTS];
-    if (s < steps) {
-      asm volatile("cp.async.wait_group %0;" :: "n"(AHEAD) : "memory");   // row s is in
+  if (warp == 0) {
+    for (i64 s = 0; lane32 == 0 && s < steps; s++) {
+      const elem_t *x;
+      Geo g;
+      int begin, end;
       part(s, &x, &g, &begin, &end);
-      edge_load(x, g, lane, edges, e);
-      const MS t = group_reduce(with_edges(online_stats<true>(stage(s), 0, end - begin, lane, true), e), OpMS());
-      if (threadIdx.x == 0) post_part(&xp->part[s % NB][rank], t, s);
+      if (s >= DEPTH) bar_wait(&empty[s % DEPTH], (u32)(s / DEPTH - 1) & 1);
+      bulk_load(stage(s), x + g.h + (i64)begin * VEC, (u32)(end - begin) * $(VB), &full[s % DEPTH]);
     }
-    if (s < LAG) continue;
-    const i64 j = s - LAG;
-    part(j, &x, &g, &begin, &end);
-    const MS all = group_pairs(xp->part[j % NB], j);
-    elem_t *y = out + (first + j * ngroups) * COLS;
-    edge_load(x, g, lane, edges, e);   // again: a few elements, and in == out is allowed
-    normalize<true>(stage(j), y + g.h + (i64)begin * VEC, 0, end - begin, lane, true, all.m, edges_out(y, g, lane, edges, e, all));
+  } else if (warp <= NR) {
+    const int r = threadIdx.x - 32;   // reducer thread r of NR * 32
+    for (i64 s = 0; s < steps; s++) {
+      const elem_t *x;
+      Geo g;
+      int begin, end;
+      part(s, &x, &g, &begin, &end);
+      bar_wait(&full[s % DEPTH], (u32)(s / DEPTH) & 1);
+      const elem_t *st = stage(s);
+      float f[VEC], e = edges && r < 32 ? edge_in(x, g, r) : NEG_INF;
+      MS t = { e, 0.f };
+      for (int v = r; v < end - begin; v += NR * 32) {
+        ldv<true, false>(st + v * VEC, f);
+        t.m = max_of<VEC>(f, t.m);
+      }
+      t.s = exp_sum<1, false>(&e, t.m);
+      for (int v = r; v < end - begin; v += NR * 32) {
+        ldv<true, false>(st + v * VEC, f);
+        t.s += exp_sum<VEC, false>(f, t.m);
+      }
+      t = warp_reduce(t, OpMS());
+      if (lane32 == 0) red[s & 1][warp - 1] = t;
+      role_sync(1, NR * 32);
+      if (r == 0) {
+        MS a = red[s & 1][0];
+        for (int w = 1; w < NR; w++) a = combine(a, red[s & 1][w]);
+        post_part(&xp->part[s % NB][rank], a, s);
+      }
+    }
+  } else {
+    const int fw = warp - 1 - NR, q = threadIdx.x - 32 * (1 + NR);   // finisher warp, thread
+    for (i64 j = 0; j < steps; j++) {
+      const elem_t *x;
+      Geo g;
+      int begin, end;
+      part(j, &x, &g, &begin, &end);
+      const u64 *parts = xp->part[j % NB];
+      for (int c = fw; c < CHUNKS; c += NF) {
+        const MS a = fold<(S < 32 ? S : 32)>([&](int i) {
+          return c * 32 + i < S ? wait_part(&parts[c * 32 + i], j) : MS{ NEG_INF, 0.f };
+        });
+        if (lane32 == 0) folded[j & 1][c] = a;
+      }
+      role_sync(2, NF * 32);
+      MS all = folded[j & 1][0];
+      #pragma unroll
+      for (int c = 1; c < CHUNKS; c++) all = combine(all, folded[j & 1][c]);
+      const float k = row_k(all);
+      elem_t *y = out + (first + j * ngroups) * COLS;
+      if (edges && q < 32) {
+        const float e = edge_in(x, g, q);   // read again: in == out is allowed
+        if (q < g.h + g.t) store1(y + edge_pos(g, q), finish(e, all.m, k));
+      }
+      bar_wait(&full[j % DEPTH], (u32)(j / DEPTH) & 1);   // the copy's bytes, seen by this thread too
+      const elem_t *st = stage(j);
+      elem_t *yb = y + g.h + (i64)begin * VEC;
+      float f[VEC];
+      for (int v = q; v < end - begin; v += NF * 32) {
+        ldv<true, false>(st + v * VEC, f);
+        finish_all<VEC>(f, all.m, k);
+        stv<false>(yb + (i64)v * VEC, f);
+      }
+      __syncwarp();
+      if (lane32 == 0) bar_arrive(&empty[j % DEPTH]);
+    }
   }
 % elseif hold == "ahead" then
   // mix a row ahead: the next row's streamed share is read while this row's pairs travel; its
