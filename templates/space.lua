@@ -357,10 +357,11 @@ local function split_reg(list, P, vec, split, xchg)
   end
 end
 
--- Split family, hold=ring: a block's part of each row copied (cp.async) into a ring of stages in
--- shared memory, rows loaded several ahead and finished a few rows after their post, so neither
--- the loads nor the block wait for the slowest block of a row. Parts of 8 KB and more; a block
--- on every SM (split = SMs or half of them) where that is a knob value.
+-- Split family, hold=ring: a block's part of each row bulk-copied (TMA) into a ring of stages in
+-- shared memory by one lane, reduced by some warps and written out by the others once the row's
+-- pairs are in, so no load waits for the slowest block of a row. Parts of 8 KB and more; a
+-- block on every SM (split = SMs or half of them) where that is a knob value. `reduce` means
+-- nothing to the ring (its roles reduce by shuffles): shfl only.
 local function ring(list, P, vec)
   if vec * P.es ~= 16 then return end
   local bytes, seen = P.cols * P.es, {}
@@ -426,10 +427,11 @@ function M.full(P)
               local items = (IN_REGS[form[2]] or form[2] == "ring") and { math.max(1, need) } or threads // rows >= 32 and { 2, 4, 8 } or {}
               if MIXED[form[2]] then items = threads >= 512 and { 4, 8 } or {} end   -- as two_pass()
               for _, it in ipairs(items) do
-                -- mix, ahead: their two-pass twin, hold=none, has both reductions in the grid already
+                -- mix, ahead: their two-pass twin, hold=none, has both reductions in the grid already;
+                -- ring reduces by shuffles whatever `reduce` says
                 push_each(list, P, { threads = threads, items = it, vec = vec, passes = form[1], hold = form[2],
                                      rows = rows, split = split, xchg = xchg },
-                          MIXED[form[2]] and { "shfl" } or { "shfl", "smem" }, KNOB.hint.values)
+                          (MIXED[form[2]] or form[2] == "ring") and { "shfl" } or { "shfl", "smem" }, KNOB.hint.values)
               end
             end
           end
