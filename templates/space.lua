@@ -154,13 +154,14 @@ local function facts(cfg, P)
   local per = cfg.split > 1 and cfg.threads or f.G
   f.need = (f.CV + per - 1) // per               -- items to hold a row (or chunk) in registers
   f.STAGE = (P.cols * P.es + 15) // 16 * 16 // P.es  -- elements per row in the smem stage
+  f.NB = 2                                       -- xchg=global pair buffers: even and odd rows
   if cfg.hold == "ring" then
     -- hold=ring: DEPTH stages of a block's part in shared memory (a 1024-thread block has the
     -- SM's, smaller ones a share); a block's reducers run at most DEPTH rows ahead of its
     -- finishers, so a block may post row k while another's finishers still read row k-2*DEPTH-1
     f.RINGB = f.CV * cfg.vec * P.es
-    local budget = P.smem_block * math.min(cfg.threads, 1024) // 1024 - KB
-    f.DEPTH = math.min(8, budget // math.max(f.RINGB, 1))
+    f.BUDGET = P.smem_block * math.min(cfg.threads, 1024) // 1024 - KB
+    f.DEPTH = math.min(8, f.BUDGET // math.max(f.RINGB, 1))
     f.NB = 2 * f.DEPTH + 2
   end
   return f
@@ -201,7 +202,7 @@ function M.check(cfg, P)
     if cfg.threads < 256 then return "hold=ring needs threads>=256" end
     if f.DEPTH < 3 then
       return string.format("hold=ring needs 3 stages of %d bytes in shared memory (%d per block of %d threads)",
-                           f.RINGB, P.smem_block * math.min(cfg.threads, 1024) // 1024 - KB, cfg.threads)
+                           f.RINGB, f.BUDGET, cfg.threads)
     end
   end
   if MIXED[cfg.hold] then
@@ -472,7 +473,7 @@ function M.vars(cfg, P)
     for k, x in pairs(cfg) do v[k] = x end
     v.R, v.rows = cfg.rows, nil      -- rows per block; the problem's rows are a kernel argument
     v.G, v.NVMAX, v.CV, v.STAGE = f.G, f.NVMAX, f.CV, f.STAGE
-    v.DEPTH, v.NB = f.DEPTH, f.NB or 2
+    v.DEPTH, v.NB = f.DEPTH, f.NB
     v.VB = cfg.vec * P.es
     v.template = cfg.split > 1 and "split.cu" or "row.cu"
     v.WS_GROUPS = WS_GROUPS
@@ -507,7 +508,7 @@ function M.launch(cfg, P)
     blocks_per_row = cfg.split,
     cluster = cfg.xchg == "dsmem" and cfg.split or 0,
     coop = cfg.xchg == "global" and 1 or 0,
-    workspace = cfg.xchg == "global" and 8 * (f.NB or 2) * cfg.split or 0,   -- per group, after the counters
+    workspace = cfg.xchg == "global" and 8 * f.NB * cfg.split or 0,   -- per group, after the counters
     ws_groups = cfg.xchg == "global" and WS_GROUPS or 0,
     smem = cfg.hold == "smem" and cfg.rows * f.STAGE * P.es or cfg.hold == "ring" and f.DEPTH * f.RINGB or 0,
   }
