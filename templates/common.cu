@@ -126,6 +126,18 @@ __device__ __forceinline__ void stv(elem_t *p, const float *f)
 }
 % end
 
+% if es == 2 and NW > 0 then
+#define NEG_WORD $(dtype == "bf16" and "0xff80ff80u" or "0xfc00fc00u")   // two -inf
+
+// Lane-wise max of two words of 16-bit pairs (a NaN loses, as with fmaxf: the sum keeps it).
+__device__ __forceinline__ u32 max2(u32 a, u32 b)
+{
+  u32 r;
+  asm("max.$(dtype == "bf16" and "bf16" or "f16")x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+
+% end
 // The softmax of a segment is summed up by its max m and s = sum(exp(x - m)).
 struct MS { float m, s; };
 
@@ -292,6 +304,16 @@ __device__ __forceinline__ float exp_sum(float *v, float m)
   return s;
 }
 
+// Sum of exp(v - m) for a max m that is not -inf: a -inf in v then gives 0 with no guard.
+template <int N>
+__device__ __forceinline__ float exp_sum_finite(const float *v, float m)
+{
+  float s = 0.f;
+  #pragma unroll
+  for (int i = 0; i < N; i++) s += ex2((v[i] - m) * LOG2E);
+  return s;
+}
+
 // A thread's (max, sum) over N held values, starting from max m0 (its edges'); with keep, v
 // becomes exp(v - max) for the output step to scale.
 template <int N, bool keep>
@@ -308,7 +330,9 @@ __device__ __forceinline__ MS pair_of(float *v, float m0)
 __device__ __forceinline__ float finish(float x, float m, float k)
 {
 % if op == "softmax" then
-  return ex(x, m) * k;
+  // m is the row's max: the guard of ex() is not needed (x = -inf gives 0; m = -inf only for a
+  // row of -inf, whose outputs are NaN either way, as (x - m) is then NaN)
+  return ex2((x - m) * LOG2E) * k;
 % else
   return (x - m) - k;
 % end
@@ -391,21 +415,12 @@ __device__ __forceinline__ void hold_out(elem_t *y, Geo g, int begin, int end, i
 // for 16-bit types; exp is computed again at the output (the SFU has room: DRAM is the limit).
 typedef u32 held_t;
 #define HELD (ITEMS * NW)
-#define NEG_WORD $(dtype == "bf16" and "0xff80ff80u" or "0xfc00fc00u")   // two -inf
 
 template <bool FINAL>
 __device__ __forceinline__ void hold_load(const elem_t *body, int base, int end, int lane, bool live, u32 *w)
 {
   load_vectors<NW>(base, end, lane, live, w, NEG_WORD,
                    [&](int j, u32 *d) { ldw<false, FINAL>(body + (i64)j * VEC, d); });
-}
-
-// Lane-wise max of two words of 16-bit pairs (a NaN loses, as with fmaxf: the sum keeps it).
-__device__ __forceinline__ u32 max2(u32 a, u32 b)
-{
-  u32 r;
-  asm("max.$(dtype == "bf16" and "bf16" or "f16")x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
 }
 
 // w, as a value the compiler cannot tell from w: unpacking it again at the output is then not

@@ -2,8 +2,11 @@
 // its part of the row to a (max, sum) pair, the blocks swap their pairs, then each block
 // normalizes its own part. xchg=dsmem: the blocks are a thread-block cluster and swap through
 // distributed shared memory (sm_90+, split <= 16), flat: every warp (reduce=shfl; the block's
-// pair with reduce=smem) writes its pair into a slot of every block, one cluster barrier, and
-// every warp folds all the slots, so no block-wide reduction stands before the barrier. xchg=global: any split; the grid is
+// pair with reduce=smem) writes its pair into a slot of every block by a remote store that
+// completes on that block's mbarrier, every warp waits on its own block's mbarrier and folds all
+// the slots: no block-wide reduction and no cluster barrier stand between the loads and the
+// outputs (one cluster barrier at the start, so no block posts into a block not yet started).
+// xchg=global: any split; the grid is
 // persistent and cooperative (all its blocks resident, so waiting for a row's other blocks
 // cannot deadlock), pairs go through a workspace in global memory, double-buffered by row,
 // each pair one 8-byte word tagged with its row, so a block waits on the pairs themselves: no
@@ -28,23 +31,56 @@
 #define S $(split)
 #define CV $(CV)
 
+% if hold == "ring" or xchg == "dsmem" then
+% bar_scope = xchg == "dsmem" and "cluster" or "cta"   -- dsmem: the bytes come from other blocks of the cluster
+// mbarriers: the ring's stages (bulk copies), the cluster's pair slots (remote stores)
+__device__ __forceinline__ u32 smem_addr(const void *p) { return (u32)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void bar_init(u64 *b, u32 count)
+{
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_addr(b)), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void bar_arrive(u64 *b)
+{
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" :: "r"(smem_addr(b)) : "memory");
+}
+
+// Until the barrier's phase of this parity has completed.
+__device__ __forceinline__ void bar_wait(u64 *b, u32 parity)
+{
+  u32 done;
+  do {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.acquire.$(bar_scope).shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done) : "r"(smem_addr(b)), "r"(parity) : "memory");
+  } while (!done);
+}
+
+// One arrival on b that also expects `bytes` more of asynchronous copies or stores on it.
+__device__ __forceinline__ void bar_expect(u64 *b, u32 bytes)
+{
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" :: "r"(smem_addr(b)), "r"(bytes) : "memory");
+}
+
+% end
+
 % if xchg == "dsmem" then
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
-// an arrive that orders nothing: the parts read before it were already used
+// an arrive that orders nothing but the mbarrier inits before it (fence.mbarrier_init)
 __device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
 // Pairs posted per block: one per warp, or the block's one after a shared-memory tree.
 #define POSTS $(reduce == "shfl" and threads // 32 or 1)
 
-// t into `slot` of block `rank` of this cluster (the same slot in every block's copy).
-__device__ __forceinline__ void post_remote(MS *slot, u32 rank, MS t)
+// t into `slot` of block `rank` of this cluster by a remote store that completes its 8 bytes
+// on that block's barrier `got` (the same offsets in every block's copy): no cluster barrier.
+__device__ __forceinline__ void post_remote(MS *slot, u64 *got, u32 rank, MS t)
 {
-  u64 generic = (u64)slot, local;
-  u32 remote;
-  asm volatile("cvta.to.shared.u64 %0, %1;" : "=l"(local) : "l"(generic));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((u32)local), "r"(rank));
-  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" :: "r"(remote), "f"(t.m), "f"(t.s) : "memory");
+  u32 rs, rb;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rs) : "r"(smem_addr(slot)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(smem_addr(got)), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];"
+               :: "r"(rs), "r"(__float_as_uint(t.m)), "r"(__float_as_uint(t.s)), "r"(rb) : "memory");
 }
 % else
 // A group's counters; the first $(WS_GROUPS) of them lead the workspace, then the groups' pairs
@@ -150,42 +186,45 @@ __device__ __forceinline__ MS group_pairs(const u64 *parts, u64 k)
 // stage a block's part of one row. Warp 0 (one lane) copies each row's part into a free stage
 // with one bulk copy (TMA) that completes on the stage's `full` barrier; NR reducer warps reduce
 // a full stage to the block's pair and post it; the other warps wait for the row's pairs,
-// normalize the stage into the output and mark it free on its `empty` barrier. So the loads run
-// DEPTH rows ahead, and waiting for a row's slowest block stalls no load and no reduction.
+// normalize the stage into the output. Each reducer and finisher warp marks the stage free on
+// its `empty` barrier once done reading it. So the loads run DEPTH rows ahead, and waiting for
+// a row's slowest block stalls no load and no reduction.
 #define DEPTH $(DEPTH)
-#define NR $(math.max(1, (threads // 32 - 1) // 4))
+#define NR $(math.max(1, (threads // 32 - 1) // 3))   // reducers: a third of the warps measured best (bf16 +3-10%, f32 level)
 #define NF ($(threads // 32) - 1 - NR)
 #define CHUNKS ((S + 31) / 32)
-
-__device__ __forceinline__ u32 smem_addr(const void *p) { return (u32)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void bar_init(u64 *b, u32 count)
-{
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_addr(b)), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void bar_arrive(u64 *b)
-{
-  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" :: "r"(smem_addr(b)) : "memory");
-}
-
-// Until the barrier's phase of this parity has completed.
-__device__ __forceinline__ void bar_wait(u64 *b, u32 parity)
-{
-  u32 done;
-  do {
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(done) : "r"(smem_addr(b)), "r"(parity) : "memory");
-  } while (!done);
-}
 
 // `bytes` from global src into the stage dst; completes on barrier b (the copy's arrival).
 __device__ __forceinline__ void bulk_load(void *dst, const void *src, u32 bytes, u64 *b)
 {
-  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" :: "r"(smem_addr(b)), "r"(bytes) : "memory");
+  bar_expect(b, bytes);
   if (bytes)
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                  :: "r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b)) : "memory");
+}
+
+// The max of m and the stage's vectors r, r + NR*32, ... below n (a reducer's share); 16-bit
+// values by pairs of the raw words, unpacked once at the end.
+__device__ __forceinline__ float stage_max(const elem_t *st, int r, int n, float m)
+{
+% if es == 2 then
+  u32 mw = NEG_WORD, w[NW];
+  for (int v = r; v < n; v += NR * 32) {
+    ldw<true, false>(st + v * VEC, w);
+    #pragma unroll
+    for (int i = 0; i < NW; i++) mw = max2(mw, w[i]);
+  }
+  float f[PER_WORD];
+  unpack(mw, f);
+  return max_of<PER_WORD>(f, m);
+% else
+  float f[VEC];
+  for (int v = r; v < n; v += NR * 32) {
+    ldv<true, false>(st + v * VEC, f);
+    m = max_of<VEC>(f, m);
+  }
+  return m;
+% end
 }
 
 // A barrier over the n threads of one role (ids 1 and 2; 0 is __syncthreads).
@@ -203,9 +242,16 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   const bool edges = rank == 0;      // block 0 also owns the row's unaligned head and tail
   const i64 ngroups = gridDim.x / S;
 % if xchg == "dsmem" then
-  __shared__ MS slots[S * POSTS];   // the row's pairs, from every block of the cluster
-  // this block has started: the others may write its slots once they have waited for that
+  // the row's pairs from every block of the cluster, by row parity, each buffer with the barrier
+  // its remote stores complete on. A block posts row k+2 only after every block posted row k+1,
+  // which each warp does after it folded row k: a buffer is never written while it is read.
+  __shared__ MS slots[2][S * POSTS];
+  __shared__ __align__(8) u64 got[2];
+  if (threadIdx.x < 2) bar_init(&got[threadIdx.x], 1);
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  // this block has started and set its barriers up: the others may post once they waited for that
   cluster_arrive_relaxed();
+  u32 k = 0;
 % else
   Count *const xg = (Count *)ws + blockIdx.x / S;
   Parts *const xp = (Parts *)((Count *)ws + $(WS_GROUPS)) + blockIdx.x / S;
@@ -228,7 +274,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   const int warp = threadIdx.x / 32, lane32 = threadIdx.x % 32;
   if (threadIdx.x < DEPTH) {
     bar_init(&full[threadIdx.x], 1);
-    bar_init(&empty[threadIdx.x], NF);
+    bar_init(&empty[threadIdx.x], NR + NF);   // a stage is free once every reducer and finisher warp is done with it
   }
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   __syncthreads();
@@ -256,16 +302,16 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
       bar_wait(&full[s % DEPTH], (u32)(s / DEPTH) & 1);
       const elem_t *st = stage(s);
       float f[VEC], e = edges && r < 32 ? edge_in(x, g, r) : NEG_INF;
-      MS t = { e, 0.f };
-      for (int v = r; v < end - begin; v += NR * 32) {
-        ldv<true, false>(st + v * VEC, f);
-        t.m = max_of<VEC>(f, t.m);
-      }
+      MS t;
+      t.m = stage_max(st, r, end - begin, e);
       t.s = exp_sum<1, false>(&e, t.m);
-      for (int v = r; v < end - begin; v += NR * 32) {
+      // a max of -inf: every value is -inf, and the sum 0
+      for (int v = r; t.m != NEG_INF && v < end - begin; v += NR * 32) {
         ldv<true, false>(st + v * VEC, f);
-        t.s += exp_sum<VEC, false>(f, t.m);
+        t.s += exp_sum_finite<VEC>(f, t.m);
       }
+      __syncwarp();
+      if (lane32 == 0) bar_arrive(&empty[s % DEPTH]);   // this warp's reads of the stage are done
       t = warp_reduce(t, OpMS());
       if (lane32 == 0) red[s & 1][warp - 1] = t;
       role_sync(1, NR * 32);
@@ -389,10 +435,10 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 %   else
     const MS t = group_reduce(mine, OpMS());
 %   end
-    cluster_wait();   // every block has started (first row) or has read the last row's slots
-    if (threadIdx.x % 32 < S && threadIdx.x < 32 * POSTS) post_remote(&slots[rank * POSTS + threadIdx.x / 32], threadIdx.x % 32, t);
-    // arrive, then prefetch, then wait: a release (fence) after the prefetch would wait for it
-    cluster_arrive();
+    if (k == 0) cluster_wait();   // every block of the cluster has started
+    if (threadIdx.x == 0) bar_expect(&got[k & 1], S * POSTS * 8);
+    if (threadIdx.x % 32 < S && threadIdx.x < 32 * POSTS)
+      post_remote(&slots[k & 1][rank * POSTS + threadIdx.x / 32], &got[k & 1], threadIdx.x % 32, t);
 % else
     const MS t = group_reduce(mine, OpMS());
     u64 *const parts = xp->part[k % NB];
@@ -403,15 +449,12 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     if (row + ngroups < rows) load_part(x + ngroups * COLS, rank, lane, nxt);
 % end
 % if xchg == "dsmem" then
-    cluster_wait();
-    const MS all = fold<S * POSTS>([&](int r) { return slots[r]; });
-    // done reading the slots; the next row's wait before posting matches it (the last row has
-    // nothing to match: every write into this block's slots came before the wait above)
-    if (row + ngroups < rows) cluster_arrive_relaxed();
+    bar_wait(&got[k & 1], (k >> 1) & 1);   // every pair of the row is in
+    const MS all = fold<S * POSTS>([&](int r) { return slots[k & 1][r]; });
 % else
     const MS all = group_pairs(parts, k);
-    k++;
 % end
+    k++;
 % if hold == "mix" then
     normalize(x + g.h, y + g.h, begin, mid, lane, true, all.m, row_k(all));
     hold_out(y, g, mid, end, lane, true, edges, v, e, held, all);

@@ -93,9 +93,13 @@ static void test_split_op_dtype(void)
   /* global exchange: parts through global memory, no cluster */
   char *d = ptx_of(1048576, GEN_F32, GEN_SOFTMAX, "threads=512,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=64,xchg=global,hint=none");
   if (a) {
-    /* flat swap: started, posted, done reading; each warp writes its pair into every block */
-    EXPECT(a, "barrier.cluster.arrive", 3, ==);
-    EXPECT(a, "st.shared::cluster.v2.f32", 1, >=);
+    /* flat swap: one cluster barrier (started), then each warp writes its pair into every block
+    ** by remote stores that complete on the receiver's mbarrier, which every warp waits on */
+    EXPECT(a, "barrier.cluster.arrive", 1, ==);
+    EXPECT(a, "barrier.cluster.wait", 1, ==);
+    EXPECT(a, "st.async.shared::cluster.mbarrier::complete_tx::bytes", 1, ==);
+    EXPECT(a, "mbarrier.try_wait.parity.acquire.cluster", 1, ==);
+    EXPECT(a, "st.shared::cluster", 0, ==);
     EXPECT(a, "mapa.shared::cluster", 1, >=);
     EXPECT(a, "ld.global.v4.u32", 4, ==);
     EXPECT(a, "lg2.approx", 0, ==);
