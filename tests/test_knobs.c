@@ -163,6 +163,22 @@ static void test_hint(void)
   free(a), free(b), free(c);
 }
 
+/* hold=ring: one bulk copy per row into a stage, no global vector loads; the bf16 reducers take
+** the max by 16-bit pairs; reducer and finisher warps both free a stage (two arrive sites) */
+static void test_ring(void)
+{
+  char *a = ptx_of(1048576, GEN_BF16, GEN_SOFTMAX, "threads=1024,items=2,vec=8,reduce=shfl,passes=1,hold=ring,rows=1,split=64,xchg=global,hint=none");
+  char *b = ptx_of(1048576, GEN_F32, GEN_SOFTMAX, "threads=1024,items=2,vec=4,reduce=shfl,passes=1,hold=ring,rows=1,split=128,xchg=global,hint=none");
+  if (a) {
+    EXPECT(a, "cp.async.bulk.shared::cluster.global", 1, ==);
+    EXPECT(a, "ld.global.v4", 0, ==);
+    EXPECT(a, "max.bf16x2", 1, >=);
+    EXPECT(a, "mbarrier.arrive.release.cta", 2, ==);
+  }
+  if (b) { EXPECT(b, "max.bf16x2", 0, ==); EXPECT(b, "mbarrier.arrive.release.cta", 2, ==); }
+  free(a), free(b);
+}
+
 int main(void)
 {
   char err[1024];
@@ -173,6 +189,7 @@ int main(void)
   test_split_op_dtype();
   test_hint();
   test_packed();
+  test_ring();
   gen_close(g);
   return check_done("test_knobs");
 }
