@@ -392,9 +392,6 @@ function M.enumerate(P)
     for _, split in ipairs({ 2, 4, 8, 16 }) do   -- clusters
       if split <= P.cluster then
         split_reg(list, P, vs[1], split, "dsmem")
-        -- few rows (latency, not bandwidth): narrower accesses too, the full grid's winner for
-        -- f32 32x16384 in two sessions (vec=2, 2.5% and 3.2% ahead of the widest)
-        if P.rows < P.sms and vs[2] then split_reg(list, P, vs[2], split, "dsmem") end
         two_pass(list, P, vs[1], split, "dsmem")
       end
     end
