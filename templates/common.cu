@@ -304,13 +304,13 @@ __device__ __forceinline__ float exp_sum(float *v, float m)
   return s;
 }
 
-// Sum of exp(v - m) for a max m that is not -inf: a -inf in v then gives 0 with no guard.
+// Sum of exp(v - m) for a max m that is not -inf (see ex_finite).
 template <int N>
 __device__ __forceinline__ float exp_sum_finite(const float *v, float m)
 {
   float s = 0.f;
   #pragma unroll
-  for (int i = 0; i < N; i++) s += ex2((v[i] - m) * LOG2E);
+  for (int i = 0; i < N; i++) s += ex_finite(v[i], m);
   return s;
 }
 
@@ -330,9 +330,8 @@ __device__ __forceinline__ MS pair_of(float *v, float m0)
 __device__ __forceinline__ float finish(float x, float m, float k)
 {
 % if op == "softmax" then
-  // m is the row's max: the guard of ex() is not needed (x = -inf gives 0; m = -inf only for a
-  // row of -inf, whose outputs are NaN either way, as (x - m) is then NaN)
-  return ex2((x - m) * LOG2E) * k;
+  // m is the row's max, -inf only for a row of -inf, whose outputs are NaN either way
+  return ex_finite(x, m) * k;
 % else
   return (x - m) - k;
 % end

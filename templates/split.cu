@@ -9,9 +9,10 @@
 // xchg=global: any split; the grid is persistent and cooperative (all its blocks resident, so
 // waiting for a row's other blocks cannot deadlock), pairs go through a workspace in global
 // memory, double-buffered by row, each pair one 8-byte word tagged with its row, so a block
-// waits on the pairs themselves: no counter, no fence. The last block out (a departure counter) zeroes the group's pairs for the
-// next launch. The counters of every group sit at the front of the workspace, at the same place
-// whatever the split, so kernels of any config can share one workspace that stays zeroed.
+// waits on the pairs themselves: no counter, no fence. The last block out (a departure counter)
+// zeroes the group's pairs for the next launch. The counters of every group sit at the front of
+// the workspace, at the same place whatever the split, so kernels of any config can share one
+// workspace that stays zeroed.
 // Knobs: threads, split, xchg, items, vec, reduce, hint,
 //        passes (1: the part is held in registers, one read; 2: an online pass over the part,
 //        then a second read that mostly hits L2), hold (reg | packed | pipe | none | mix): packed

@@ -44,9 +44,12 @@ __device__ __forceinline__ float ex2(float x)
   return y;
 }
 
+// exp(a - m) where m is not -inf (a max of real values): a = -inf then gives 0 with no guard.
+__device__ __forceinline__ float ex_finite(float a, float m) { return ex2((a - m) * LOG2E); }
+
 // exp(a - m), but 0 where a is -inf: an all -inf row then gives 0/0 = NaN as torch does,
 // and a NaN anywhere in a row makes its sum, and so the whole row, NaN.
 __device__ __forceinline__ float ex(float a, float m)
 {
-  return a == NEG_INF ? 0.f : ex2((a - m) * LOG2E);
+  return a == NEG_INF ? 0.f : ex_finite(a, m);
 }
