@@ -175,15 +175,39 @@ __device__ __forceinline__ MS shfl_0(MS v)
   return r;
 }
 
-// Reduce over the lanes of a warp that belong to one row group (all 32 when G >= 32); every
-// one of them gets the result.
-template <class T, class Op>
-__device__ __forceinline__ T warp_reduce(T v, Op op)
+// Reduce over aligned groups of W lanes of a warp; every lane of a group gets the result (a
+// butterfly: both lanes of a step apply op to the same two values).
+template <int W, class T, class Op>
+__device__ __forceinline__ T lanes_reduce(T v, Op op)
 {
   #pragma unroll
-  for (int o = $(math.min(G, 32)) / 2; o > 0; o >>= 1) v = op(v, shfl_x(v, o));
+  for (int o = W / 2; o > 0; o >>= 1) v = op(v, shfl_x(v, o));
   return v;
 }
+
+// A whole warp's max in one redux (sm_80+) on the floats' bits, mapped to ints of the same order.
+template <int W>
+__device__ __forceinline__ float lanes_reduce(float v, OpMax op)
+{
+  if (W < 32) return lanes_reduce<W, float, OpMax>(v, op);
+  int k = __float_as_int(v);
+  k ^= (k >> 31) & 0x7fffffff;   // negative floats: larger magnitude, smaller int
+  asm volatile("redux.sync.max.s32 %0, %0, 0xffffffff;" : "+r"(k));
+  return __int_as_float(k ^ ((k >> 31) & 0x7fffffff));
+}
+
+// (max, sum) pairs in two steps, the max and then the sums rescaled to it: one exp per lane,
+// none in the chain of shuffles.
+template <int W>
+__device__ __forceinline__ MS lanes_reduce(MS v, OpMS)
+{
+  const float m = lanes_reduce<W>(v.m, OpMax());
+  return MS{ m, lanes_reduce<W>(v.s * ex(v.m, m), OpSum()) };
+}
+
+// Reduce over the lanes of a warp that belong to one row group (all 32 when G >= 32).
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) { return lanes_reduce<$(math.min(G, 32))>(v, op); }
 
 % local SYNC = G > 32 and "__syncthreads()" or "__syncwarp()"
 // Reduce over the G = $(G) threads of a row group (lanes [k*G, (k+1)*G) of the block);
@@ -201,9 +225,7 @@ __device__ __forceinline__ T group_reduce(T v, Op op)
   if (lane32 == 0) buf[threadIdx.x / 32] = v;
   __syncthreads();
   v = buf[first + (lane32 < $(G // 32) ? lane32 : 0)];
-  #pragma unroll
-  for (int o = $(G // 32) / 2; o > 0; o >>= 1) v = op(v, shfl_x(v, o));
-  v = shfl_0(v);
+  v = shfl_0(lanes_reduce<$(G // 32)>(v, op));
   __syncthreads();   // buf is reused by the next reduction
 %   end
 % else

@@ -116,7 +116,7 @@ __device__ __forceinline__ MS wait_part(const u64 *p, u64 k)
 }
 % end
 
-// N pairs folded by a warp in one fixed order, lane 0's result broadcast: every warp that
+// N pairs folded by a warp in one fixed order, every lane gets the result: every warp that
 // folds (all of them with dsmem, warp 0 of each block with global) gets bit-identical (max, sum).
 template <int N, class Get>
 __device__ __forceinline__ MS fold(Get get)
@@ -124,9 +124,7 @@ __device__ __forceinline__ MS fold(Get get)
   const int lane = threadIdx.x % 32;
   MS a = { NEG_INF, 0.f };
   for (int r = lane; r < N; r += 32) a = combine(a, get(r));
-  #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) a = combine(a, shfl_x(a, o));
-  return shfl_0(a);
+  return lanes_reduce<32>(a, OpMS());
 }
 
 // This block's part [begin, end) of row `row`, by vectors of its body.
