@@ -304,36 +304,45 @@ __device__ __forceinline__ void store_step(elem_t *body, int base, int end, int 
   }
 }
 
+// op over N independent values by halves: log2(N) dependent steps instead of N.
+template <int N, class Op>
+__device__ __forceinline__ float tree(const float *v, Op op)
+{
+  if constexpr (N == 1) return v[0];
+  else return op(tree<N / 2>(v, op), tree<N - N / 2>(v + N / 2, op));
+}
+
 template <int N>
 __device__ __forceinline__ float max_of(const float *v, float m)
 {
-  #pragma unroll
-  for (int i = 0; i < N; i++) m = fmaxf(m, v[i]);
-  return m;
+  if constexpr (N == 0) return m;
+  else return fmaxf(m, tree<N>(v, OpMax()));
 }
 
 // Sum of exp(v - m); with keep, v is replaced by those exps (softmax reuses them).
 template <int N, bool keep>
 __device__ __forceinline__ float exp_sum(float *v, float m)
 {
-  float s = 0.f;
-  #pragma unroll
-  for (int i = 0; i < N; i++) {
-    const float e = ex(v[i], m);
-    if (keep) v[i] = e;
-    s += e;
+  if constexpr (N == 0) return 0.f;
+  else {
+    float e[N];
+    #pragma unroll
+    for (int i = 0; i < N; i++) {
+      e[i] = ex(v[i], m);
+      if (keep) v[i] = e[i];
+    }
+    return tree<N>(e, OpSum());
   }
-  return s;
 }
 
 // Sum of exp(v - m) for a max m that is not -inf (see ex_finite).
 template <int N>
 __device__ __forceinline__ float exp_sum_finite(const float *v, float m)
 {
-  float s = 0.f;
+  float e[N];
   #pragma unroll
-  for (int i = 0; i < N; i++) s += ex_finite(v[i], m);
-  return s;
+  for (int i = 0; i < N; i++) e[i] = ex_finite(v[i], m);
+  return tree<N>(e, OpSum());
 }
 
 // A thread's (max, sum) over N held values, starting from max m0 (its edges'); with keep, v
