@@ -103,6 +103,9 @@ static void test_split_op_dtype(void)
     EXPECT(a, "mbarrier.try_wait.parity.acquire.cluster", 1, ==);
     EXPECT(a, "st.shared::cluster", 0, ==);
     EXPECT(a, "mapa.shared::cluster", 1, >=);
+    /* the warp's pair and the fold of the row's pairs: each a redux for the max, 5 shuffles for the sum */
+    EXPECT(a, "redux.sync.max.s32", 2, ==);
+    EXPECT(a, "shfl.sync.bfly", 10, ==);
     EXPECT(a, "ld.global.v4.u32", 4, ==);
     EXPECT(a, "lg2.approx", 0, ==);
     EXPECT(a, "cvt.rn.bf16", 0, ==);
