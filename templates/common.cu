@@ -189,11 +189,13 @@ __device__ __forceinline__ T lanes_reduce(T v, Op op)
 template <int W>
 __device__ __forceinline__ float lanes_reduce(float v, OpMax op)
 {
-  if (W < 32) return lanes_reduce<W, float, OpMax>(v, op);
-  int k = __float_as_int(v);
-  k ^= (k >> 31) & 0x7fffffff;   // negative floats: larger magnitude, smaller int
-  asm volatile("redux.sync.max.s32 %0, %0, 0xffffffff;" : "+r"(k));
-  return __int_as_float(k ^ ((k >> 31) & 0x7fffffff));
+  if constexpr (W < 32) return lanes_reduce<W, float, OpMax>(v, op);
+  else {
+    int k = __float_as_int(v);
+    k ^= (k >> 31) & 0x7fffffff;   // negative floats: larger magnitude, smaller int
+    asm volatile("redux.sync.max.s32 %0, %0, 0xffffffff;" : "+r"(k));
+    return __int_as_float(k ^ ((k >> 31) & 0x7fffffff));
+  }
 }
 
 // (max, sum) pairs in two steps, the max and then the sums rescaled to it: one exp per lane,
