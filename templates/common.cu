@@ -321,8 +321,9 @@ __device__ __forceinline__ float max_of(const float *v, float m)
   else return fmaxf(m, tree<N>(v, OpMax()));
 }
 
-// Sum of exp(v - m); with keep, v is replaced by those exps (softmax reuses them).
-template <int N, bool keep>
+// Sum of exp(v - m); with keep, v is replaced by those exps (softmax reuses them). finite: m is
+// not -inf, so the exps need no guard (see ex_finite).
+template <int N, bool keep, bool finite = false>
 __device__ __forceinline__ float exp_sum(float *v, float m)
 {
   if constexpr (N == 0) return 0.f;
@@ -330,21 +331,11 @@ __device__ __forceinline__ float exp_sum(float *v, float m)
     float e[N];
     #pragma unroll
     for (int i = 0; i < N; i++) {
-      e[i] = ex(v[i], m);
+      e[i] = finite ? ex_finite(v[i], m) : ex(v[i], m);
       if (keep) v[i] = e[i];
     }
     return tree<N>(e, OpSum());
   }
-}
-
-// Sum of exp(v - m) for a max m that is not -inf (see ex_finite).
-template <int N>
-__device__ __forceinline__ float exp_sum_finite(const float *v, float m)
-{
-  float e[N];
-  #pragma unroll
-  for (int i = 0; i < N; i++) e[i] = ex_finite(v[i], m);
-  return tree<N>(e, OpSum());
 }
 
 // A thread's (max, sum) over N held values, starting from max m0 (its edges'); with keep, v

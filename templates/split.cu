@@ -306,7 +306,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
       // a max of -inf: every value is -inf, and the sum 0
       for (int v = r; t.m != NEG_INF && v < end - begin; v += NR * 32) {
         ldv<true, false>(st + v * VEC, f);
-        t.s += exp_sum_finite<VEC>(f, t.m);
+        t.s += exp_sum<VEC, false, true>(f, t.m);
       }
       __syncwarp();
       if (lane32 == 0) bar_arrive(&empty[s % DEPTH]);   // this warp's reads of the stage are done
