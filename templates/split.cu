@@ -122,8 +122,8 @@ template <int N, class Get>
 __device__ __forceinline__ MS fold(Get get)
 {
   const int lane = threadIdx.x % 32;
-  MS a = { NEG_INF, 0.f };
-  for (int r = lane; r < N; r += 32) a = combine(a, get(r));
+  MS a = lane < N ? get(lane) : MS{ NEG_INF, 0.f };   // not combine()d into an empty pair: an exp saved
+  for (int r = lane + 32; r < N; r += 32) a = combine(a, get(r));
   return lanes_reduce<32>(a, OpMS());
 }
 
