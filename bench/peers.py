@@ -3,14 +3,10 @@
 
 Times softmax-tune (through the Python binding, tuned kernels from the cache), torch.softmax,
 a Triton one-program-per-row softmax (the tutorial's; n/a when cols > 65536), and optionally
-torch.compile(mode="max-autotune-no-cudagraphs"), plus a torch copy of the same tensor, timed
-as triton.testing.do_bench times (events, L2 cleared before each launch, median) but interleaved:
-each repetition runs every system once, in turn. On an H100 every kernel of a 32x16384 softmax
-(the copy too) runs 0.7 us slower for a second or so at a time and then fast again; timed one
-after the other, each system drew its own state, and their ratio moved by +-10% from one run to
-the next. Each system's output is checked against a float64 reference first. Prints a TSV with
-the columns of shared/peers/h200.tsv: dtype, shape, system, ms, GB/s, frac_of_copy (copy time /
-system time).
+torch.compile(mode="max-autotune-no-cudagraphs"), plus a torch copy of the same tensor, all with
+triton.testing.do_bench (median, L2 cleared before each repetition). Each system's output is
+checked against a float64 reference first. Prints a TSV with the columns of
+shared/peers/h200.tsv: dtype, shape, system, ms, GB/s, frac_of_copy (copy time / system time).
 
     python3 bench/peers.py [--dtypes float32,bfloat16] [--shapes 4096x4096,...] [--inductor] [--out F]
 
@@ -21,7 +17,6 @@ first (bench/device_run.sh does). SOFTMAX_TUNE_MISS decides what happens to untu
 import argparse
 import datetime
 import os
-import statistics
 import sys
 
 import torch
@@ -82,34 +77,6 @@ def systems(args, x, dtype):
         yield "inductor_maxautotune", lambda: f(x)
 
 
-def bench(fns, rep_ms=200, warmup_ms=25):
-    """Median ms of each of fns, timed by events, L2 cleared (256 MB written, as do_bench) before
-    every launch; repetitions interleaved (all of fns once each, in turn) for rep_ms per fn."""
-    clear = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    for _ in range(5):
-        for fn in fns:
-            clear.zero_()
-            fn()
-    b.record()
-    torch.cuda.synchronize()
-    per_round = a.elapsed_time(b) / 5
-    for _ in range(max(1, int(warmup_ms * len(fns) / per_round))):
-        for fn in fns:
-            fn()
-    n = max(10, int(rep_ms * len(fns) / per_round))
-    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)] for _ in fns]
-    for i in range(n):
-        for j, fn in enumerate(fns):
-            clear.zero_()
-            ev[j][i][0].record()
-            fn()
-            ev[j][i][1].record()
-    torch.cuda.synchronize()
-    return [statistics.median(s.elapsed_time(e) for s, e in ev[j]) for j in range(len(fns))]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dtypes", default="float32,bfloat16")
@@ -121,7 +88,7 @@ def main():
     dev = torch.cuda.get_device_properties(0)
     lines = ["# %s (%d SMs), torch %s, triton %s, %s." % (dev.name, dev.multi_processor_count, torch.__version__,
                                                          triton.__version__, datetime.date.today().isoformat()),
-             "# Median over repetitions, L2 cleared before each launch, systems interleaved repetition by repetition. GB/s counts one read + one write.",
+             "# Median of triton.testing.do_bench (L2 cleared before each repetition). GB/s counts one read + one write.",
              "# frac_of_copy = copy time / system time, copy = torch copy_ of the same tensor in the same run.",
              "# every output checked against torch.softmax in float64 first; a failed check is marked WRONG.",
              "dtype\tshape\tsystem\tms\tGB/s\tfrac_of_copy"]
@@ -134,24 +101,22 @@ def main():
             x = (torch.randn(rows, cols, device="cuda", dtype=torch.float32) * 3).to(dtype)
             ref = torch.softmax(x.double(), -1)
             nbytes = 2 * x.numel() * x.element_size()
-            runs = []   # (name, fn, (ok, max err)) of the systems that ran this shape, the copy first
+            copy_ms = None
             for name, fn in systems(args, x, dtype):
                 try:
-                    runs.append((name, fn, check(fn(), ref, dtype) if name != "copy" else (fn() is not None, 0.)))
+                    if name != "copy":
+                        ok, err = check(fn(), ref, dtype)
+                    ms = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
                 except Exception as e:  # a peer that cannot run this shape is reported, not fatal
                     print("# %s %s %s: %s" % (dname, shape, name, str(e).splitlines()[0][:200]), flush=True)
-            if not runs or runs[0][0] != "copy":
-                print("# %s %s: no copy, so no floor: shape skipped" % (dname, shape), flush=True)
-                continue
-            times = bench([fn for _, fn, _ in runs])
-            copy_ms = times[0]
-            for (name, _, (ok, err)), ms in zip(runs, times):
+                    continue
+                copy_ms = ms if name == "copy" else copy_ms
                 row = "%s\t%s\t%s\t%.4f\t%.1f\t%.3f" % (dname, shape, name, ms, nbytes / ms / 1e6, copy_ms / ms)
-                if not ok:
+                if name != "copy" and not ok:
                     row += "\tWRONG (max err %.3g)" % err
                 lines.append(row)
                 print(row, flush=True)
-            del runs, x, ref
+            del x, ref
             torch.cuda.empty_cache()
     if args.out:
         with open(args.out, "w") as f:
