@@ -5,7 +5,8 @@
 // pair with reduce=smem) writes its pair into a slot of every block by a remote store that
 // completes on that block's mbarrier, every warp waits on its own block's mbarrier and folds all
 // the slots: no block-wide reduction and no cluster barrier stand between the loads and the
-// outputs (one cluster barrier at the start, so no block posts into a block not yet started).
+// outputs (one cluster barrier before the first post, so no block posts into a block whose
+// barriers are not set up yet).
 // xchg=global: any split; the grid is persistent and cooperative (all its blocks resident, so
 // waiting for a row's other blocks cannot deadlock), pairs go through a workspace in global
 // memory, double-buffered by row, each pair one 8-byte word tagged with its row, so a block
@@ -65,9 +66,24 @@ __device__ __forceinline__ void bar_expect(u64 *b, u32 bytes)
 % end
 
 % if xchg == "dsmem" then
+%   -- early: the barriers are set up once the first row's loads are issued, so that the setup (a
+%   -- fence, a cluster arrive and wait) runs while they are in flight: f32 32x16384's last block
+%   -- stores 200 ns sooner. Not where a 16-bit load unpacks into floats as it is made (reg, pipe):
+%   -- the warp would stall on the loads before the barrier, and the wait would come after them
+%   early = hold == "packed" or es == 4 and (hold == "reg" or hold == "pipe")
 // an arrive that orders nothing but the mbarrier inits before it (fence.mbarrier_init)
 __device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+
+// This block's pair barriers set up and the cluster told; with wait, also until every block of
+// the cluster has done so (no block may post into one whose barriers are not set up yet).
+__device__ __forceinline__ void cluster_start(u64 *got, bool wait)
+{
+  if (threadIdx.x < 2) bar_init(&got[threadIdx.x], 1);
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  cluster_arrive_relaxed();
+  if (wait) cluster_wait();
+}
 
 // Pairs posted per block: one per warp, or the block's one after a shared-memory tree.
 #define POSTS $(reduce == "shfl" and threads // 32 or 1)
@@ -245,10 +261,9 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   // which each warp does after it folded row k: a buffer is never written while it is read.
   __shared__ MS slots[2][S * POSTS];
   __shared__ __align__(8) u64 got[2];
-  if (threadIdx.x < 2) bar_init(&got[threadIdx.x], 1);
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  // this block has started and set its barriers up: the others may post once they waited for that
-  cluster_arrive_relaxed();
+%   if not early then
+  cluster_start(got, false);
+%   end
   u32 k = 0;
 % else
   Count *const xg = (Count *)ws + blockIdx.x / S;
@@ -416,6 +431,9 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     held_t v[HELD];
     hold_load<true>(x + g.h, begin, end, lane, true, v);
 % end
+% if xchg == "dsmem" and early then
+    if (k == 0) cluster_start(got, true);   // the first row's loads are in flight meanwhile
+% end
 % if hold == "mix" then
     // the part's last ITEMS*TEAM vectors are held; those before them are streamed now, read
     // again after the swap (from L2: the rows in flight keep only that much between passes)
@@ -433,7 +451,9 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 %   else
     const MS t = group_reduce(mine, OpMS());
 %   end
+%     if not early then
     if (k == 0) cluster_wait();   // every block of the cluster has started
+%     end
     // the row's bytes may land before this expect (the tx-count runs below zero until it): the
     // phase still cannot complete without this thread's arrival. Arming earlier, or a release
     // arrive at the start, measured 3-7% slower (a release waits for the thread's stores)
