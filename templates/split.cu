@@ -68,7 +68,7 @@ __device__ __forceinline__ void bar_expect(u64 *b, u32 bytes)
 % if xchg == "dsmem" then
 %   -- early: the barriers are set up once the first row's loads are issued, so that the setup (a
 %   -- fence, a cluster arrive and wait) runs while they are in flight: f32 32x16384's last block
-%   -- stores 200 ns sooner. Not where a 16-bit load unpacks into floats as it is made (reg, pipe):
+%   -- stores 190 ns sooner. Not where a 16-bit load unpacks into floats as it is made (reg, pipe):
 %   -- the warp would stall on the loads before the barrier, and the wait would come after them
 %   early = hold == "packed" or es == 4 and (hold == "reg" or hold == "pipe")
 // an arrive that orders nothing but the mbarrier inits before it (fence.mbarrier_init)
@@ -451,7 +451,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 %   else
     const MS t = group_reduce(mine, OpMS());
 %   end
-%     if not early then
+%   if not early then
     if (k == 0) cluster_wait();   // every block of the cluster has started
 %     end
     // the row's bytes may land before this expect (the tx-count runs below zero until it): the
