@@ -453,7 +453,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 %   end
 %   if not early then
     if (k == 0) cluster_wait();   // every block of the cluster has started
-%     end
+%   end
     // the row's bytes may land before this expect (the tx-count runs below zero until it): the
     // phase still cannot complete without this thread's arrival. Arming earlier, or a release
     // arrive at the start, measured 3-7% slower (a release waits for the thread's stores)
