@@ -37,6 +37,13 @@ static char *ptx_of(int64_t cols, int dtype, int op, const char *config)
   return ptx;
 }
 
+/* whether the first x in text comes before the first y (both present) */
+static int before(const char *text, const char *x, const char *y)
+{
+  const char *a = strstr(text, x), *b = strstr(text, y);
+  return a && b && a < b;
+}
+
 #define EXPECT(ptx, needle, n, cmp) CHECK(count(ptx, needle) cmp (n), "'%s' x%d, want %s %d", needle, count(ptx, needle), #cmp, n)
 
 static void test_vec_items(void)
@@ -94,6 +101,7 @@ static void test_split_op_dtype(void)
   char *c = ptx_of(65536, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=4,xchg=dsmem,hint=none");
   /* global exchange: parts through global memory, no cluster */
   char *d = ptx_of(1048576, GEN_F32, GEN_SOFTMAX, "threads=512,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=64,xchg=global,hint=none");
+  char *e = ptx_of(65536, GEN_BF16, GEN_SOFTMAX, "threads=512,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none");
   if (a) {
     /* flat swap: one cluster barrier (started), then each warp writes its pair into every block
     ** by remote stores that complete on the receiver's mbarrier, which every warp waits on */
@@ -109,7 +117,11 @@ static void test_split_op_dtype(void)
     EXPECT(a, "ld.global.v4.u32", 4, ==);
     EXPECT(a, "lg2.approx", 0, ==);
     EXPECT(a, "cvt.rn.bf16", 0, ==);
+    /* f32 held in registers: the cluster is set up while the first row's loads are in flight */
+    CHECK(before(a, "ld.global.v4.u32", "barrier.cluster.arrive"), "f32 reg: cluster arrive before the first load");
   }
+  if (e) /* bf16 unpacked as loaded: set up first, or the warp would stall on the loads before the barrier */
+    CHECK(before(e, "barrier.cluster.arrive", "ld.global.v4.u32"), "bf16 reg: first load before the cluster arrive");
   if (b && c) {
     EXPECT(b, "mapa.shared::cluster", 1, >=);
     CHECK(count(c, "ex2.approx") - count(b, "ex2.approx") >= 16, "ex2: softmax %d, log_softmax %d",
@@ -125,7 +137,7 @@ static void test_split_op_dtype(void)
     EXPECT(d, "atom.global.add", 1, ==);
     EXPECT(d, "ld.global.v4.u32", 8, ==);
   }
-  free(a), free(b), free(c), free(d);
+  free(a), free(b), free(c), free(d), free(e);
 }
 
 /* hold=packed keeps the loaded words: max by 16-bit pair instructions, exp once for the sum and
