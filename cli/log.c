@@ -108,11 +108,11 @@ static void print_table(const cache_Run *r, const cache_Trial *t, int n)
          gen_dtype_name(r->key.dtype), gen_op_name(r->key.op), r->seconds, r->configs, r->verified, r->pruned, r->failed);
   printf("copy floor %.1f us; winner %s%s\n", r->copy_us, r->winner[0] ? r->winner : "none", r->winner[0] ? "" : " (see below)");
   printf("%-74s %-7s %4s %5s %6s %4s %5s %10s %8s %7s %8s\n", "config", "status", "regs", "local", "smem", "b/sm", "occ",
-         "us", "GB/s", "of copy", "max err");
+         "us", "GB/s", "of copy", "err ulp");
   for (int i = 0; i < n; i++) {
     const cache_Trial *x = &t[i];
     if (strcmp(x->status, "ok") == 0)
-      printf("%-74s %-7s %4d %5d %6d %4d %4.0f%% %10.1f %8.1f %7.3f %8.1e%s\n", x->config, x->status, x->regs,
+      printf("%-74s %-7s %4d %5d %6d %4d %4.0f%% %10.1f %8.1f %7.3f %8.2f%s\n", x->config, x->status, x->regs,
              x->local_bytes, x->smem, x->blocks_sm, 100 * x->occupancy, x->us, x->gbps, x->frac, x->max_err,
              x->finalist ? " *" : "");
     else
