@@ -25,7 +25,7 @@ import triton.language as tl
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import softmax_tune  # noqa: E402
-from softmax_tune_check import check  # noqa: E402
+from softmax_tune_check import explain  # noqa: E402
 
 SHAPES = ["32000x16384", "4096x4096", "1048576x128", "131072x1000", "65536x2048",
           "8192x32000", "2048x128256", "256x1048576", "32x16384"]
@@ -94,7 +94,7 @@ def main():
             for name, fn in systems(args, x, dtype):
                 try:
                     if name != "copy":
-                        ok, err = check(fn(), x)
+                        ok, err, why = explain(fn(), x)
                     ms = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
                 except Exception as e:  # a peer that cannot run this shape is reported, not fatal
                     print("# %s %s %s: %s" % (dname, shape, name, str(e).splitlines()[0][:200]), flush=True)
@@ -103,6 +103,7 @@ def main():
                 row = "%s\t%s\t%s\t%.4f\t%.1f\t%.3f" % (dname, shape, name, ms, nbytes / ms / 1e6, copy_ms / ms)
                 if name != "copy" and not ok:
                     row += "\tWRONG (max err %.3g ulp)" % err
+                    print("# %s %s %s WRONG: %s" % (dname, shape, name, why), flush=True)
                 lines.append(row)
                 print(row, flush=True)
             del x

@@ -82,9 +82,9 @@ def main():
         db, frac = tune_alone(args.binary, i, cfg, args.shape, dt, args.tmp)
         systems.append((cfg, frac, launcher(db, x, out, code)))
     for name, _, fn in systems[1:]:
-        ok, err = peers.check(fn(), x)
+        ok, err, why = peers.explain(fn(), x)
         if not ok:
-            raise SystemExit("rank.py: %s is WRONG (max err %.3g ulp)" % (name, err))
+            raise SystemExit("rank.py: %s is WRONG (max err %.3g ulp): %s" % (name, err, why))
     times = {name: [] for name, _, _ in systems}
     for _ in range(args.rounds):
         for name, _, fn in systems:

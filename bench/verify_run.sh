@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # verify_run.sh — on a GPU machine (from the repository root, .carry/ packed by bench/carry.sh):
 # the verifier's GPU checks and the f16 problems of issue 18. With two GPUs the two halves run
-# side by side (GPU 1: the tests, then the f32/bf16 public problems tuned; GPU 0: the f16
-# problems tuned, then bench/peers.py in f16); with one, one after the other. Every tune line
-# says how many configs failed verification (the rule must fail none). Logs under $OUT.
+# side by side (GPU 1: the tests, then the bf16 public problems tuned; GPU 0: the f16 problems
+# of the issue and the public ones tuned), then bench/peers.py in bf16 and f16 on GPU 0; with
+# one GPU, one after the other. Every tune line says how many configs failed verification (the
+# rule must fail none). Logs and the cache under $OUT.
 set -u
 out=${OUT:-/tmp/st_out}
 mkdir -p "$out"
@@ -23,25 +24,29 @@ tune() {
     $B --shape "$s" --dtype "$d" --cache "$db" --quiet >/tmp/tune.$$.log 2>&1
     local rc=$? t=$(( ($(date +%s%N) - start) / 1000000 ))
     printf "%s\t%s\t%d.%03d s\trc=%d\t%s\t%s\n" "$d" "$s" $((t / 1000)) $((t % 1000)) $rc \
-      "$(grep -E '^winner' /tmp/tune.$$.log | awk '{print $6}')" "$(grep -E '^swept' /tmp/tune.$$.log)"
+      "$(grep -aE '^winner' /tmp/tune.$$.log | awk '{print $6}')" "$(grep -aE '^swept' /tmp/tune.$$.log)"
     [ $rc -eq 0 ] || tail -3 /tmp/tune.$$.log
-    $B log --cache "$db" --shape "$s" --dtype "$d" | grep -E "wrong|failed" | head -3
+    $B log --cache "$db" --shape "$s" --dtype "$d" | grep -aE " wrong|, [1-9][0-9]* failed" | head -3
   done
 }
 
 tests_half() {
-  for t in ".carry/test_verify gpu" ".carry/test_gpu" "python3 tests/test_python.py"; do
+  for t in ".carry/test_verify gpu" "python3 tests/test_check_py.py" "python3 tests/test_python.py" ".carry/test_gpu"; do
     if timeout 280 $t >"$out/$(echo "$t" | tr -c 'a-z0-9\n' '_' | cut -c1-30).log" 2>&1; then echo "PASS $t"
     else echo "FAIL $t"; grep -E "failed|FAIL" "$out/$(echo "$t" | tr -c 'a-z0-9\n' '_' | cut -c1-30).log" | head -8; fi
   done
-  for d in f32 bf16; do tune /tmp/st_public.db $d $SHAPES; done
+  tune /tmp/st.db bf16 $SHAPES
 }
 
 f16_half() {
-  tune /tmp/st_f16.db f16 256x1048576 1x1000000 16384x50257 $SHAPES
-  SOFTMAX_TUNE_CACHE=/tmp/st_f16.db SOFTMAX_TUNE_MISS=error timeout 300 python3 bench/peers.py --dtypes float16 \
-    --out "$out/peers_f16.tsv" >"$out/peers_f16.log" 2>&1 || echo "peers.py: rc=$?"
-  cat "$out/peers_f16.tsv"
+  tune /tmp/st.db f16 256x1048576 1x1000000 16384x50257 $SHAPES
+}
+
+peers() {
+  SOFTMAX_TUNE_CACHE=/tmp/st.db SOFTMAX_TUNE_MISS=error CUDA_VISIBLE_DEVICES=0 timeout 300 python3 bench/peers.py \
+    --dtypes bfloat16,float16 --out "$out/peers.tsv" >"$out/peers.log" 2>&1 || echo "peers.py: rc=$?"
+  grep -E "^#.*WRONG" "$out/peers.log" | head -5
+  cat "$out/peers.tsv"
 }
 
 if [ "$ngpu" -ge 2 ]; then
@@ -52,5 +57,6 @@ else
   f16_half >"$out/f16_half.txt" 2>&1
   tests_half >"$out/tests_half.txt" 2>&1
 fi
-cp /tmp/st_f16.db /tmp/st_public.db "$out/" 2>/dev/null
-cat "$out/tests_half.txt" "$out/f16_half.txt"
+peers >"$out/peers.txt" 2>&1
+cp /tmp/st.db "$out/" 2>/dev/null
+cat "$out/tests_half.txt" "$out/f16_half.txt" "$out/peers.txt"

@@ -7,6 +7,7 @@ correctly rounded output always passes. The C tool applies the same rule (tuner/
 templates/check.cu on the GPU); bench/peers.py, bench/rank.py and tests/test_python.py use this.
 
     ok, max_err_ulps = check(y, x, log=False)
+    ok, max_err_ulps, first_failure = explain(y, x, log=False)
 """
 
 import math
@@ -22,8 +23,8 @@ _BITS = {torch.float32: (24, -149, 2.0 ** 128 - 2.0 ** 104),
 def ulp(v, dtype):
     """The spacing of dtype's values at |v| (float64 tensor): its ulp, or the subnormal quantum."""
     bits, qmin, _ = _BITS[dtype]
-    _, e = torch.frexp(v.abs())
-    return torch.pow(torch.full_like(v, 2.0), (e - bits).clamp(min=qmin).to(v.dtype))   # exact powers of 2
+    e = (v.abs().view(torch.int64) >> 52) - 1023   # floor(log2 |v|), from the float64's bits
+    return ((e - (bits - 1)).clamp(min=qmin) + 1023 << 52).view(torch.float64)   # 2^q, built from bits
 
 
 def round_to(v, dtype):
@@ -46,7 +47,7 @@ def _rows(y, x, log, dtype):
     e = torch.exp(d)
     s = e.sum(-1, keepdim=True)
     h = torch.where(torch.isinf(x), 0.0, e * (-d)).sum(-1, keepdim=True) / s
-    erow = U * (64 + 4 * math.log2(cols + 1) + 2.5 * h)
+    erow = U * (64 + 4 * math.log2(cols + 1) + math.sqrt(cols) + 2.5 * h)
     ls = torch.log(s)
     if log:
         ref = d - ls
@@ -67,18 +68,32 @@ def _rows(y, x, log, dtype):
     slack = cols * 2.0 ** -52 * sums[2]
     rowbad = ~nanrow.squeeze(-1) & ~((sums[1] - slack <= sums[0]) & (sums[0] <= sums[2] + slack))
     err = torch.where(fin, (o - ref).abs() / ulp(torch.where(fin, ref, 0.0), dtype), 0.0)
-    return int((~ok).sum()), int(rowbad.sum()), float(torch.nan_to_num(err, nan=math.inf).max())
+    why = ""
+    if not bool(ok.all()):
+        r, c = [int(i) for i in (~ok).nonzero()[0]]
+        why = "row %d col %d: x %r, out %r, ref %r, bounds [%r, %r]" % (
+            r, c, float(x[r, c]), float(o[r, c]), float(ref[r, c]), float(lo[r, c]), float(hi[r, c]))
+    elif bool(rowbad.any()):
+        r = int(rowbad.nonzero()[0])
+        why = "row %d: sum %r, bounds [%r, %r]" % (r, float(sums[0][r]), float(sums[1][r]), float(sums[2][r]))
+    return int((~ok).sum()), int(rowbad.sum()), float(torch.nan_to_num(err, nan=math.inf).max()), why
 
 
-def check(y, x, log=False, chunk_elems=1 << 26):
-    """Whether y (any shape, softmax over the last dim of x) passes the rule, and the largest
-    error in ulps of its dtype (0.5: correctly rounded). Rows are checked in chunks of about
-    chunk_elems elements, so a large tensor needs a few of its own size in float64 at most."""
+def explain(y, x, log=False, chunk_elems=1 << 26):
+    """(ok, largest error in ulps of y's dtype (0.5: correctly rounded), what failed first: the
+    element or row, with its bounds; "" when ok). y: any shape, softmax over x's last dim. Rows
+    are checked in chunks of about chunk_elems elements (a few of those in float64 at most)."""
     x2, y2 = x.reshape(-1, x.shape[-1]), y.reshape(-1, y.shape[-1])
     step = max(1, chunk_elems // max(1, x2.shape[1]))
     bad = rows = 0
-    worst = 0.0
+    worst, first = 0.0, ""
     for i in range(0, x2.shape[0], step):
-        b, r, w = _rows(y2[i:i + step], x2[i:i + step], log, y.dtype)
+        b, r, w, why = _rows(y2[i:i + step], x2[i:i + step], log, y.dtype)
         bad, rows, worst = bad + b, rows + r, max(worst, w)
-    return bad == 0 and rows == 0, worst
+        first = first or (why and "%d elements, %d rows wrong; first at chunk row %d + %s" % (b, r, i, why))
+    return bad == 0 and rows == 0, worst, first
+
+
+def check(y, x, log=False):
+    """(ok, largest error in ulps): explain() without the reason."""
+    return explain(y, x, log)[:2]

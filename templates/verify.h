@@ -15,10 +15,13 @@
 **   exp(d), d = x - max: fl(x - max) and the product by log2(e) put 2.25|d| u on the argument
 **     of ex2, whose own error is under 4 u (PTX: ex2.approx, 2 ulp): 8 + 2.5|d| u, with room
 **     for the product by 1/sum.
-**   the row's sum: a tree of float32 adds, with the partial sums rescaled by ex2 of max
-**     differences (online and split kernels). A rescale's argument is a part of some |d| of its
-**     elements, so it adds at most the exp error weighted by the outputs: 2.5 H u with
-**     H = sum(ref * |d|); the adds and 1/sum or log(sum): 64 + 4 log2(cols) u.
+**   the row's sum: float32 adds, with the partial sums rescaled by ex2 of max differences
+**     (online and split kernels). A rescale's argument is a part of some |d| of its elements,
+**     so it adds at most the exp error weighted by the outputs: 2.5 H u with H = sum(ref * |d|).
+**     The adds: a tree of them errs by under log2(cols) u; a thread's running sum (two-pass
+**     kernels, and peers such as torch's CPU softmax) by independent roundings that grow as
+**     sqrt(n) (about 0.25 sqrt(n) u one standard deviation): sqrt(cols) u covers either. With
+**     1/sum or log(sum): 64 + 4 log2(cols) + sqrt(cols) u.
 **   log_softmax, v = fl(fl(d) - log(sum)): |d| u + 2|log sum| u + |ref| u, plus the sum's
 **     relative error as an absolute one.
 ** Outputs whose float32 value is under 2^-126 may be flushed to zero (ex2.approx.ftz).
@@ -57,7 +60,7 @@ VR_FN double vr_round(double v, int dtype)
 
 /* The relative float32 error of a row's sum (and so of 1/sum or log sum), given cols and
 ** H = sum over the row of ref * |x - max| (softmax weights). */
-VR_FN double vr_row_err(double cols, double h) { return VR_U * (64. + 4. * log2(cols + 1.) + 2.5 * h); }
+VR_FN double vr_row_err(double cols, double h) { return VR_U * (64. + 4. * log2(cols + 1.) + sqrt(cols) + 2.5 * h); }
 
 /* The bounds [*lo, *hi] that an output of dtype may take for a finite reference ref of an
 ** element with d = x - max, in a row of sum-error erow and log sum ls (log_softmax). */

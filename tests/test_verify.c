@@ -180,6 +180,7 @@ static void run(const Prob *p, unsigned makers)
   for (int64_t i = 0; i < n; i++) tune_store_elem(xs, p->dtype, i, x[i]), x[i] = tune_load(xs, p->dtype, i);
   gen_Problem gp = { .rows = p->rows, .cols = p->cols, .dtype = p->dtype, .op = p->op };
   char err[1024];
+  if (gpu) tune_device_limits(tune_gpu_device(gpu), &gp);
   if (gpu && tune_gpu_prepare(gpu, gen, &gp, 0, err, sizeof err)) {
     CHECK(0, "%lldx%lld: prepare: %s", (long long)p->rows, (long long)p->cols, err);
     goto done;
