@@ -45,5 +45,6 @@ int cli_knobs(cli_Options *o);
 int cli_log(cli_Options *o);
 int cli_cache(cli_Options *o);
 int cli_bench(cli_Options *o);
+int cli_report(cli_Options *o);
 
 #endif
