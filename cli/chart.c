@@ -184,6 +184,7 @@ static void bar(FILE *f, const cache_Run *p, double x, double w, double top, int
   cli_html(f, p->key.gpu);
   if (p->winner[0]) fprintf(f, ": %.3f of copy, %.1f \xc2\xb5s (run %lld)</title></rect></a>\n", p->frac, p->winner_us, (long long)p->id);
   else fprintf(f, ": no winner (run %lld)</title></rect></a>\n", (long long)p->id);
+  if (w < 8) return;   /* too many problems to name under their bars: the tooltips do */
   fprintf(f, "<text class=\"bar-label\" transform=\"translate(%.1f,%d) rotate(-35)\">", x + w / 2, h + 12);
   problem_label(f, p);
   fputs("</text>\n", f);

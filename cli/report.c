@@ -31,7 +31,7 @@ static const char *const CSS =
   "code{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}\n"
   "table{border-collapse:collapse;font-size:13px;margin:4px 0}\n"
   "th,td{padding:2px 8px;text-align:left;border-bottom:1px solid #eee;vertical-align:top}\n"
-  "th{font-weight:600;border-bottom:1px solid #bbb}.num{text-align:right;font-variant-numeric:tabular-nums}\n"
+  "th{font-weight:600;border-bottom:1px solid #bbb;white-space:nowrap}.num{text-align:right;font-variant-numeric:tabular-nums}\n"
   "section.run{border-top:2px solid #ddd;margin-top:24px;padding-top:12px}\n"
   "svg{width:100%;height:auto;display:block;margin:6px 0}svg text{font:11px system-ui,sans-serif;fill:#555}\n"
   ".tick{text-anchor:end}.grid{stroke:#eee}.floor{stroke:#333;stroke-dasharray:5 3}.floor-label{fill:#333}\n"
@@ -307,17 +307,17 @@ static void legend(FILE *f, const cache_Trial *t, int n)
 
 static void finalist_row(FILE *f, const cache_Trial *t, int win)
 {
-  fprintf(f, "<tr%s><td><code>", win ? " class=\"winner-row\"" : "");
+  fprintf(f, "<tr><td>%s</td><td><code>", win ? "<b>winner</b>" : "");
   cli_html(f, t->config);
-  fprintf(f, "</code>%s</td><td class=\"num\">%.1f</td><td class=\"num\">%.3f</td><td class=\"num\">%.1f</td>"
+  fprintf(f, "</code></td><td class=\"num\">%.1f</td><td class=\"num\">%.3f</td><td class=\"num\">%.1f</td>"
              "<td class=\"num\">%d</td><td class=\"num\">%.0f%%</td></tr>\n",
-          win ? " <b>winner</b>" : "", t->us, t->frac, t->gbps, t->regs, 100 * t->occupancy);
+          t->us, t->frac, t->gbps, t->regs, 100 * t->occupancy);
 }
 
 /* The finalists (re-timed interleaved with the copy floor) and the winner, fastest first. */
 static void finalists(FILE *f, const cache_Run *r, const cache_Trial *t, int n)
 {
-  fputs("<h3>Finalists</h3>\n<table class=\"finalists\">\n<tr><th>config</th><th class=\"num\">\xc2\xb5s</th>"
+  fputs("<h3>Finalists</h3>\n<table class=\"finalists\">\n<tr><th></th><th>config</th><th class=\"num\">\xc2\xb5s</th>"
         "<th class=\"num\">of copy</th><th class=\"num\">GB/s</th><th class=\"num\">regs</th><th class=\"num\">occupancy</th></tr>\n", f);
   for (int i = 0; i < n; i++) {
     int win = r->winner[0] && strcmp(t[i].config, r->winner) == 0;
