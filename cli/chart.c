@@ -179,11 +179,13 @@ static void bar(FILE *f, const cache_Run *p, double x, double w, double top, int
   double y = y_at(p->winner[0] ? p->frac : 0, top, h);
   fprintf(f, "<a href=\"#run-%lld\"><rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
           (long long)p->id, x, y, w, h - y, GPU_COLOURS[gpu % 6]);
-  problem_label(f, p);
-  fprintf(f, " %s on ", gen_op_name(p->key.op));
+  fprintf(f, "%lldx%lld %s %s on ", (long long)p->key.rows, (long long)p->key.cols, gen_dtype_name(p->key.dtype),
+          gen_op_name(p->key.op));
   cli_html(f, p->key.gpu);
   if (p->winner[0]) fprintf(f, ": %.3f of copy, %.1f \xc2\xb5s (run %lld)</title></rect></a>\n", p->frac, p->winner_us, (long long)p->id);
   else fprintf(f, ": no winner (run %lld)</title></rect></a>\n", (long long)p->id);
+  if (w >= 24 && p->winner[0]) fprintf(f, "<text class=\"bar-value\" x=\"%.1f\" y=\"%.1f\">%.3f</text>\n", x + w / 2, y - 4, p->frac);
+  else if (w >= 24) fprintf(f, "<text class=\"bar-value none\" x=\"%.1f\" y=\"%.1f\">none</text>\n", x + w / 2, y - 4);
   if (w < 8) return;   /* too many problems to name under their bars: the tooltips do */
   fprintf(f, "<text class=\"bar-label\" transform=\"translate(%.1f,%d) rotate(-35)\">", x + w / 2, h + 12);
   problem_label(f, p);
@@ -192,12 +194,12 @@ static void bar(FILE *f, const cache_Run *p, double x, double w, double top, int
 
 int cli_chart_problems(FILE *f, const cache_Run *const *p, int n)
 {
-  int h = 180, gpu = 0;
+  int h = 140, gpu = 0;
   double largest = 0, slot = (double)(W - ML - MR) / (n ? n : 1), w = fmin(36, slot * 0.7);
   for (int i = 0; i < n; i++) largest = fmax(largest, p[i]->winner[0] ? p[i]->frac : 0);
   fprintf(f, "<svg class=\"problems-chart\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"winner's fraction of copy by "
              "problem\">\n", W, h + 90);
-  axes(f, y_top(largest), h, "winner, of copy");
+  axes(f, y_top(largest), h, "of copy");
   for (int i = 0; i < n; i++) {
     if (i && strcmp(p[i]->key.gpu, p[i - 1]->key.gpu)) gpu++;
     bar(f, p[i], ML + slot * i + (slot - w) / 2, w, y_top(largest), h, gpu);

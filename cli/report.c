@@ -36,7 +36,7 @@ static const char *const CSS =
   "svg{width:100%;height:auto;display:block;margin:6px 0}svg text{font:11px system-ui,sans-serif;fill:#555}\n"
   ".tick{text-anchor:end}.grid{stroke:#eee}.floor{stroke:#333;stroke-dasharray:5 3}.floor-label{fill:#333}\n"
   ".mark{opacity:.85}.finalist{stroke:#000;stroke-width:1.5;opacity:1}.winner{stroke:#000;stroke-width:2.5;opacity:1}\n"
-  "svg .win-label{font-weight:600;fill:#000}.bar-label{text-anchor:end}\n"
+  "svg .win-label{font-weight:600;fill:#000}.bar-label{text-anchor:end}.bar-value{text-anchor:middle;font-size:10px}svg .none{fill:#b00}\n"
   "table.finalists,table.rejected{width:100%}td code{font-size:11px}\n"
   ".legend{display:flex;flex-wrap:wrap;gap:2px 18px;font-size:12px;margin:0 0 6px}\n"
   ".sw{display:inline-block;width:10px;height:10px;border-radius:50%;margin-right:5px;vertical-align:-1px}\n"
@@ -251,7 +251,7 @@ static int problems(FILE *f, const cache_Run *runs, int n)
   cli_chart_problems(f, best, k);
   fputs("<table class=\"problems\">\n<tr><th>GPU</th><th>problem</th><th class=\"num\">winner \xc2\xb5s</th>"
         "<th class=\"num\">copy \xc2\xb5s</th><th class=\"num\">of copy</th><th class=\"num\">tuning s</th>"
-        "<th class=\"num\">configs</th><th class=\"num\">runs</th><th>shown</th></tr>\n", f);
+        "<th class=\"num\">configs</th><th class=\"num\">runs</th><th>run</th></tr>\n", f);
   for (int i = 0; i < k; i++) problem_row(f, best[i], count[i]);
   fputs("</table>\n", f);
   free(p), free(best), free(count);
