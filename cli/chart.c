@@ -77,15 +77,21 @@ void cli_family(const char *config, cli_Family *fam)
 
 /* ---- axes ---- */
 
-/* The top of the y axis: 1.0 (the copy floor), or the next 0.1 above the largest value. */
+/* A fraction of copy as drawn: 0 to 10 (a damaged log may hold anything). */
+static double drawn(double v)
+{
+  return isfinite(v) && v > 0 ? fmin(v, 10) : 0;
+}
+
+/* The top of the y axis: 1.1 (room above the copy floor), or the next 0.1 above the largest value. */
 static double y_top(double largest)
 {
-  return largest > 1.0 ? ceil(largest * 10 + 0.01) / 10 : 1.1;
+  return drawn(largest) > 1.0 ? ceil(drawn(largest) * 10 + 0.01) / 10 : 1.1;
 }
 
 static double y_at(double v, double top, int h)
 {
-  return MT + (h - MT) * (1 - (v < 0 ? 0 : v) / top);
+  return MT + (h - MT) * (1 - drawn(v) / top);
 }
 
 /* The frame of a chart of plot height h: grid lines with their values, and the copy floor. */
@@ -146,7 +152,7 @@ int cli_chart_run(FILE *f, const cache_Run *r, const cache_Trial *t, int n)
   double largest = 0;
   if (!s) return 1;
   for (int i = 0; i < n; i++)
-    if (strcmp(t[i].status, "ok") == 0) s[k++] = &t[i], largest = fmax(largest, t[i].frac);
+    if (strcmp(t[i].status, "ok") == 0) s[k++] = &t[i], largest = fmax(largest, drawn(t[i].frac));
   qsort(s, (size_t)k, sizeof *s, by_frac);
   fprintf(f, "<svg class=\"run-chart\" data-run=\"%lld\" viewBox=\"0 0 %d %d\" role=\"img\" "
              "aria-label=\"fraction of copy of each timed config of run %lld\">\n",
@@ -196,7 +202,7 @@ int cli_chart_problems(FILE *f, const cache_Run *const *p, int n)
 {
   int h = 140, gpu = 0;
   double largest = 0, slot = (double)(W - ML - MR) / (n ? n : 1), w = fmin(36, slot * 0.7);
-  for (int i = 0; i < n; i++) largest = fmax(largest, p[i]->winner[0] ? p[i]->frac : 0);
+  for (int i = 0; i < n; i++) largest = fmax(largest, p[i]->winner[0] ? drawn(p[i]->frac) : 0);
   fprintf(f, "<svg class=\"problems-chart\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"winner's fraction of copy by "
              "problem\">\n", W, h + 90);
   axes(f, y_top(largest), h, "of copy");
