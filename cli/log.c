@@ -9,8 +9,7 @@
 #include "cli.h"
 #include "tune.h"
 
-/* The filter from --shape, --dtype, --op. */
-static void filter_of(const cli_Options *o, cache_Key *f)
+void cli_filter(const cli_Options *o, cache_Key *f)
 {
   cache_filter_all(f);
   f->rows = o->rows;
@@ -19,12 +18,12 @@ static void filter_of(const cli_Options *o, cache_Key *f)
   f->op = o->op;
 }
 
-/* Open the existing cache; on a missing one, say so and return the status to exit with. */
-static int open_existing(cli_Options *o, cache_Db **db, char *path, size_t n)
+int cli_open_cache(cli_Options *o, cache_Db **db, char *path, size_t n, int log_only)
 {
   int rc;
   if (cache_path(o->cache, 0, path, n, o->err, sizeof o->err)) return cli_fail("%s", o->err), 2;
-  if ((rc = cache_open(db, path, 0, o->err, sizeof o->err)) == CACHE_MISS) {
+  rc = log_only ? cache_open_log(db, path, o->err, sizeof o->err) : cache_open(db, path, 0, o->err, sizeof o->err);
+  if (rc == CACHE_MISS) {
     printf("%s\n", o->err);
     return 1;
   }
@@ -129,9 +128,9 @@ int cli_log(cli_Options *o)
   cache_Key f;
   cache_Run *runs = NULL;
   cache_Trial *t = NULL;
-  int n = 0, nt = 0, rc = open_existing(o, &db, path, sizeof path);
+  int n = 0, nt = 0, rc = cli_open_cache(o, &db, path, sizeof path, 1);
   if (rc) return rc;
-  filter_of(o, &f);
+  cli_filter(o, &f);
   if (cache_runs(db, &f, o->run, 1, &runs, &n) || (n && cache_trials(db, runs[0].id, &t, &nt))) {
     cli_fail("%s", cache_error(db));
     rc = 1;
@@ -175,8 +174,8 @@ int cli_cache(cli_Options *o)
   int n = 0, rc;
   if (!verb || o->nargs > 1 || (strcmp(verb, "list") && strcmp(verb, "show") && strcmp(verb, "clear")))
     return cli_fail("cache needs one of list, show, clear; got '%s'", verb ? (o->nargs > 1 ? o->args[1] : verb) : ""), 2;
-  if ((rc = open_existing(o, &db, path, sizeof path))) return rc;
-  filter_of(o, &f);
+  if ((rc = cli_open_cache(o, &db, path, sizeof path, 0))) return rc;
+  cli_filter(o, &f);
   if (strcmp(verb, "clear") == 0) {
     if (cache_clear(db, &f, &n)) rc = 1, cli_fail("%s", cache_error(db));
     else printf("removed %d entr%s from %s\n", n, n == 1 ? "y" : "ies", path);

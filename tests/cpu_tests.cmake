@@ -12,3 +12,11 @@ add_test(NAME gpu_verify_rule COMMAND test_verify gpu)
 set_tests_properties(gpu_verify_rule PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 add_test(NAME check_py COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/test_check_py.py)
 set_tests_properties(check_py PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
+# `softmax-tune report`: the HTML page of a cache filled with the fake backend, checked by a
+# parser (report.sh, check_report.py), and drawn by headless Chromium (report_screenshot.sh)
+st_test(report_cache)
+add_test(NAME report COMMAND bash ${CMAKE_SOURCE_DIR}/tests/report.sh $<TARGET_FILE:softmax-tune> $<TARGET_FILE:report_cache>)
+add_test(NAME report_screenshot COMMAND bash ${CMAKE_SOURCE_DIR}/tests/report_screenshot.sh $<TARGET_FILE:softmax-tune>
+         $<TARGET_FILE:report_cache>)
+set_tests_properties(report report_screenshot PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
+set_tests_properties(report_screenshot PROPERTIES TIMEOUT 900)
