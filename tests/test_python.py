@@ -17,7 +17,7 @@ if not torch.cuda.is_available():
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import softmax_tune  # noqa: E402
-from softmax_tune_check import check  # noqa: E402  (softmax-tune's verification rule)
+from softmax_tune_check import check, explain  # noqa: E402  (softmax-tune's verification rule)
 
 failures = 0
 
@@ -42,8 +42,8 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16):
     for log in (False, True):
         for shape in ((513, 1000), (4, 3, 4099), (64, 32768)):
             x = (torch.randn(*shape, device="cuda") * 4).to(dtype)
-            ok, err = check(softmax_tune.softmax(x, log=log), x, log)
-            expect(ok, "%s %s log=%s: max err %.3g ulp" % (shape, dtype, log, err))
+            ok, err, why = explain(softmax_tune.softmax(x, log=log), x, log)
+            expect(ok, "%s %s log=%s: max err %.3g ulp: %s" % (shape, dtype, log, err, why))
 
 x = torch.randn(1000, 2048, device="cuda", dtype=torch.bfloat16)
 s = torch.cuda.Stream()
