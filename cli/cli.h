@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "cache.h"
 #include "gen.h"
 
 #define CLI_VERSION "0.1.0"
@@ -39,5 +40,9 @@ int cli_knobs(cli_Options *o);
 int cli_log(cli_Options *o);
 int cli_cache(cli_Options *o);
 int cli_bench(cli_Options *o);
+
+/* Before tune answers with e (made under another driver or NVRTC than k's): verify it again.
+** 0 use it, -1 it failed (tune again), 1 an error (said). */
+int cli_reverify(cli_Options *o, gen_State *g, const gen_Problem *p, cache_Db *db, const cache_Key *k, const cache_Entry *e);
 
 #endif
