@@ -49,7 +49,7 @@ static int has_column(sqlite3 *db, const char *table, const char *column)
   return rc;
 }
 
-static int exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
+int cache_exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
 {
   char *msg = NULL;
   if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK) return 0;
@@ -80,5 +80,5 @@ int cache_migrate(sqlite3 *db, int from, char *err, size_t errlen)
            "DROP TABLE entries_old;"
            "UPDATE meta SET v = '%d' WHERE k = 'schema';",
            cache_schema_sql, have[0], have[1], have[2], CACHE_SCHEMA_VERSION);
-  return exec(db, sql, err, errlen);
+  return cache_exec(db, sql, err, errlen);
 }

@@ -14,6 +14,7 @@
 typedef struct cli_Options {
   const char *command;
   const char *shape, *config, *output, *cache, *templates;
+  const char *gpu_model;      /* --gpu-model: cache list/show/clear/export filter */
   int64_t rows, cols;
   int gpu, dtype, op, arch;
   long run;
@@ -40,6 +41,10 @@ int cli_knobs(cli_Options *o);
 int cli_log(cli_Options *o);
 int cli_cache(cli_Options *o);
 int cli_bench(cli_Options *o);
+int cli_cache_export(cli_Options *o);
+int cli_cache_import(cli_Options *o);
+/* The cache filter of --shape, --dtype, --op and --gpu-model. */
+void cli_filter(const cli_Options *o, cache_Key *f);
 
 /* Before tune answers with e (made under another driver or NVRTC than k's): verify it again.
 ** 0 use it, -1 it failed (tune again), 1 an error (said). */

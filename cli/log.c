@@ -1,6 +1,6 @@
 /*
 ** log.c — reading the database: `log` (what a run tried, how fast, why rejected) and
-** `cache list|show|clear`.
+** `cache list|show|clear` (export and import: bundle.c).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,10 +9,10 @@
 #include "cli.h"
 #include "tune.h"
 
-/* The filter from --shape, --dtype, --op. */
-static void filter_of(const cli_Options *o, cache_Key *f)
+void cli_filter(const cli_Options *o, cache_Key *f)
 {
   cache_filter_all(f);
+  if (o->gpu_model) snprintf(f->gpu, sizeof f->gpu, "%s", o->gpu_model);
   f->rows = o->rows;
   f->cols = o->cols;
   f->dtype = o->dtype;
@@ -131,7 +131,7 @@ int cli_log(cli_Options *o)
   cache_Trial *t = NULL;
   int n = 0, nt = 0, rc = open_existing(o, &db, path, sizeof path);
   if (rc) return rc;
-  filter_of(o, &f);
+  cli_filter(o, &f);
   if (cache_runs(db, &f, o->run, 1, &runs, &n) || (n && cache_trials(db, runs[0].id, &t, &nt))) {
     cli_fail("%s", cache_error(db));
     rc = 1;
@@ -173,10 +173,13 @@ int cli_cache(cli_Options *o)
   cache_Key f;
   cache_Entry *e = NULL;
   int n = 0, rc;
+  if (verb && strcmp(verb, "export") == 0) return cli_cache_export(o);
+  if (verb && strcmp(verb, "import") == 0) return cli_cache_import(o);
   if (!verb || o->nargs > 1 || (strcmp(verb, "list") && strcmp(verb, "show") && strcmp(verb, "clear")))
-    return cli_fail("cache needs one of list, show, clear; got '%s'", verb ? (o->nargs > 1 ? o->args[1] : verb) : ""), 2;
+    return cli_fail("cache needs one of list, show, clear, export, import; got '%s'",
+                    verb ? (o->nargs > 1 ? o->args[1] : verb) : ""), 2;
   if ((rc = open_existing(o, &db, path, sizeof path))) return rc;
-  filter_of(o, &f);
+  cli_filter(o, &f);
   if (strcmp(verb, "clear") == 0) {
     if (cache_clear(db, &f, &n)) rc = 1, cli_fail("%s", cache_error(db));
     else printf("removed %d entr%s from %s\n", n, n == 1 ? "y" : "ies", path);
