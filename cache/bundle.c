@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,7 +38,8 @@ int cache_bundle_write(const char *path, const void *image, size_t n, char *err,
     return snprintf(err, errlen, "bundle path too long: '%.200s'", path), CACHE_REFUSED;
   int fd = mkstemp(tmp);
   if (fd < 0) return snprintf(err, errlen, "cannot write bundle '%s': %s", path, strerror(errno)), CACHE_REFUSED;
-  int bad = write_all(fd, head, (size_t)hn) || write_all(fd, image, n) || fsync(fd) != 0;
+  /* readable by all, as a file made by the shell would be (mkstemp makes it 0600) */
+  int bad = fchmod(fd, 0644) != 0 || write_all(fd, head, (size_t)hn) || write_all(fd, image, n) || fsync(fd) != 0;
   bad = close(fd) != 0 || bad;
   if (bad || rename(tmp, path) != 0) {
     snprintf(err, errlen, "cannot write bundle '%s': %s", path, strerror(errno));
@@ -50,11 +52,13 @@ int cache_bundle_write(const char *path, const void *image, size_t n, char *err,
 /* The whole file into a buffer from sqlite3_malloc64 (an image SQLite may own). */
 static int slurp(const char *path, char **buf, size_t *n, char *err, size_t errlen)
 {
+  struct stat sb;
   FILE *f = fopen(path, "rb");
   long size;
   *buf = NULL;
   if (!f) return snprintf(err, errlen, "cannot read bundle '%s': %s", path, strerror(errno)), CACHE_REFUSED;
-  if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
+      fseek(f, 0, SEEK_SET) != 0) {
     fclose(f);
     return snprintf(err, errlen, "cannot read bundle '%s': not a regular file", path), CACHE_REFUSED;
   }
@@ -232,10 +236,12 @@ int cache_export(const char *cache_path, const cache_Key *filter, const char *ou
   memset(b, 0, sizeof *b);
   if ((rc = cache_ready(cache_path, 0, err, errlen)) || (rc = cache_scratch(&db, err, errlen))) return rc;
   rc = cache_exec(db, cache_schema_sql, err, errlen) ? CACHE_ERROR : cache_attach(db, cache_path, "src", err, errlen);
+  /* one read transaction: the entries and their runs from one snapshot, whoever writes meanwhile */
+  if (!rc && cache_exec(db, "BEGIN", err, errlen)) rc = CACHE_ERROR;
   if (!rc) rc = copy_matching(db, filter, err, errlen);
   if (!rc) rc = count_bundle(db, b, err, errlen);
   if (!rc && b->entries == 0) rc = (snprintf(err, errlen, "no cache entries match in '%s': nothing exported", cache_path), CACHE_MISS);
-  if (!rc && (cache_exec(db, "DETACH src", err, errlen) || stamp(db, err, errlen))) rc = CACHE_ERROR;
+  if (!rc && (cache_exec(db, "COMMIT; DETACH src", err, errlen) || stamp(db, err, errlen))) rc = CACHE_ERROR;
   if (!rc) rc = serialize_to(db, out, err, errlen);
   sqlite3_close(db);
   return rc;
