@@ -37,6 +37,8 @@ static int refuse(char *err, size_t errlen, const char *path, const char *fmt, .
   vsnprintf(why, sizeof why, fmt, ap);
   va_end(ap);
   snprintf(err, errlen, "bundle '%s' refused, nothing imported: %s", path, why);
+  for (char *p = err; *p; p++)   /* one line, whatever the bundle held */
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
   return CACHE_REFUSED;
 }
 
@@ -98,7 +100,7 @@ static int check_bundle(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
   char ok[256], kind[32];
   int v = 0, rc;
-  if (text_of(db, "PRAGMA quick_check", NULL, ok, sizeof ok) || strcmp(ok, "ok") != 0)
+  if (text_of(db, "PRAGMA integrity_check", NULL, ok, sizeof ok) || strcmp(ok, "ok") != 0)
     return refuse(err, errlen, path, "its database is damaged: %s", ok[0] ? ok : sqlite3_errmsg(db));
   if (cache_read_version(db, &v) != SQLITE_OK || v != CACHE_SCHEMA_VERSION)
     return refuse(err, errlen, path, "a foreign schema: version %d, this softmax-tune writes %d", v, CACHE_SCHEMA_VERSION);
