@@ -160,8 +160,8 @@ static void print_entry(const cache_Entry *e, int full)
   printf("    kernel %s: %d threads, %d rows/block, %d blocks/row, cluster %d, %d bytes dynamic smem%s\n", e->kernel,
          e->launch.threads, e->launch.rows_per_block, e->launch.blocks_per_row, e->launch.cluster, e->launch.smem,
          e->launch.coop ? ", cooperative grid" : "");
-  printf("    %d SMs, driver %d, NVRTC %d, templates %.16s, cubin sha256 %.16s, copy %.1f us, %.1f GB/s\n", e->key.sms,
-         e->key.driver, e->key.nvrtc, e->key.templates, e->sha256, e->copy_us, e->gbps);
+  printf("    %d SMs, verified under driver %d, NVRTC %d, templates %.16s, cubin sha256 %.16s, copy %.1f us, %.1f GB/s\n",
+         e->key.sms, e->key.driver, e->key.nvrtc, e->key.templates, e->sha256, e->copy_us, e->gbps);
   printf("    tuned %s in run %lld\n", e->created, (long long)e->run);
 }
 

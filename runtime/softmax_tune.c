@@ -302,7 +302,8 @@ static st_status resolve(st_ctx *c, Memo *m, int dtype, int op, int unaligned, i
     if ((rc = cache_get(c->db, &k, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK)
       return from_entry(c, m, &e);
     if (rc == CACHE_CORRUPT) say(c, "softmax-tune: %s; not using it", cache_error(c->db));
-    if ((rc = cache_similar(c->db, &k, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK) {   /* rows is a kernel argument */
+    /* rows is a kernel argument: a kernel tuned for other rows runs these */
+    if ((rc = cache_similar(c->db, &k, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK) {
       say(c, "softmax-tune: %lldx%lld %s %s uses the kernel tuned for %lldx%lld", (long long)rows, (long long)cols,
           gen_dtype_name(dtype), gen_op_name(op), (long long)e.key.rows, (long long)e.key.cols);
       return from_entry(c, m, &e);
