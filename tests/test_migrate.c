@@ -4,11 +4,12 @@
 ** filled with plain SQL, are migrated in one transaction to the current schema; their runs,
 ** trials and entries read back; two entries that differed only in driver keep the newest; a
 ** newer or unreadable version, and a read-only old file, are refused with one line and left
-** as they were.
+** as they were; processes opening an old cache at once all succeed and it is migrated once.
 */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -181,12 +182,43 @@ static void test_refused(void)
   if (access(path, W_OK) != 0) expect_refused(path, "read-only");   /* root writes anyway */
 }
 
+/* Eight processes open one old cache at once: every open succeeds, the file is migrated once
+** (two runs, one entry, version 3). */
+static void test_concurrent(void)
+{
+  char path[4096], tpl[65];
+  pid_t pids[8];
+  int ok = 0;
+  cache_sha256("templates", 9, tpl);
+  make_old(2, path_in("racing", path), tpl);
+  fflush(stdout);
+  fflush(stderr);
+  for (int i = 0; i < 8; i++)
+    if ((pids[i] = fork()) == 0) {
+      char err[1024];
+      cache_Db *db = NULL;
+      int rc = cache_open(&db, path, i % 2, err, sizeof err);
+      if (rc) fprintf(stderr, "racing open %d: %s\n", i, err);
+      cache_close(db);
+      _exit(rc != 0);
+    }
+  for (int i = 0; i < 8; i++) {
+    int status = 1;
+    if (pids[i] > 0) waitpid(pids[i], &status, 0);
+    ok += pids[i] > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  CHECK(ok == 8, "%d of 8 racing opens succeeded", ok);
+  CHECK(query(path, "SELECT v FROM meta WHERE k = 'schema'") == 3 && query(path, "SELECT count(*) FROM runs") == 2 &&
+        query(path, "SELECT count(*) FROM entries") == 1, "after the race: version, runs or entries wrong");
+}
+
 int main(void)
 {
   char cmd[64];
   if (!mkdtemp(root)) return perror("mkdtemp"), 1;
   for (int i = 0; i < 3; i++) test_old(i);
   test_refused();
+  test_concurrent();
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   CHECK(system(cmd) == 0, "removing %s", root);
   return check_done("test_migrate");
