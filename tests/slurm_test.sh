@@ -3,7 +3,8 @@
 # (tests/fake_tune.c) tunes on the fake backend where the recipe runs softmax-tune, BINARY does
 # the cache export and import. Checks: three array tasks, run by hand with SLURM_ARRAY_TASK_ID
 # set, split a list of seven problems between them (each tuned once) and each writes a bundle;
-# the merge imports them into one cache of seven entries and seven runs and writes fleet.stb,
+# the merge imports them into one cache of seven entries and seven runs and writes fleet.stb
+# (merging again makes the same, not twice the runs),
 # which a fresh cache imports whole; submit.sh through a stand-in sbatch (tests/slurm/sbatch)
 # does the same; a task outside an array, a bad problem in the list (the others still go into
 # the bundle) and a damaged bundle at merge time (the others still merged) fail as they should.
@@ -41,6 +42,9 @@ bash "$src/scripts/slurm/merge.sh" "$W/out" >"$W/merge.log" 2>&1 || { no "merge 
 [ "$(entries "$W/out/fleet.db")" = 7 ] || no "fleet.db holds $(entries "$W/out/fleet.db") entries, want 7"
 runs=$(sqlite3 "$W/out/fleet.db" "SELECT count(DISTINCT id) || ' ' || count(DISTINCT rows || 'x' || cols || dtype) FROM runs" 2>/dev/null)
 [ -z "$runs" ] || [ "$runs" = "7 7" ] || no "fleet.db runs: '$runs', want 7 runs of 7 problems"
+bash "$src/scripts/slurm/merge.sh" "$W/out" >"$W/merge1.log" 2>&1 || { no "a second merge exited $?"; cat "$W/merge1.log"; }
+runs=$(sqlite3 "$W/out/fleet.db" "SELECT count(*) FROM runs" 2>/dev/null)
+[ -z "$runs" ] || [ "$runs" = 7 ] || no "a second merge: fleet.db logs $runs runs, want 7"
 "$bin" cache import "$W/out/fleet.stb" --cache "$W/host.db" >"$W/import.log" 2>&1 || { no "importing fleet.stb"; cat "$W/import.log"; }
 grep -q "7 new" "$W/import.log" || { no "fleet.stb did not bring 7 new entries"; cat "$W/import.log"; }
 "$bin" cache list --cache "$W/host.db" --shape 4096x4096 --dtype bf16 --op log_softmax | grep -q "^1 entry" ||
