@@ -12,23 +12,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
+#include "cache_sql.h"
 
-#define SCHEMA_VERSION "2"
-/* An older version whose runs and trials tables read as this one's (version 1 lacked only the
-** entries' launch columns): their log can be read without migrating the file. */
-#define OLD_LOG_VERSION "1"
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 struct cache_Db {
   sqlite3 *db;
-  int log_only;               /* opened by cache_open_log: OLD_LOG_VERSION is accepted too */
   char path[4096];
   char err[1024];
 };
 
-static const char *const SCHEMA =
+const char *const cache_schema_sql =
   "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);"
-  "INSERT OR IGNORE INTO meta VALUES('schema', '" SCHEMA_VERSION "');"
+  "INSERT OR IGNORE INTO meta VALUES('schema', '" STR(CACHE_SCHEMA_VERSION) "');"
   "CREATE TABLE IF NOT EXISTS entries("
   "  gpu TEXT NOT NULL, arch INTEGER NOT NULL, sms INTEGER NOT NULL, driver INTEGER NOT NULL,"
   "  nvrtc INTEGER NOT NULL, templates TEXT NOT NULL, dtype TEXT NOT NULL, op TEXT NOT NULL,"
@@ -38,7 +35,7 @@ static const char *const SCHEMA =
   "  coop INTEGER NOT NULL, workspace INTEGER NOT NULL, ws_groups INTEGER NOT NULL,"
   "  cubin BLOB NOT NULL, sha256 TEXT NOT NULL, us REAL, gbps REAL, frac REAL, copy_us REAL,"
   "  run INTEGER, created TEXT NOT NULL,"
-  "  PRIMARY KEY(gpu, arch, sms, driver, nvrtc, templates, dtype, op, rows, cols));"
+  "  PRIMARY KEY(" KEY_COLS "));"
   "CREATE TABLE IF NOT EXISTS runs("
   "  id INTEGER PRIMARY KEY, started TEXT NOT NULL, seconds REAL, status TEXT NOT NULL,"
   "  gpu TEXT NOT NULL, arch INTEGER, sms INTEGER, driver INTEGER, nvrtc INTEGER, templates TEXT,"
@@ -135,32 +132,23 @@ static int exec(cache_Db *c, const char *sql)
   return 1;
 }
 
-/* Whether the meta table holds our schema version (*have), or an error (wrong version, not a
-** database, damaged). */
-static int read_version(cache_Db *c, int *have)
+/* The schema version in the file (0: none yet), or an error: not a database, damaged, or a
+** version this softmax-tune cannot read. An earlier version is no error: check_schema migrates. */
+static int read_version(cache_Db *c, int *v)
 {
-  sqlite3_stmt *st;
-  int rc;
-  *have = 0;
-  if (sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k = 'schema'", -1, &st, NULL) != SQLITE_OK) {
+  if (cache_read_version(c->db, v) != SQLITE_OK) {
     const char *msg = sqlite3_errmsg(c->db);
-    if (strstr(msg, "no such table")) return 0;
     if (strstr(msg, "malformed"))
       return fail(c, CACHE_ERROR, "cache '%s' is damaged: %s (move it away to start a new one)", c->path, msg);
     return fail(c, CACHE_ERROR, "cache '%s' is not a softmax-tune database: %s", c->path, msg);
   }
-  if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    const char *v = (const char *)sqlite3_column_text(st, 0);
-    *have = 1;
-    rc = !v || (strcmp(v, SCHEMA_VERSION) != 0 && !(c->log_only && strcmp(v, OLD_LOG_VERSION) == 0))
-           ? fail(c, CACHE_ERROR, "cache '%s' has schema version %.20s; this softmax-tune reads version %s", c->path,
-                  v ? v : "(none)", SCHEMA_VERSION)
-           : 0;
-  } else {
-    rc = rc == SQLITE_DONE ? 0 : sql_fail(c, "reading its version");
-  }
-  sqlite3_finalize(st);
-  return rc;
+  if (*v < 0)
+    return fail(c, CACHE_ERROR, "cache '%s' has a schema version that is not a number; this softmax-tune reads 1 to %d",
+                c->path, CACHE_SCHEMA_VERSION);
+  if (*v > CACHE_SCHEMA_VERSION)
+    return fail(c, CACHE_ERROR, "cache '%s' has schema version %d; this softmax-tune reads versions 1 to %d", c->path, *v,
+                CACHE_SCHEMA_VERSION);
+  return 0;
 }
 
 /* Tables in the file: 0 for a new one. */
@@ -179,37 +167,53 @@ static int foreign(cache_Db *c)
   return fail(c, CACHE_ERROR, "cache '%s' is an SQLite database of something else, not softmax-tune's", c->path);
 }
 
-/* Our schema is there, or (create) is made in a new file; another program's file is refused.
-** Another process may be making the schema at the same moment: the writer decides under
-** BEGIN IMMEDIATE, a reader looks at the version again before calling the file foreign. */
+/* Under the write lock: another process may have done it meanwhile; else make the schema in
+** an empty file, or migrate an earlier one. */
+static int make_or_migrate(cache_Db *c)
+{
+  char msg[512];
+  int v, n, rc;
+  if ((rc = read_version(c, &v)) || v == CACHE_SCHEMA_VERSION) return rc;
+  if (v > 0)
+    return cache_migrate(c->db, v, msg, sizeof msg)
+             ? fail(c, CACHE_ERROR, "cache '%s': migrating schema version %d to %d: %s", c->path, v, CACHE_SCHEMA_VERSION, msg)
+             : 0;
+  if ((rc = count_tables(c, &n))) return rc;
+  return n != 0 ? foreign(c) : exec(c, cache_schema_sql) ? CACHE_ERROR : 0;
+}
+
+/* Our schema is there, or (create) is made in a new file, or an earlier one is migrated in
+** one transaction; another program's file is refused. Another process may be making or
+** migrating the schema at the same moment: the writer decides under BEGIN IMMEDIATE, a
+** reader looks at the version again before calling the file foreign. */
 static int check_schema(cache_Db *c, int create)
 {
-  int have, n, rc;
-  if ((rc = read_version(c, &have)) || have) return rc;
-  if (!create) {
+  int v, n, rc;
+  if ((rc = read_version(c, &v)) || v == CACHE_SCHEMA_VERSION) return rc;
+  if (!create && v == 0) {
     if ((rc = count_tables(c, &n))) return rc;
     if (n == 0) return fail(c, CACHE_MISS, "cache '%s' holds nothing yet", c->path);
-    if ((rc = read_version(c, &have)) || have) return rc;
-    return foreign(c);
+    if ((rc = read_version(c, &v)) || v == CACHE_SCHEMA_VERSION) return rc;
+    if (v == 0) return foreign(c);
   }
+  if (v > 0 && sqlite3_db_readonly(c->db, "main") == 1)
+    return fail(c, CACHE_ERROR, "cache '%s' has schema version %d and is read-only: cannot migrate it to version %d",
+                c->path, v, CACHE_SCHEMA_VERSION);
   if (exec(c, "BEGIN IMMEDIATE")) return CACHE_ERROR;
-  if (!(rc = read_version(c, &have)) && !have && !(rc = count_tables(c, &n)))
-    rc = n != 0 ? foreign(c) : exec(c, SCHEMA) ? CACHE_ERROR : 0;
-  if (rc) {
+  if ((rc = make_or_migrate(c))) {
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
   }
   return exec(c, "COMMIT") ? CACHE_ERROR : 0;
 }
 
-static int open_db(cache_Db **out, const char *path, int create, int log_only, char *err, size_t errlen)
+static int open_db(cache_Db **out, const char *path, int create, char *err, size_t errlen)
 {
   struct stat sb;
   cache_Db *c = calloc(1, sizeof *c);
   int rc;
   *out = NULL;
   if (!c) return snprintf(err, errlen, "out of memory"), CACHE_ERROR;
-  c->log_only = log_only;
   snprintf(c->path, sizeof c->path, "%s", path);
   int st = stat(path, &sb);
   if (st == 0 && S_ISDIR(sb.st_mode)) {
@@ -239,12 +243,7 @@ static int open_db(cache_Db **out, const char *path, int create, int log_only, c
 
 int cache_open(cache_Db **out, const char *path, int create, char *err, size_t errlen)
 {
-  return open_db(out, path, create, 0, err, errlen);
-}
-
-int cache_open_log(cache_Db **out, const char *path, char *err, size_t errlen)
-{
-  return open_db(out, path, 0, 1, err, errlen);
+  return open_db(out, path, create, err, errlen);
 }
 
 void cache_close(cache_Db *c)
@@ -267,14 +266,8 @@ void cache_filter_all(cache_Key *k)
 
 /* ---- statements ---- */
 
-#define KEY_COLS "gpu, arch, sms, driver, nvrtc, templates, dtype, op, rows, cols"
-#define KEY_MATCH "gpu = ?1 AND arch = ?2 AND sms = ?3 AND driver = ?4 AND nvrtc = ?5 AND templates = ?6 " \
-                  "AND dtype = ?7 AND op = ?8"
-/* A filter: each field matches when the bound value is NULL. */
-#define FILTER "(?1 IS NULL OR gpu = ?1) AND (?2 IS NULL OR dtype = ?2) AND (?3 IS NULL OR op = ?3) " \
-               "AND (?4 IS NULL OR rows = ?4) AND (?5 IS NULL OR cols = ?5)"
-#define ENTRY_COLS KEY_COLS ", config, kernel, threads, rows_per_block, blocks_per_row, cluster, smem, " \
-                   "coop, workspace, ws_groups, sha256, us, gbps, frac, copy_us, run, created"
+/* The key's fields bound by bind_key; ?4 and ?5 (driver, NVRTC) are bound but not matched. */
+#define KEY_MATCH "gpu = ?1 AND arch = ?2 AND sms = ?3 AND templates = ?6 AND dtype = ?7 AND op = ?8"
 
 static int bind_key(sqlite3_stmt *st, const cache_Key *k, int full)
 {
@@ -293,7 +286,7 @@ static int bind_key(sqlite3_stmt *st, const cache_Key *k, int full)
   return rc;
 }
 
-static int bind_filter(sqlite3_stmt *st, const cache_Key *f)
+int cache_bind_filter(sqlite3_stmt *st, const cache_Key *f)
 {
   int rc = f->gpu[0] ? sqlite3_bind_text(st, 1, f->gpu, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, 1);
   rc |= f->dtype >= 0 ? sqlite3_bind_text(st, 2, gen_dtype_name(f->dtype), -1, SQLITE_STATIC) : sqlite3_bind_null(st, 2);
@@ -422,7 +415,7 @@ static int insert_run(cache_Db *c, cache_Run *r)
 {
   sqlite3_stmt *st;
   int rc = 0;
-  const char *sql = "INSERT INTO runs(gpu, arch, sms, driver, nvrtc, templates, dtype, op, rows, cols, started, seconds,"
+  const char *sql = "INSERT INTO runs(" KEYED_COLS ", started, seconds,"
                     " status, configs, verified, pruned, failed, winner, winner_us, copy_us, frac)"
                     " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)";
   if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "logging a run");
@@ -510,14 +503,63 @@ static int insert_entry(cache_Db *c, const cache_Entry *e, int64_t run)
   return rc;
 }
 
-int cache_store(cache_Db *c, cache_Run *run, const cache_Trial *trials, int ntrials, const cache_Entry *e)
+/* Log a run and its trials, then (after, when set) change the entries, in one transaction. */
+static int log_run(cache_Db *c, cache_Run *run, const cache_Trial *trials, int ntrials,
+                   int (*after)(cache_Db *, int64_t, const void *), const void *arg)
 {
   if (exec(c, "BEGIN IMMEDIATE")) return CACHE_ERROR;
-  if (insert_run(c, run) || insert_trials(c, run->id, trials, ntrials) || (e && insert_entry(c, e, run->id)) ||
+  if (insert_run(c, run) || insert_trials(c, run->id, trials, ntrials) || (after && after(c, run->id, arg)) ||
       exec(c, "COMMIT")) {
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     return CACHE_ERROR;
   }
+  return 0;
+}
+
+static int store_winner(cache_Db *c, int64_t run, const void *e)
+{
+  return insert_entry(c, e, run);
+}
+
+int cache_store(cache_Db *c, cache_Run *run, const cache_Trial *trials, int ntrials, const cache_Entry *e)
+{
+  return log_run(c, run, trials, ntrials, e ? store_winner : NULL, e);
+}
+
+typedef struct Verdict {
+  const cache_Key *k;
+  const cache_Entry *e;
+  int passed;
+} Verdict;
+
+/* The entry verified (unless another cubin replaced it meanwhile): now recorded under k's
+** driver and NVRTC, or removed. */
+static int apply_verdict(cache_Db *c, int64_t run, const void *arg)
+{
+  const Verdict *v = arg;
+  sqlite3_stmt *st;
+  const char *sql = v->passed ? "UPDATE entries SET driver = ?4, nvrtc = ?5 WHERE " KEY_MATCH " AND rows = ?9 AND cols = ?10 AND sha256 = ?11"
+                              : "DELETE FROM entries WHERE " KEY_MATCH " AND rows = ?9 AND cols = ?10 AND sha256 = ?11";
+  (void)run;
+  if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "recording a verification");
+  int rc = bind_key(st, v->k, 1) | sqlite3_bind_text(st, 11, v->e->sha256, -1, SQLITE_STATIC);
+  rc = rc != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE ? sql_fail(c, "recording a verification") : 0;
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int cache_reverified(cache_Db *c, const cache_Key *k, const cache_Entry *e, const cache_Trial *t, int passed, int64_t *run)
+{
+  cache_Run r;
+  Verdict v = { k, e, passed };
+  memset(&r, 0, sizeof r);
+  r.key = *k;
+  snprintf(r.status, sizeof r.status, "%s", passed ? "reverified" : "reverify failed");
+  snprintf(r.winner, sizeof r.winner, "%s", passed ? e->config : "");
+  r.configs = 1, r.verified = passed, r.failed = !passed;
+  r.winner_us = passed ? e->us : 0, r.copy_us = e->copy_us, r.frac = passed ? e->frac : 0;
+  if (log_run(c, &r, t, 1, apply_verdict, &v)) return CACHE_ERROR;
+  *run = r.id;
   return 0;
 }
 
@@ -574,11 +616,11 @@ static int run_row(cache_Db *c, sqlite3_stmt *st, void *item)
 int cache_runs(cache_Db *c, const cache_Key *f, int64_t id, int limit, cache_Run **runs, int *n)
 {
   sqlite3_stmt *st;
-  const char *sql = "SELECT " KEY_COLS ", id, started, seconds, status, configs, verified, pruned, failed, winner,"
+  const char *sql = "SELECT " KEYED_COLS ", id, started, seconds, status, configs, verified, pruned, failed, winner,"
                     " winner_us, copy_us, frac FROM runs WHERE " FILTER " AND (?6 IS NULL OR id = ?6)"
                     " ORDER BY id DESC LIMIT ?7";
   if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "reading the log");
-  int rc = bind_filter(st, f);
+  int rc = cache_bind_filter(st, f);
   rc |= id > 0 ? sqlite3_bind_int64(st, 6, id) : sqlite3_bind_null(st, 6);
   rc |= sqlite3_bind_int(st, 7, limit);
   rc = rc != SQLITE_OK ? sql_fail(c, "reading the log") : collect(c, st, (void **)runs, n, sizeof **runs, run_row);
@@ -629,7 +671,7 @@ int cache_entries(cache_Db *c, const cache_Key *f, cache_Entry **e, int *n)
   sqlite3_stmt *st;
   const char *sql = "SELECT " ENTRY_COLS " FROM entries WHERE " FILTER " ORDER BY created DESC";
   if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "listing");
-  int rc = bind_filter(st, f) != SQLITE_OK ? sql_fail(c, "listing") : collect(c, st, (void **)e, n, sizeof **e, entry_row);
+  int rc = cache_bind_filter(st, f) != SQLITE_OK ? sql_fail(c, "listing") : collect(c, st, (void **)e, n, sizeof **e, entry_row);
   sqlite3_finalize(st);
   return rc;
 }
@@ -638,7 +680,7 @@ int cache_clear(cache_Db *c, const cache_Key *f, int *n)
 {
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE " FILTER, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "clearing");
-  int rc = bind_filter(st, f) != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE ? sql_fail(c, "clearing") : 0;
+  int rc = cache_bind_filter(st, f) != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE ? sql_fail(c, "clearing") : 0;
   sqlite3_finalize(st);
   *n = rc ? 0 : sqlite3_changes(c->db);
   return rc;

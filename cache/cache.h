@@ -2,10 +2,12 @@
 ** cache.h — the cache and the tuning log, in one SQLite database: the winning cubin per GPU and
 ** problem, with its config and figures, and a record of every run and every trial.
 **
-** An entry is keyed by everything that could make a cubin wrong or slow elsewhere: GPU model,
-** compute capability, SM count, driver and NVRTC versions, a hash of the templates, dtype, op,
-** rows and cols. Entries are written in one transaction with their run, or not at all; the
-** cubin's SHA-256 is checked on every read. WAL mode and a busy timeout let several tuners share
+** An entry is keyed by everything that changes the kernel: GPU model, compute capability, SM
+** count, a hash of the templates, dtype, op, rows and cols. The driver and NVRTC versions it
+** was made (or last verified) under are recorded with it: a caller under others verifies it
+** again before use (cache_reverified). Entries are written in one transaction with their run,
+** or not at all; the cubin's SHA-256 is checked on every read. A cache of an earlier schema is
+** migrated in place, in one transaction, when opened (migrate.c). WAL mode and a busy timeout let several tuners share
 ** one file. Functions return 0 or an error code; cache_error() says what went wrong.
 */
 #ifndef CACHE_H
@@ -20,7 +22,8 @@ enum { CACHE_OK = 0, CACHE_ERROR = 1, CACHE_MISS = 2, CACHE_CORRUPT = 3 };
 
 typedef struct cache_Key {
   char gpu[256];
-  int arch, sms, driver, nvrtc;   /* nvrtc as major*1000 + minor*10, like the driver version */
+  int arch, sms;
+  int driver, nvrtc;              /* not matched by look-ups; nvrtc as major*1000 + minor*10, like the driver */
   char templates[65];             /* SHA-256 of the generator's sources */
   int dtype, op;
   int64_t rows, cols;
@@ -63,13 +66,11 @@ int cache_path(const char *opt, int create, char *out, size_t n, char *err, size
 int cache_writable(const char *path, char *err, size_t errlen);
 /* create: make the file when missing; else a missing file is CACHE_MISS. */
 int cache_open(cache_Db **db, const char *path, int create, char *err, size_t errlen);
-/* An existing cache, to read its log (cache_runs, cache_trials) only: also one of an older
-** schema version whose log tables are unchanged (1), which cache_open refuses. */
-int cache_open_log(cache_Db **db, const char *path, char *err, size_t errlen);
 void cache_close(cache_Db *db);
 const char *cache_error(const cache_Db *db);
 
-/* CACHE_OK with e filled, CACHE_MISS, or CACHE_CORRUPT when the cubin fails its checksum. */
+/* CACHE_OK with e filled, CACHE_MISS, or CACHE_CORRUPT when the cubin fails its checksum.
+** k's driver and NVRTC are not matched: e->key has those the entry was made under. */
 int cache_get(cache_Db *db, const cache_Key *k, cache_Entry *e);
 void cache_entry_free(cache_Entry *e);
 /* Entries for these cols, dtype, op on this GPU (other rows): for reusing a tuned config. */
@@ -77,6 +78,12 @@ int cache_similar(cache_Db *db, const cache_Key *k, cache_Entry *e);
 
 /* Store a run, its trials and (when e is not NULL) its winning entry, in one transaction. */
 int cache_store(cache_Db *db, cache_Run *run, const cache_Trial *trials, int ntrials, const cache_Entry *e);
+
+/* e (from cache_get for k) was made under another driver or NVRTC than k's and has been
+** verified again with trial t: passed, it now records k's driver and NVRTC; failed, it is
+** removed (the shape is tuned again). Logged as a run ("reverified" or "reverify failed") in
+** one transaction with the change; *run gets its id. An entry replaced meanwhile is untouched. */
+int cache_reverified(cache_Db *db, const cache_Key *k, const cache_Entry *e, const cache_Trial *t, int passed, int64_t *run);
 
 /* Runs, newest first, filtered by key fields that are set (rows/cols > 0, dtype/op >= 0);
 ** id > 0 picks one run. *runs is malloc'ed. */

@@ -14,6 +14,7 @@
 typedef struct cli_Options {
   const char *command;
   const char *shape, *config, *output, *cache, *templates;
+  const char *gpu_model;      /* --gpu-model: cache list/show/clear/export filter */
   int64_t rows, cols;
   int gpu, dtype, op, arch;
   long run;
@@ -28,10 +29,10 @@ typedef struct cli_Options {
 
 void cli_fail(const char *fmt, ...);
 
-/* log.c: the cache filter from --shape, --dtype, --op; the existing cache opened (log_only:
-** cache_open_log), or the status to exit with after saying why not (a missing one on stdout). */
+/* log.c: the cache filter from --shape, --dtype, --op and --gpu-model; the existing cache
+** opened, or the status to exit with after saying why not (a missing one on stdout). */
 void cli_filter(const cli_Options *o, cache_Key *f);
-int cli_open_cache(cli_Options *o, cache_Db **db, char *path, size_t n, int log_only);
+int cli_open_cache(cli_Options *o, cache_Db **db, char *path, size_t n);
 
 /* dtype and op as given, or the defaults (f32, softmax); -1 in the options means not given. */
 static inline int cli_dtype(const cli_Options *o) { return o->dtype < 0 ? GEN_F32 : o->dtype; }
@@ -46,5 +47,11 @@ int cli_log(cli_Options *o);
 int cli_cache(cli_Options *o);
 int cli_bench(cli_Options *o);
 int cli_report(cli_Options *o);
+int cli_cache_export(cli_Options *o);
+int cli_cache_import(cli_Options *o);
+
+/* Before tune answers with e (made under another driver or NVRTC than k's): verify it again.
+** 0 use it, -1 it failed (tune again), 1 an error (said). */
+int cli_reverify(cli_Options *o, gen_State *g, const gen_Problem *p, cache_Db *db, const cache_Key *k, const cache_Entry *e);
 
 #endif

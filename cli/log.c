@@ -1,6 +1,6 @@
 /*
 ** log.c — reading the database: `log` (what a run tried, how fast, why rejected) and
-** `cache list|show|clear`.
+** `cache list|show|clear` (export and import: bundle.c).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +12,18 @@
 void cli_filter(const cli_Options *o, cache_Key *f)
 {
   cache_filter_all(f);
+  if (o->gpu_model) snprintf(f->gpu, sizeof f->gpu, "%s", o->gpu_model);
   f->rows = o->rows;
   f->cols = o->cols;
   f->dtype = o->dtype;
   f->op = o->op;
 }
 
-int cli_open_cache(cli_Options *o, cache_Db **db, char *path, size_t n, int log_only)
+int cli_open_cache(cli_Options *o, cache_Db **db, char *path, size_t n)
 {
   int rc;
   if (cache_path(o->cache, 0, path, n, o->err, sizeof o->err)) return cli_fail("%s", o->err), 2;
-  rc = log_only ? cache_open_log(db, path, o->err, sizeof o->err) : cache_open(db, path, 0, o->err, sizeof o->err);
+  rc = cache_open(db, path, 0, o->err, sizeof o->err);
   if (rc == CACHE_MISS) {
     printf("%s\n", o->err);
     return 1;
@@ -128,7 +129,7 @@ int cli_log(cli_Options *o)
   cache_Key f;
   cache_Run *runs = NULL;
   cache_Trial *t = NULL;
-  int n = 0, nt = 0, rc = cli_open_cache(o, &db, path, sizeof path, 1);
+  int n = 0, nt = 0, rc = cli_open_cache(o, &db, path, sizeof path);
   if (rc) return rc;
   cli_filter(o, &f);
   if (cache_runs(db, &f, o->run, 1, &runs, &n) || (n && cache_trials(db, runs[0].id, &t, &nt))) {
@@ -159,8 +160,8 @@ static void print_entry(const cache_Entry *e, int full)
   printf("    kernel %s: %d threads, %d rows/block, %d blocks/row, cluster %d, %d bytes dynamic smem%s\n", e->kernel,
          e->launch.threads, e->launch.rows_per_block, e->launch.blocks_per_row, e->launch.cluster, e->launch.smem,
          e->launch.coop ? ", cooperative grid" : "");
-  printf("    %d SMs, driver %d, NVRTC %d, templates %.16s, cubin sha256 %.16s, copy %.1f us, %.1f GB/s\n", e->key.sms,
-         e->key.driver, e->key.nvrtc, e->key.templates, e->sha256, e->copy_us, e->gbps);
+  printf("    %d SMs, verified under driver %d, NVRTC %d, templates %.16s, cubin sha256 %.16s, copy %.1f us, %.1f GB/s\n",
+         e->key.sms, e->key.driver, e->key.nvrtc, e->key.templates, e->sha256, e->copy_us, e->gbps);
   printf("    tuned %s in run %lld\n", e->created, (long long)e->run);
 }
 
@@ -172,9 +173,12 @@ int cli_cache(cli_Options *o)
   cache_Key f;
   cache_Entry *e = NULL;
   int n = 0, rc;
+  if (verb && strcmp(verb, "export") == 0) return cli_cache_export(o);
+  if (verb && strcmp(verb, "import") == 0) return cli_cache_import(o);
   if (!verb || o->nargs > 1 || (strcmp(verb, "list") && strcmp(verb, "show") && strcmp(verb, "clear")))
-    return cli_fail("cache needs one of list, show, clear; got '%s'", verb ? (o->nargs > 1 ? o->args[1] : verb) : ""), 2;
-  if ((rc = cli_open_cache(o, &db, path, sizeof path, 0))) return rc;
+    return cli_fail("cache needs one of list, show, clear, export, import; got '%s'",
+                    verb ? (o->nargs > 1 ? o->args[1] : verb) : ""), 2;
+  if ((rc = cli_open_cache(o, &db, path, sizeof path))) return rc;
   cli_filter(o, &f);
   if (strcmp(verb, "clear") == 0) {
     if (cache_clear(db, &f, &n)) rc = 1, cli_fail("%s", cache_error(db));

@@ -14,7 +14,9 @@ static const char *const USAGE =
   "usage: softmax-tune [--gpu N] --shape RxC [options]     tune, print the winner, store it\n"
   "       softmax-tune log [--shape RxC] [--dtype T] [--op OP] [--run ID] [--json|--csv]\n"
   "       softmax-tune report [--shape RxC] [--dtype T] [--op OP] [--run ID] [-o FILE.html]\n"
-  "       softmax-tune cache list|show|clear [--shape RxC] [--dtype T] [--op OP]\n"
+  "       softmax-tune cache list|show|clear [--shape RxC] [--dtype T] [--op OP] [--gpu-model NAME]\n"
+  "       softmax-tune cache export [--shape RxC] [--dtype T] [--op OP] [--gpu-model NAME] -o FILE\n"
+  "       softmax-tune cache import FILE  merge a bundle: checked whole, the faster entry of a key stays\n"
   "       softmax-tune space --shape RxC [--dtype T] [--op OP] [--arch sm_XX]\n"
   "       softmax-tune emit --shape RxC --config STR [--dtype T] [--op OP] [--arch sm_XX]\n"
   "       softmax-tune compile --shape RxC --config STR --arch sm_XX -o FILE [--log]\n"
@@ -30,8 +32,9 @@ static const char *const USAGE =
   "  --config STR     one config, as printed by space: threads=256,items=16,...; when tuning,\n"
   "                   that config alone is verified, timed and stored (it pins the shape's\n"
   "                   kernel; implies --force)\n"
-  "  -o, --output F   where compile writes the cubin; where report writes its HTML page (default\n"
-  "                   softmax-tune-report.html; - for stdout)\n"
+  "  -o, --output F   where compile writes the cubin, cache export the bundle, or report its HTML\n"
+  "                   page (default softmax-tune-report.html; - for stdout)\n"
+  "  --gpu-model NAME cache: only entries of that GPU model, as cache list shows it\n"
   "  --cache PATH     cache database (default $SOFTMAX_TUNE_CACHE, else\n"
   "                   $XDG_CACHE_HOME/softmax-tune/cache.db, else ~/.cache/softmax-tune/cache.db)\n"
   "  --force          tune again even when the cache has the answer\n"
@@ -71,7 +74,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 };
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
-       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE };
+       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -83,7 +86,8 @@ static const struct option LONGOPTS[] = {
   { "json", no_argument, 0, O_JSON },             { "csv", no_argument, 0, O_CSV },
   { "log", no_argument, 0, O_LOG },               { "help", no_argument, 0, 'h' },
   { "reps", required_argument, 0, O_REPS },       { "space", required_argument, 0, O_SPACE },
-  { "version", no_argument, 0, 'V' },             { 0, 0, 0, 0 },
+  { "version", no_argument, 0, 'V' },             { "gpu-model", required_argument, 0, O_GPU_MODEL },
+  { 0, 0, 0, 0 },
 };
 
 /* A whole non-negative decimal number that fits an int, else -1. */
@@ -118,6 +122,10 @@ static int parse_options(int argc, char **argv, cli_Options *o)
       if ((o->arch = gen_parse_arch(optarg)) < 0) return usage_error("bad arch '%s': expected sm_XX such as sm_90", optarg);
       break;
     case O_CONFIG: o->config = optarg; break;
+    case O_GPU_MODEL:
+      if (!*optarg) return usage_error("bad --gpu-model '%s': expected a GPU model such as 'NVIDIA H100 80GB HBM3'", optarg);
+      o->gpu_model = optarg;
+      break;
     case 'o': o->output = optarg; break;
     case O_CACHE: o->cache = optarg; break;
     case O_FORCE: o->force = 1; break;

@@ -432,7 +432,7 @@ int cli_report(cli_Options *o)
   cache_Key f;
   cache_Run *runs = NULL;
   int n = 0, rc = destination(o, &out);
-  if (rc || (rc = cli_open_cache(o, &db, path, sizeof path, 1))) return rc;
+  if (rc || (rc = cli_open_cache(o, &db, path, sizeof path))) return rc;
   if (!realpath(path, full)) snprintf(full, sizeof full, "%s", path);   /* the page names the file wholly */
   cli_filter(o, &f);
   if (cache_runs(db, &f, o->run, MAX_RUNS, &runs, &n)) rc = 1, cli_fail("%s", cache_error(db));

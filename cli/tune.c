@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "reverify.h"
 #include "tune.h"
 
 static volatile sig_atomic_t interrupted;
@@ -92,7 +93,8 @@ static void print_pruning_loss(gen_State *g, const gen_Problem *p, const tune_Re
          n, r->ntrials, b->us, b->frac, b->finalist ? "" : " (first round)", 100.0 * (b->us / w->us - 1));
 }
 
-static int answer_from_cache(cache_Db *db, const cache_Key *k, const char *path)
+static int answer_from_cache(cli_Options *o, gen_State *g, const gen_Problem *p, cache_Db *db, const cache_Key *k,
+                             const char *path)
 {
   cache_Entry e;
   int rc = cache_get(db, k, &e);
@@ -102,6 +104,10 @@ static int answer_from_cache(cache_Db *db, const cache_Key *k, const char *path)
   }
   if (rc == CACHE_MISS) return -1;
   if (rc) return cli_fail("%s", cache_error(db)), 1;
+  if (tune_stale(k, &e) && (rc = cli_reverify(o, g, p, db, k, &e))) {   /* made under another driver or NVRTC */
+    cache_entry_free(&e);
+    return rc;
+  }
   printf("winner      %10.1f us  %7.1f GB/s  %.3f of copy  %s\n", e.us, e.gbps, e.frac, e.config);
   printf("from the cache %s (tuned %s, run %lld; --force tunes again)\n", path, e.created, (long long)e.run);
   cache_entry_free(&e);
@@ -194,7 +200,7 @@ int cli_tune(cli_Options *o)
   }
   gen_nvrtc_version(&nvrtc_major, &nvrtc_minor);
   print_header(tune_gpu_device(gpu), &p, nvrtc_major * 1000 + nvrtc_minor * 10, 2 * p.rows * p.cols * gen_dtype_size(p.dtype));
-  if (!o->force && !o->full && !o->config && db && (rc = answer_from_cache(db, &k, path)) >= 0) goto done;
+  if (!o->force && !o->full && !o->config && db && (rc = answer_from_cache(o, g, &p, db, &k, path)) >= 0) goto done;
   fflush(stdout);
   rc = sweep(o, gpu, g, &p, &db, &k, path, sizeof path);
 done:

@@ -13,6 +13,7 @@
 #include "cache.h"
 #include "cudrv.h"
 #include "gen.h"
+#include "reverify.h"
 #include "tune.h"
 
 typedef struct Memo {
@@ -270,6 +271,23 @@ static st_status tune_now(st_ctx *c, Memo *m, const gen_Problem *p, const cache_
   return s;
 }
 
+/* An entry made under another driver or NVRTC is verified again, on its own shape, before its
+** first use: CACHE_OK to use it; else it is freed (failed: gone from the cache, a miss). */
+static int still_good(st_ctx *c, const gen_Problem *p, const cache_Key *k, cache_Entry *e)
+{
+  char err[1024];
+  gen_Problem q = *p;
+  cache_Key kk = *k;
+  if (!tune_stale(k, e)) return CACHE_OK;
+  q.rows = kk.rows = e->key.rows;
+  int rc = tune_gpu_reverify(c->dev.ordinal, c->gen, &q, c->db, &kk, e, err, sizeof err);
+  say(c, "softmax-tune: the kernel of %lldx%lld %s %s was tuned under driver %d, NVRTC %d: verified again, %s%s%s",
+      (long long)e->key.rows, (long long)e->key.cols, gen_dtype_name(e->key.dtype), gen_op_name(e->key.op),
+      e->key.driver, e->key.nvrtc, rc == CACHE_OK ? "passed" : "not used", err[0] ? ": " : "", err);
+  if (rc != CACHE_OK) cache_entry_free(e);
+  return rc;
+}
+
 /* The cache, then a tuned entry of the same cols, then the miss policy. */
 static st_status resolve(st_ctx *c, Memo *m, int dtype, int op, int unaligned, int64_t rows, int64_t cols)
 {
@@ -281,9 +299,11 @@ static st_status resolve(st_ctx *c, Memo *m, int dtype, int op, int unaligned, i
   tune_device_limits(&c->dev, &p);
   k.dtype = dtype, k.op = op, k.rows = rows, k.cols = cols;
   if (!unaligned && open_cache(c, 0) == ST_OK && c->db) {
-    if ((rc = cache_get(c->db, &k, &e)) == CACHE_OK) return from_entry(c, m, &e);
+    if ((rc = cache_get(c->db, &k, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK)
+      return from_entry(c, m, &e);
     if (rc == CACHE_CORRUPT) say(c, "softmax-tune: %s; not using it", cache_error(c->db));
-    if ((rc = cache_similar(c->db, &k, &e)) == CACHE_OK) {   /* rows is a kernel argument */
+    /* rows is a kernel argument: a kernel tuned for other rows runs these */
+    if ((rc = cache_similar(c->db, &k, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK) {
       say(c, "softmax-tune: %lldx%lld %s %s uses the kernel tuned for %lldx%lld", (long long)rows, (long long)cols,
           gen_dtype_name(dtype), gen_op_name(op), (long long)e.key.rows, (long long)e.key.cols);
       return from_entry(c, m, &e);

@@ -4,7 +4,8 @@
 # dtype, op, knob, option; a config with a duplicate or a missing knob; a cache path that is a
 # directory, under a regular file, unreadable (itself, or its directory), in a read-only
 # directory, not SQLite, truncated, or another program's SQLite database (for tune, log and
-# cache list); templates with a Lua error (the message names
+# cache list); a bundle cut short, with a byte flipped, missing, or a cache given as one; export
+# without -o, to an unwritable place or matching nothing; templates with a Lua error (the message names
 # file:line); a template that NVRTC cannot compile. Each case wants its exit status (2 for bad
 # input, !0 any failure), exactly one line on stderr containing the given text, and nothing
 # written: no file in the work folder (caches, HOME) made, changed or removed.
@@ -44,6 +45,12 @@ size=$(stat -c %s "$db")
 cp "$db" "$W/trunc_header.db" && truncate -s 50 "$W/trunc_header.db"      # inside the 100-byte header
 cp "$db" "$W/trunc_half.db" && truncate -s $((size / 2)) "$W/trunc_half.db"
 cp "$db" "$W/trunc_page.db" && truncate -s $((size - 4096)) "$W/trunc_page.db"   # the last page lost
+# bundles: a good one, one cut short, one with a byte flipped in its image
+"$bin" cache export --cache "$db" -o "$W/good.stb" >/dev/null || { echo "FAIL: cannot export the fixture cache"; exit 1; }
+bsize=$(stat -c %s "$W/good.stb")
+head -c $((bsize - 1)) "$W/good.stb" >"$W/cut.stb"
+cp "$W/good.stb" "$W/flip.stb"
+printf '\x5a' | dd of="$W/flip.stb" bs=1 seek=$((bsize - 100)) conv=notrunc status=none
 cfg=$("$bin" space --shape 32000x16384 | grep -E 'split=1(,|$)' | head -1)
 nosplit=$(printf '%s' "$cfg" | sed -E 's/,?split=[^,]*//')
 [ -n "$cfg" ] || { echo "FAIL: no config from space"; exit 1; }
@@ -187,6 +194,16 @@ done <<EOT
 2|$W/trunc_page.db|-|cache list --cache $W/trunc_page.db
 2|$W/foreign.db|foreign|--shape 64x64 --cache $W/foreign.db
 2|$W/foreign2.db|foreign|log --cache $W/foreign2.db
+2|truncated|-|cache import $W/cut.stb --cache $db
+2|truncated|-|cache import $W/cut.stb --cache $W/new.db
+2|SHA-256|-|cache import $W/flip.stb --cache $db
+2|not a softmax-tune bundle|-|cache import $db --cache $db
+2|cannot read bundle '$W/none.stb'|-|cache import $W/none.stb --cache $db
+2|needs one bundle file|-|cache import --cache $db
+2|needs -o FILE|-|cache export --cache $db
+2|cannot write bundle '$W/file/x.stb'|-|cache export --cache $db -o $W/file/x.stb
+2|bad --gpu-model ''|-|cache list --gpu-model '' --cache $db
+1|no cache entries match|-|cache export --gpu-model nope --cache $db -o $W/x.stb
 !0|tpl_lua_syntax/row.cu:$syn:|-|emit --templates $W/tpl_lua_syntax --shape 32000x16384 --config $tcfg --cache $db
 !0|tpl_lua_runtime/row.cu:$run:|-|emit --templates $W/tpl_lua_runtime --shape 32000x16384 --config $tcfg --cache $db
 !0|tpl_lua_syntax/row.cu:$syn:|-|compile --templates $W/tpl_lua_syntax --shape 32000x16384 --arch sm_90 --config $tcfg -o $W/k.cubin

@@ -170,6 +170,37 @@ static inline void fake_key(const gen_Problem *p, cache_Key *k)
   k->dtype = p->dtype, k->op = p->op, k->rows = p->rows, k->cols = p->cols;
 }
 
+/* How many runs the log of db holds (up to 1000), or -1 when it cannot be read. */
+static inline int fake_count_runs(cache_Db *db)
+{
+  cache_Key all;
+  cache_Run *r = NULL;
+  int n = -1;
+  cache_filter_all(&all);
+  if (cache_runs(db, &all, 0, 1000, &r, &n)) n = -1;
+  free(r);
+  return n;
+}
+
+/* Tune p on the fake and store it in db under the fake GPU's key, every time scaled by speed
+** (< 1: faster than the fake's own figures); *run gets the run id. 0, or 1 with err set. */
+static inline int fake_tune_store(gen_State *g, cache_Db *db, const gen_Problem *p, double speed, int64_t *run, char *err,
+                                  size_t errlen)
+{
+  fake_Backend f;
+  tune_Result r;
+  cache_Key k;
+  if (fake_init(&f, g, p, 0, 1)) return snprintf(err, errlen, "fake_init: %s", gen_error(g)), 1;
+  int rc = fake_tune(g, p, &f, &r, err, errlen);
+  if (rc == 0 && r.winner != f.best) rc = 1, snprintf(err, errlen, "the fake's fastest config did not win");
+  for (int i = 0; i < r.ntrials; i++) r.trials[i].us *= speed;
+  fake_key(p, &k);
+  if (rc == 0) rc = tune_store(db, &k, &r, run, err, errlen);
+  tune_result_free(&r);
+  fake_free(&f);
+  return rc;
+}
+
 /* A problem of rows x 4096 f32 softmax on sm_90. */
 static inline gen_Problem fake_problem(int64_t rows)
 {

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # gpu_tune.sh BINARY — the main command end to end on a GPU, into a temporary cache: tune,
 # then the same command again answers from the cache in well under a second, and the log
-# shows every trial (table, JSON, CSV). Exit 77 (skipped) when there is no GPU.
+# shows every trial (table, JSON, CSV). A bundle of the cache imported into a new cache
+# answers there with no tuning. An entry marked as made under an older driver and NVRTC (with
+# the sqlite3 command) is verified again, once, by the command and by the runtime (bench),
+# kept, and logged as a "reverified" run. Exit 77 (skipped) when there is no GPU.
 set -u
 bin=$1
 dir=$(mktemp -d)
@@ -39,4 +42,29 @@ echo "log lists $trials trials"
 "$bin" log --cache "$db" --csv | head -2 || fail=1
 "$bin" cache list --cache "$db" >"$dir/list" && expect "$dir/list" "1 entry" "cache list"
 [ "$configs" -gt 0 ] || fail=1
+
+# a bundle carries the winner to another cache: answered there with no tuning
+"$bin" cache export --cache "$db" -o "$dir/b.stb" && "$bin" cache import "$dir/b.stb" --cache "$dir/other.db" || fail=1
+"$bin" --gpu 0 --shape "$shape" --cache "$dir/other.db" >"$dir/out5" 2>&1
+expect "$dir/out5" "from the cache" "a cache made from a bundle"
+
+# a winner made under another driver and NVRTC: verified again, not tuned again
+if ! command -v sqlite3 >/dev/null; then
+  echo "SKIP (the re-verification part): no sqlite3 command to age the entry"
+  exit $fail
+fi
+age() { sqlite3 "$1" "UPDATE entries SET driver = driver - 10, nvrtc = nvrtc - 10" || fail=1; }
+last_run() { sqlite3 "$1" "SELECT status FROM runs ORDER BY id DESC LIMIT 1"; }
+age "$db"
+"$bin" --gpu 0 --shape "$shape" --cache "$db" >"$dir/out3" 2>&1 || { echo "FAIL: the run after a driver change"; fail=1; }
+cat "$dir/out3"
+expect "$dir/out3" "verifying it again" "the run after a driver change"
+expect "$dir/out3" "passed: kept" "the run after a driver change"
+expect "$dir/out3" "from the cache" "the run after a driver change"
+[ "$(last_run "$db")" = reverified ] || { echo "FAIL: the log's last run is '$(last_run "$db")', not 'reverified'"; fail=1; }
+"$bin" --gpu 0 --shape "$shape" --cache "$db" >"$dir/out4" 2>&1 || fail=1
+grep -q "verifying it again" "$dir/out4" && { echo "FAIL: verified a second time"; fail=1; }
+age "$dir/other.db"
+"$bin" bench --gpu 0 --shape "$shape" --cache "$dir/other.db" --reps 5 >"$dir/bench" 2>&1 || { cat "$dir/bench"; echo "FAIL: bench after a driver change"; fail=1; }
+[ "$(last_run "$dir/other.db")" = reverified ] || { echo "FAIL: the runtime did not verify the aged entry"; fail=1; }
 exit $fail

@@ -55,8 +55,8 @@ page old.html old.db "" -- --cache old.db -o old.html
 
 # fails: status and first words of the message (stdout for "nothing there", else one line on
 # stderr), then the report's arguments; no page is left, an older one is kept
-cp c.db v3.db
-python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("UPDATE meta SET v = 3"); c.commit()' v3.db
+cp c.db v99.db
+python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("UPDATE meta SET v = 99"); c.commit()' v99.db
 echo "an older page" >keep.html
 while IFS='|' read -r want words args; do
   n=$((n + 1))
@@ -70,7 +70,7 @@ done <<EOF
 1|no run 99 in|--cache c.db --run 99 -o keep.html
 1|no runs match in|--cache c.db --shape 5x5 -o keep.html
 1|no cache at|--cache none.db -o keep.html
-2|has schema version 3|--cache v3.db -o keep.html
+2|has schema version 99|--cache v99.db -o keep.html
 2|it is a directory|--cache c.db -o .
 EOF
 [ "$(cat keep.html)" = "an older page" ] || bad "a failed report replaced keep.html"

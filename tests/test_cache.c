@@ -1,6 +1,7 @@
 /*
 ** test_cache.c — the SQLite cache and tuning log (cache/cache.c), on files in a temporary folder:
-** an entry reads back intact under its full key and misses under any other; a spoiled cubin fails
+** an entry reads back intact under its full key and misses under any other (the driver and NVRTC
+** it was made under are recorded, not matched); a re-verification updates or removes it and logs; a spoiled cubin fails
 ** its checksum and is never handed out; the log filters runs, newest first, and keeps trials; a
 ** run without a winner makes no entry; entries list and clear by filter; similar entries match by
 ** nearest rows; the database path falls back through its defaults; bad files give an error, never
@@ -206,12 +207,17 @@ static void test_round_trip(void)
     CHECK(got.run == run, "entry of run %lld, want %lld", (long long)got.run, (long long)run);
     cache_entry_free(&got);
   }
-  for (int f = 0; f < 10; f++) {
+  for (int f = 0; f < 10; f++) {   /* driver and NVRTC are recorded, not matched */
     cache_Key other = k;
+    int attribute = f == 3 || f == 4;
     change(&other, f);
     rc = cache_get(db, &other, &got);
-    CHECK(rc == CACHE_MISS, "another %s: rc %d", fields[f], rc);
-    if (rc == CACHE_OK) cache_entry_free(&got);
+    CHECK(rc == (attribute ? CACHE_OK : CACHE_MISS), "another %s: rc %d", fields[f], rc);
+    if (rc == CACHE_OK) {
+      CHECK(got.key.driver == k.driver && got.key.nvrtc == k.nvrtc, "another %s: driver %d nvrtc %d", fields[f],
+            got.key.driver, got.key.nvrtc);
+      cache_entry_free(&got);
+    }
   }
   cache_entry_free(&want);
   cache_close(db);
@@ -431,6 +437,42 @@ static void test_similar(void)
   expect_similar(db, key(5000, 2048, GEN_F32, GEN_SOFTMAX), 0);
   expect_clear(db, filter(4000, 4096, GEN_F32, GEN_SOFTMAX), 1, "rows 4000");
   expect_similar(db, key(5200, 4096, GEN_F32, GEN_SOFTMAX), 1000);   /* the next nearest */
+  cache_close(db);
+}
+
+/* ---- re-verification under another driver ---- */
+
+/* The entry of k, made under driver 12040, found under driver 13000: passed, it records the new
+** versions and keeps its run; failed, it is gone. Each is a run of one trial in the log. */
+static void test_reverified(void)
+{
+  cache_Db *db = open_db("reverified.db", 1);
+  if (!db) return;
+  cache_Key k = key(512, 1024, GEN_F16, GEN_SOFTMAX), now = k;
+  cache_Entry e = entry(&k, 900, 7), got;
+  cache_Trial t[3];
+  int64_t tuned = store(db, &k, &e), run = 0;
+  now.driver = 13000, now.nvrtc = 13010;
+  fill_trials(t, 0);
+  CHECK(cache_get(db, &now, &got) == CACHE_OK && got.key.driver == 12040, "stale entry: driver %d", got.key.driver);
+  CHECK(cache_reverified(db, &now, &got, &t[0], 1, &run) == 0 && run > tuned, "reverified: %s", cache_error(db));
+  cache_entry_free(&got);
+  CHECK(cache_get(db, &now, &got) == CACHE_OK && got.key.driver == 13000 && got.key.nvrtc == 13010 && got.run == tuned,
+        "after: driver %d nvrtc %d run %lld", got.key.driver, got.key.nvrtc, (long long)got.run);
+  expect_runs(db, filter(0, 0, -1, -1), 0, 10, (const int64_t[]){ run, tuned }, 2, "the verification is logged");
+  cache_Run *r = NULL;
+  int n = 0;
+  CHECK(cache_runs(db, &now, run, 1, &r, &n) == 0 && n == 1 && strcmp(r[0].status, "reverified") == 0 &&
+        r[0].key.driver == 13000 && strcmp(r[0].winner, e.config) == 0, "run %lld: '%s'", (long long)run, n ? r[0].status : "");
+  free(r);
+  now.driver = 13020;
+  CHECK(cache_reverified(db, &now, &got, &t[2], 0, &run) == 0, "failed: %s", cache_error(db));
+  cache_entry_free(&got);
+  expect_get(db, &k, 0);
+  CHECK(cache_runs(db, &now, run, 1, &r, &n) == 0 && n == 1 && strcmp(r[0].status, "reverify failed") == 0,
+        "run %lld: '%s'", (long long)run, n ? r[0].status : "");
+  free(r);
+  cache_entry_free(&e);
   cache_close(db);
 }
 
@@ -658,6 +700,7 @@ int main(void)
   }
   test_sha256();
   test_round_trip();
+  test_reverified();
   test_corrupt();
   test_log();
   test_clear();

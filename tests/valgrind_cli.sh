@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # valgrind_cli.sh BINARY — the command under valgrind (memcheck): `emit` and `compile` of one
 # config (NVRTC inside), `space`, `knobs`, tuning without a GPU, then `log`, `report` and
-# `cache list|show|clear` on a missing cache, on an empty file and on a small cache made here
+# `cache list|show|clear|export|import` on a missing cache, on an empty file and on a small cache made here
 # (the binary's own schema, filled by SQL with two runs, their trials and two entries, whatever
 # columns the schema has grown). Every case must exit with its usual status, and valgrind must
 # report no error and no definite leak (tests/valgrind.supp is passed along when it exists; it
@@ -163,6 +163,12 @@ check 1 report --run 99 --cache "$db" -o "$tmp/report.html"
 check 0 cache list --cache "$db"
 check 0 cache show --cache "$db"
 check 0 cache list --shape 4096x16384 --dtype f32 --op softmax --cache "$db"
+check 1 cache export --cache "$db" -o "$tmp/all.stb"   # the spoiled entry: refused, nothing written
+check 0 cache export --shape 4096x16384 --cache "$db" -o "$tmp/b.stb"
+check 0 cache import "$tmp/b.stb" --cache "$tmp/other.db"
+check 0 cache import "$tmp/b.stb" --cache "$db"
+head -c 3000 "$tmp/b.stb" >"$tmp/cut.stb"
+check 2 cache import "$tmp/cut.stb" --cache "$tmp/other.db"
 check 0 cache clear --shape 1024x2048 --cache "$db"
 check 0 cache list --cache "$db"
 check 0 cache clear --cache "$db"

@@ -326,21 +326,23 @@ static const char *status_name(int s)
   return s == TUNE_OK ? "ok" : s == TUNE_PRUNED ? "pruned" : s == TUNE_FAILED ? "failed" : "not run";
 }
 
+void tune_trial_record(const tune_Trial *s, cache_Trial *t)
+{
+  snprintf(t->config, sizeof t->config, "%s", s->config);
+  snprintf(t->status, sizeof t->status, "%s", status_name(s->status));
+  snprintf(t->reason, sizeof t->reason, "%s", s->reason);
+  t->regs = s->regs, t->local_bytes = s->local_bytes, t->smem = s->smem, t->blocks_sm = s->blocks_sm;
+  t->occupancy = s->occupancy, t->compile_ms = s->compile_ms, t->us = s->us, t->gbps = s->gbps;
+  t->frac = s->frac, t->max_err = s->max_err, t->finalist = s->finalist;
+}
+
 int tune_store(cache_Db *db, const cache_Key *k, const tune_Result *r, int64_t *run_id, char *err, size_t errlen)
 {
   cache_Run run;
   cache_Entry e;
   cache_Trial *t = calloc((size_t)(r->ntrials ? r->ntrials : 1), sizeof *t);
   if (!t) return snprintf(err, errlen, "out of memory"), 1;
-  for (int i = 0; i < r->ntrials; i++) {
-    const tune_Trial *s = &r->trials[i];
-    snprintf(t[i].config, sizeof t[i].config, "%s", s->config);
-    snprintf(t[i].status, sizeof t[i].status, "%s", status_name(s->status));
-    snprintf(t[i].reason, sizeof t[i].reason, "%s", s->reason);
-    t[i].regs = s->regs, t[i].local_bytes = s->local_bytes, t[i].smem = s->smem, t[i].blocks_sm = s->blocks_sm;
-    t[i].occupancy = s->occupancy, t[i].compile_ms = s->compile_ms, t[i].us = s->us, t[i].gbps = s->gbps;
-    t[i].frac = s->frac, t[i].max_err = s->max_err, t[i].finalist = s->finalist;
-  }
+  for (int i = 0; i < r->ntrials; i++) tune_trial_record(&r->trials[i], &t[i]);
   memset(&run, 0, sizeof run);
   run.key = *k;
   run.seconds = r->seconds;

@@ -86,6 +86,8 @@ int tune_top(const tune_Result *r, int *idx, int n);
 
 /* The cache key for problem p on dev, with the generator's fingerprint and NVRTC version. */
 int tune_key(gen_State *g, const tune_Device *dev, const gen_Problem *p, cache_Key *k, char *err, size_t errlen);
+/* A trial as the log keeps it. */
+void tune_trial_record(const tune_Trial *s, cache_Trial *t);
 /* Log the run and store its winner, in one transaction; *run gets the run id. */
 int tune_store(cache_Db *db, const cache_Key *k, const tune_Result *r, int64_t *run, char *err, size_t errlen);
 
