@@ -61,7 +61,8 @@ static void draw(const tune_Batch *b, const Show *s)
   fprintf(stderr, "\r[%s] %d/%d", bar, s->finished, b->nitems);
   for (int u = 0; u < b->nunits; u++) {
     const tune_Item *it = b->current[u] >= 0 ? &b->items[b->current[u]] : NULL;
-    if (it) fprintf(stderr, "  GPU %d %s %d/%d", b->units[u].dev->ordinal, name(&it->p, buf, sizeof buf), it->done, it->total);
+    if (it && b->nunits > 2) fprintf(stderr, "  GPU %d %d/%d", b->units[u].dev->ordinal, it->done, it->total);   /* one line */
+    else if (it) fprintf(stderr, "  GPU %d %s %d/%d", b->units[u].dev->ordinal, name(&it->p, buf, sizeof buf), it->done, it->total);
     else fprintf(stderr, "  GPU %d idle", b->units[u].dev->ordinal);
   }
   fputs("\033[K", stderr);

@@ -146,6 +146,9 @@ static void check_batch(gen_State *g)
         gpu[1].prepared, gpu[2].prepared);
   CHECK(gpu[0].prepared > 0 && gpu[1].prepared > 0, "one GPU of model A did all: %d %d", gpu[0].prepared, gpu[1].prepared);
   CHECK(count_runs(db) == 12, "%lld runs stored", count_runs(db));
+  int seen = 0;
+  for (int i = 0; i < 6; i++) seen |= 1 << b.order[i];
+  CHECK(seen == 63, "the order is not the problems: %x", seen);
   tune_batch_free(&b);
 
   /* again: every problem from the cache, nothing swept */

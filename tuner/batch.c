@@ -88,7 +88,7 @@ static int claim(Worker *w)
   const int m = b->model[w->unit];
   for (;;) {
     pthread_mutex_lock(&b->mu);
-    int i = cancelled(b) || b->next[m] >= b->nproblems ? -1 : m * b->nproblems + b->next[m]++;
+    int i = cancelled(b) || b->next[m] >= b->nproblems ? -1 : m * b->nproblems + b->order[b->next[m]++];
     pthread_mutex_unlock(&b->mu);
     if (i < 0 || !from_cache(w, i)) return i;
   }
@@ -198,6 +198,38 @@ static void group(tune_Batch *b)
   }
 }
 
+/* A problem's tuning time, roughly: its configs, each timed for the budget or, when longer, the
+** minimum repetitions of a pass over its bytes at 3 TB/s. */
+static double cost(gen_State *g, const tune_Device *dev, const tune_Options *o, gen_Problem p)
+{
+  char **list;
+  int n = 0;
+  tune_device_limits(dev, &p);
+  if (gen_space(g, &p, &list, &n)) return 0;
+  gen_free_list(list, n);
+  double launch_ms = 2e3 * p.rows * p.cols * gen_dtype_size(p.dtype) / 3e12;
+  return n * (launch_ms * o->min_reps > o->budget_ms ? launch_ms * o->min_reps : o->budget_ms);
+}
+
+/* b->order: the problems, longest first, so that the last ones claimed are short and the GPUs
+** finish together. */
+static int plan(tune_Batch *b, const gen_Problem *problems, char *err, size_t errlen)
+{
+  gen_State *g;
+  double *c = calloc((size_t)b->nproblems, sizeof *c);
+  if (!c) return snprintf(err, errlen, "out of memory"), 1;
+  if (gen_open(&g, b->o->templates, err, errlen)) return free(c), 1;
+  for (int i = 0; i < b->nproblems; i++) {
+    c[i] = cost(g, b->units[0].dev, &b->o->sweep, problems[i]);
+    int j = i;   /* insertion: equal costs keep the listed order */
+    for (; j > 0 && c[b->order[j - 1]] < c[i]; j--) b->order[j] = b->order[j - 1];
+    b->order[j] = i;
+  }
+  gen_close(g);
+  free(c);
+  return 0;
+}
+
 static int setup(tune_Batch *b, const gen_Problem *problems, int n)
 {
   b->model = calloc((size_t)b->nunits, sizeof *b->model);
@@ -207,7 +239,8 @@ static int setup(tune_Batch *b, const gen_Problem *problems, int n)
   group(b);
   b->nproblems = n;
   b->nitems = b->nmodels * n;
-  if (!(b->items = calloc((size_t)b->nitems, sizeof *b->items))) return 1;
+  if (!(b->items = calloc((size_t)b->nitems, sizeof *b->items)) || !(b->order = calloc((size_t)n, sizeof *b->order)))
+    return 1;
   for (int i = 0; i < b->nitems; i++) {
     tune_Item *it = &b->items[i];
     it->p = problems[i % n], it->model = i / n, it->unit = -1;
@@ -241,6 +274,7 @@ int tune_batch(const tune_Unit *units, int nunits, const gen_Problem *problems, 
   if (nunits < 1 || n < 1) return snprintf(err, errlen, "nothing to tune: %d GPUs, %d problems", nunits, n), 1;
   Worker *w = calloc((size_t)nunits, sizeof *w);
   if (!w || setup(b, problems, n)) return free(w), snprintf(err, errlen, "out of memory"), 1;
+  if (plan(b, problems, err, errlen)) return free(w), 1;
   if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN) / nunits;
   for (int u = 0; u < nunits && !rc; u++) {
     w[u].b = b, w[u].unit = u;
@@ -260,6 +294,7 @@ void tune_batch_free(tune_Batch *b)
   free(b->model);
   free(b->current);
   free(b->next);
+  free(b->order);
   free(b->items);
   pthread_mutex_destroy(&b->mu);
   memset(b, 0, sizeof *b);

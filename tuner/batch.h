@@ -62,7 +62,8 @@ typedef struct tune_Batch {
   int nitems;
   int cancelled;            /* the cancel flag stopped it */
   pthread_mutex_t mu;
-  int *next;                /* per model: the next problem to claim */
+  int *order;               /* the problems in the order claimed: longest first */
+  int *next;                /* per model: the next of order to claim */
   const tune_BatchOptions *o;
 } tune_Batch;
 
