@@ -72,9 +72,9 @@ static void draw(const tune_Batch *b, const Show *s)
 /* One line for item i: GPU, problem, state, figures or the error. */
 static void print_item(const tune_Batch *b, const tune_Item *it)
 {
-  char buf[96];
-  int gpu = it->unit >= 0 ? b->units[it->unit].dev->ordinal : -1;
-  printf("  %-34s %4d  %-7s", name(&it->p, buf, sizeof buf), gpu, state_name(it->state));
+  char buf[96], gpu[16] = "-";
+  if (it->unit >= 0) snprintf(gpu, sizeof gpu, "%d", b->units[it->unit].dev->ordinal);
+  printf("  %-34s %4s  %-7s", name(&it->p, buf, sizeof buf), gpu, state_name(it->state));
   if (it->state == TUNE_ITEM_TUNED || it->state == TUNE_ITEM_CACHED)
     printf(" %7.3f %10.1f %8.1f  %s\n", it->frac, it->us, it->seconds, it->config);
   else

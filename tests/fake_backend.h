@@ -189,6 +189,8 @@ typedef struct fake_Gpu {
   fake_Backend f;           /* the problem being tuned */
   int max_sleep_us;
   int prepared;             /* problems given to it */
+  int compiles, configs;    /* configs compiled (any thread), and in the problems given */
+  int ready;                /* problems after the first whose every config was compiled before it was given */
   int sigint_at;            /* > 0: raise SIGINT when preparing this many-th problem */
 } fake_Gpu;
 
@@ -211,6 +213,13 @@ static inline int fake_text_load(void *ud, int slot, const gen_Kernel *k, const 
   return fake_load_figures(t);
 }
 
+/* The unit's compile: counted. */
+static inline int fake_gpu_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, size_t errlen)
+{
+  __atomic_add_fetch(&((fake_Gpu *)ud)->compiles, 1, __ATOMIC_SEQ_CST);
+  return fake_text_compile(ud, k, c, err, errlen);
+}
+
 static inline int fake_gpu_prepare(void *ud, gen_State *g, const gen_Problem *p, int nslots, tune_Backend *b, char *err,
                                    size_t errlen)
 {
@@ -219,6 +228,8 @@ static inline int fake_gpu_prepare(void *ud, gen_State *g, const gen_Problem *p,
   (void)nslots;
   if (++u->prepared == u->sigint_at) raise(SIGINT);
   if (fake_init(&u->f, g, p, u->max_sleep_us, (unsigned)u->prepared)) return snprintf(err, errlen, "fake: no space"), 1;
+  u->configs += u->f.n;
+  u->ready += u->prepared > 1 && __atomic_load_n(&u->compiles, __ATOMIC_SEQ_CST) >= u->configs;
   *b = fb;
   return 0;
 }
@@ -236,7 +247,7 @@ static inline tune_Unit fake_gpu(fake_Gpu *u, int ordinal, const char *model, in
   u->dev.ordinal = ordinal, u->dev.arch = 90, u->dev.sms = 132, u->dev.threads_sm = 2048;
   u->dev.smem_block = 227 * 1024, u->dev.cluster = 16, u->dev.mem = 80LL << 30, u->dev.driver = 13000;
   u->max_sleep_us = max_sleep_us;
-  tune_Unit unit = { &u->dev, u, fake_text_compile, fake_gpu_prepare, fake_gpu_release };
+  tune_Unit unit = { &u->dev, u, fake_gpu_compile, fake_gpu_prepare, fake_gpu_release };
   return unit;
 }
 

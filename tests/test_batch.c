@@ -127,7 +127,7 @@ static void check_batch(gen_State *g)
 {
   fake_Gpu gpu[3];
   tune_Unit u[3] = { fake_gpu(&gpu[0], 0, "Fake A", 100), fake_gpu(&gpu[1], 1, "Fake A", 100),
-                     fake_gpu(&gpu[2], 2, "Fake B", 0) };
+                     fake_gpu(&gpu[2], 2, "Fake B", 100) };
   gen_Problem list[6];
   tune_Batch b;
   char db[600], best[256];
@@ -145,6 +145,11 @@ static void check_batch(gen_State *g)
   CHECK(gpu[0].prepared + gpu[1].prepared == 6 && gpu[2].prepared == 6, "prepared %d %d %d", gpu[0].prepared,
         gpu[1].prepared, gpu[2].prepared);
   CHECK(gpu[0].prepared > 0 && gpu[1].prepared > 0, "one GPU of model A did all: %d %d", gpu[0].prepared, gpu[1].prepared);
+  for (int k = 0; k < 3; k++) {   /* each config compiled once, and ahead of its sweep after the first problem */
+    CHECK(gpu[k].compiles == gpu[k].configs, "GPU %d: %d compiles for %d configs", k, gpu[k].compiles, gpu[k].configs);
+    CHECK(gpu[k].ready == gpu[k].prepared - 1, "GPU %d: %d of %d later problems compiled ahead", k, gpu[k].ready,
+          gpu[k].prepared - 1);
+  }
   CHECK(count_runs(db) == 12, "%lld runs stored", count_runs(db));
   int seen = 0;
   for (int i = 0; i < 6; i++) seen |= 1 << b.order[i];
@@ -155,6 +160,8 @@ static void check_batch(gen_State *g)
   if (run(u, 3, list, 6, db, 0, 0, &b)) return;
   for (int i = 0; i < b.nitems; i++) CHECK(b.items[i].state == TUNE_ITEM_CACHED, "item %d: state %d", i, b.items[i].state);
   CHECK(gpu[0].prepared + gpu[1].prepared + gpu[2].prepared == 12 && count_runs(db) == 12, "tuned again");
+  CHECK(gpu[0].compiles + gpu[1].compiles + gpu[2].compiles == gpu[0].configs + gpu[1].configs + gpu[2].configs,
+        "compiled for the cache's problems");
   tune_batch_free(&b);
 
   /* forced, cancelled once a problem is stored: what finished stays, the rest is not stored */

@@ -22,6 +22,7 @@ typedef struct Worker {     /* one unit's thread and what it owns */
   gen_State *g;
   cache_Db *db;
   tune_Ahead *ahead;
+  int threads;              /* compile threads: the queue's, and the sweep's own pool */
   pthread_t th;
   char err[1024];
 } Worker;
@@ -152,6 +153,7 @@ static void tune_item(Worker *w, int i)
   }
   outer = tune_ahead_backend(w->ahead, &inner);
   opt.progress = on_config, opt.progress_ud = w;
+  opt.threads = w->threads;   /* they mostly wait for the queue's cubins, or compile one it has not reached */
   rc = tune_sweep(w->g, &p, &outer, &opt, &r, w->err, sizeof w->err);
   u->release(u->ud);
   if (rc) finish(w, i, TUNE_ITEM_FAILED, w->err);
@@ -254,6 +256,7 @@ static int open_worker(Worker *w, int threads, char *err, size_t errlen)
   const tune_BatchOptions *o = w->b->o;
   if (gen_open(&w->g, o->templates, err, errlen)) return 1;
   if (cache_open(&w->db, o->cache_path, 1, err, errlen)) return 1;
+  w->threads = threads;
   return tune_ahead_open(&w->ahead, &w->b->units[w->unit], threads, err, errlen);
 }
 
@@ -276,6 +279,7 @@ int tune_batch(const tune_Unit *units, int nunits, const gen_Problem *problems, 
   if (!w || setup(b, problems, n)) return free(w), snprintf(err, errlen, "out of memory"), 1;
   if (plan(b, problems, err, errlen)) return free(w), 1;
   if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN) / nunits;
+  threads = threads < 1 ? 1 : threads;
   for (int u = 0; u < nunits && !rc; u++) {
     w[u].b = b, w[u].unit = u;
     rc = open_worker(&w[u], threads, err, errlen);
