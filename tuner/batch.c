@@ -22,7 +22,6 @@ typedef struct Worker {     /* one unit's thread and what it owns */
   gen_State *g;
   cache_Db *db;
   tune_Ahead *ahead;
-  int threads;              /* compile threads: the queue's, and the sweep's own pool */
   pthread_t th;
   char err[1024];
 } Worker;
@@ -153,7 +152,7 @@ static void tune_item(Worker *w, int i)
   }
   outer = tune_ahead_backend(w->ahead, &inner);
   opt.progress = on_config, opt.progress_ud = w;
-  opt.threads = w->threads;   /* they mostly wait for the queue's cubins, or compile one it has not reached */
+  opt.threads = 2;   /* the sweep's own pool only waits for the queue's cubins, in order */
   rc = tune_sweep(w->g, &p, &outer, &opt, &r, w->err, sizeof w->err);
   u->release(u->ud);
   if (rc) finish(w, i, TUNE_ITEM_FAILED, w->err);
@@ -256,7 +255,6 @@ static int open_worker(Worker *w, int threads, char *err, size_t errlen)
   const tune_BatchOptions *o = w->b->o;
   if (gen_open(&w->g, o->templates, err, errlen)) return 1;
   if (cache_open(&w->db, o->cache_path, 1, err, errlen)) return 1;
-  w->threads = threads;
   return tune_ahead_open(&w->ahead, &w->b->units[w->unit], threads, err, errlen);
 }
 
