@@ -61,9 +61,10 @@ static void draw(const tune_Batch *b, const Show *s)
   fprintf(stderr, "\r[%s] %d/%d", bar, s->finished, b->nitems);
   for (int u = 0; u < b->nunits; u++) {
     const tune_Item *it = b->current[u] >= 0 ? &b->items[b->current[u]] : NULL;
-    if (it && b->nunits > 2) fprintf(stderr, "  GPU %d %d/%d", b->units[u].dev->ordinal, it->done, it->total);   /* one line */
-    else if (it) fprintf(stderr, "  GPU %d %s %d/%d", b->units[u].dev->ordinal, name(&it->p, buf, sizeof buf), it->done, it->total);
-    else fprintf(stderr, "  GPU %d idle", b->units[u].dev->ordinal);
+    fprintf(stderr, "  GPU %d", b->units[u].dev->ordinal);
+    if (it && b->nunits <= 2) fprintf(stderr, " %s", name(&it->p, buf, sizeof buf));   /* more GPUs: one line still */
+    if (it && it->total) fprintf(stderr, " %d/%d", it->done, it->total);
+    else fputs(it ? " starting" : " idle", stderr);
   }
   fputs("\033[K", stderr);
   fflush(stderr);
