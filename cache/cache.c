@@ -15,9 +15,13 @@
 #include <sqlite3.h>
 
 #define SCHEMA_VERSION "2"
+/* An older version whose runs and trials tables read as this one's (version 1 lacked only the
+** entries' launch columns): their log can be read without migrating the file. */
+#define OLD_LOG_VERSION "1"
 
 struct cache_Db {
   sqlite3 *db;
+  int log_only;               /* opened by cache_open_log: OLD_LOG_VERSION is accepted too */
   char path[4096];
   char err[1024];
 };
@@ -148,7 +152,7 @@ static int read_version(cache_Db *c, int *have)
   if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char *v = (const char *)sqlite3_column_text(st, 0);
     *have = 1;
-    rc = !v || strcmp(v, SCHEMA_VERSION) != 0
+    rc = !v || (strcmp(v, SCHEMA_VERSION) != 0 && !(c->log_only && strcmp(v, OLD_LOG_VERSION) == 0))
            ? fail(c, CACHE_ERROR, "cache '%s' has schema version %.20s; this softmax-tune reads version %s", c->path,
                   v ? v : "(none)", SCHEMA_VERSION)
            : 0;
@@ -198,13 +202,14 @@ static int check_schema(cache_Db *c, int create)
   return exec(c, "COMMIT") ? CACHE_ERROR : 0;
 }
 
-int cache_open(cache_Db **out, const char *path, int create, char *err, size_t errlen)
+static int open_db(cache_Db **out, const char *path, int create, int log_only, char *err, size_t errlen)
 {
   struct stat sb;
   cache_Db *c = calloc(1, sizeof *c);
   int rc;
   *out = NULL;
   if (!c) return snprintf(err, errlen, "out of memory"), CACHE_ERROR;
+  c->log_only = log_only;
   snprintf(c->path, sizeof c->path, "%s", path);
   int st = stat(path, &sb);
   if (st == 0 && S_ISDIR(sb.st_mode)) {
@@ -230,6 +235,16 @@ int cache_open(cache_Db **out, const char *path, int create, char *err, size_t e
   }
   *out = c;
   return 0;
+}
+
+int cache_open(cache_Db **out, const char *path, int create, char *err, size_t errlen)
+{
+  return open_db(out, path, create, 0, err, errlen);
+}
+
+int cache_open_log(cache_Db **out, const char *path, char *err, size_t errlen)
+{
+  return open_db(out, path, 0, 1, err, errlen);
 }
 
 void cache_close(cache_Db *c)

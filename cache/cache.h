@@ -63,6 +63,9 @@ int cache_path(const char *opt, int create, char *out, size_t n, char *err, size
 int cache_writable(const char *path, char *err, size_t errlen);
 /* create: make the file when missing; else a missing file is CACHE_MISS. */
 int cache_open(cache_Db **db, const char *path, int create, char *err, size_t errlen);
+/* An existing cache, to read its log (cache_runs, cache_trials) only: also one of an older
+** schema version whose log tables are unchanged (1), which cache_open refuses. */
+int cache_open_log(cache_Db **db, const char *path, char *err, size_t errlen);
 void cache_close(cache_Db *db);
 const char *cache_error(const cache_Db *db);
 

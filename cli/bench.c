@@ -83,7 +83,7 @@ int cli_bench(cli_Options *o)
   const double bytes = 2. * b.p.rows * b.p.cols * gen_dtype_size(b.p.dtype);
   printf("%s, %lldx%lld %s %s: %s\n", tune_gpu_device(gpu)->name, (long long)b.p.rows, (long long)b.p.cols,
          gen_dtype_name(b.p.dtype), gen_op_name(b.p.op), config);
-  printf("verified against float64 (max err %.2g)\n", chk.max_err);
+  printf("verified against float64 (max err %.2g ulp)\n", chk.max_err);
   printf("%-12s %10s %9s %8s\n", "", "us", "GB/s", "of copy");
   printf("%-12s %10.2f %9.1f %8.3f\n", "copy", copy_us, bytes / copy_us / 1e3, 1.0);
   printf("%-12s %10.2f %9.1f %8.3f\n", "softmax-tune", us, bytes / us / 1e3, copy_us / us);

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "cache.h"
 #include "cudrv.h"
 #include "gen.h"
 
@@ -30,6 +31,11 @@ typedef struct cli_Options {
 } cli_Options;
 
 void cli_fail(const char *fmt, ...);
+
+/* log.c: the cache filter from --shape, --dtype, --op; the existing cache opened (log_only:
+** cache_open_log), or the status to exit with after saying why not (a missing one on stdout). */
+void cli_filter(const cli_Options *o, cache_Key *f);
+int cli_open_cache(cli_Options *o, cache_Db **db, char *path, size_t n, int log_only);
 
 /* dtype and op as given, or the defaults (f32, softmax); -1 in the options means not given. */
 static inline int cli_dtype(const cli_Options *o) { return o->dtype < 0 ? GEN_F32 : o->dtype; }
@@ -57,5 +63,6 @@ int cli_knobs(cli_Options *o);
 int cli_log(cli_Options *o);
 int cli_cache(cli_Options *o);
 int cli_bench(cli_Options *o);
+int cli_report(cli_Options *o);
 
 #endif

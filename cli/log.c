@@ -9,8 +9,7 @@
 #include "cli.h"
 #include "tune.h"
 
-/* The filter from --shape, --dtype, --op. */
-static void filter_of(const cli_Options *o, cache_Key *f)
+void cli_filter(const cli_Options *o, cache_Key *f)
 {
   cache_filter_all(f);
   f->rows = o->rows;
@@ -19,12 +18,12 @@ static void filter_of(const cli_Options *o, cache_Key *f)
   f->op = o->op;
 }
 
-/* Open the existing cache; on a missing one, say so and return the status to exit with. */
-static int open_existing(cli_Options *o, cache_Db **db, char *path, size_t n)
+int cli_open_cache(cli_Options *o, cache_Db **db, char *path, size_t n, int log_only)
 {
   int rc;
   if (cache_path(o->cache, 0, path, n, o->err, sizeof o->err)) return cli_fail("%s", o->err), 2;
-  if ((rc = cache_open(db, path, 0, o->err, sizeof o->err)) == CACHE_MISS) {
+  rc = log_only ? cache_open_log(db, path, o->err, sizeof o->err) : cache_open(db, path, 0, o->err, sizeof o->err);
+  if (rc == CACHE_MISS) {
     printf("%s\n", o->err);
     return 1;
   }
@@ -108,11 +107,11 @@ static void print_table(const cache_Run *r, const cache_Trial *t, int n)
          gen_dtype_name(r->key.dtype), gen_op_name(r->key.op), r->seconds, r->configs, r->verified, r->pruned, r->failed);
   printf("copy floor %.1f us; winner %s%s\n", r->copy_us, r->winner[0] ? r->winner : "none", r->winner[0] ? "" : " (see below)");
   printf("%-74s %-7s %4s %5s %6s %4s %5s %10s %8s %7s %8s\n", "config", "status", "regs", "local", "smem", "b/sm", "occ",
-         "us", "GB/s", "of copy", "max err");
+         "us", "GB/s", "of copy", "err ulp");
   for (int i = 0; i < n; i++) {
     const cache_Trial *x = &t[i];
     if (strcmp(x->status, "ok") == 0)
-      printf("%-74s %-7s %4d %5d %6d %4d %4.0f%% %10.1f %8.1f %7.3f %8.1e%s\n", x->config, x->status, x->regs,
+      printf("%-74s %-7s %4d %5d %6d %4d %4.0f%% %10.1f %8.1f %7.3f %8.2f%s\n", x->config, x->status, x->regs,
              x->local_bytes, x->smem, x->blocks_sm, 100 * x->occupancy, x->us, x->gbps, x->frac, x->max_err,
              x->finalist ? " *" : "");
     else
@@ -129,9 +128,9 @@ int cli_log(cli_Options *o)
   cache_Key f;
   cache_Run *runs = NULL;
   cache_Trial *t = NULL;
-  int n = 0, nt = 0, rc = open_existing(o, &db, path, sizeof path);
+  int n = 0, nt = 0, rc = cli_open_cache(o, &db, path, sizeof path, 1);
   if (rc) return rc;
-  filter_of(o, &f);
+  cli_filter(o, &f);
   if (cache_runs(db, &f, o->run, 1, &runs, &n) || (n && cache_trials(db, runs[0].id, &t, &nt))) {
     cli_fail("%s", cache_error(db));
     rc = 1;
@@ -175,8 +174,8 @@ int cli_cache(cli_Options *o)
   int n = 0, rc;
   if (!verb || o->nargs > 1 || (strcmp(verb, "list") && strcmp(verb, "show") && strcmp(verb, "clear")))
     return cli_fail("cache needs one of list, show, clear; got '%s'", verb ? (o->nargs > 1 ? o->args[1] : verb) : ""), 2;
-  if ((rc = open_existing(o, &db, path, sizeof path))) return rc;
-  filter_of(o, &f);
+  if ((rc = cli_open_cache(o, &db, path, sizeof path, 0))) return rc;
+  cli_filter(o, &f);
   if (strcmp(verb, "clear") == 0) {
     if (cache_clear(db, &f, &n)) rc = 1, cli_fail("%s", cache_error(db));
     else printf("removed %d entr%s from %s\n", n, n == 1 ? "y" : "ies", path);

@@ -16,6 +16,7 @@ static const char *const USAGE =
   "       softmax-tune [--gpu all|N,N,...] --shapes FILE [options]\n"
   "                                                         tune a list, print a summary\n"
   "       softmax-tune log [--shape RxC] [--dtype T] [--op OP] [--run ID] [--json|--csv]\n"
+  "       softmax-tune report [--shape RxC] [--dtype T] [--op OP] [--run ID] [-o FILE.html]\n"
   "       softmax-tune cache list|show|clear [--shape RxC] [--dtype T] [--op OP]\n"
   "       softmax-tune space --shape RxC [--dtype T] [--op OP] [--arch sm_XX]\n"
   "       softmax-tune emit --shape RxC --config STR [--dtype T] [--op OP] [--arch sm_XX]\n"
@@ -38,7 +39,8 @@ static const char *const USAGE =
   "  --config STR     one config, as printed by space: threads=256,items=16,...; when tuning,\n"
   "                   that config alone is verified, timed and stored (it pins the shape's\n"
   "                   kernel; implies --force)\n"
-  "  -o, --output F   where compile writes the cubin\n"
+  "  -o, --output F   where compile writes the cubin; where report writes its HTML page (default\n"
+  "                   softmax-tune-report.html; - for stdout)\n"
   "  --cache PATH     cache database (default $SOFTMAX_TUNE_CACHE, else\n"
   "                   $XDG_CACHE_HOME/softmax-tune/cache.db, else ~/.cache/softmax-tune/cache.db)\n"
   "  --force          tune again even when the cache has the answer\n"
@@ -46,7 +48,7 @@ static const char *const USAGE =
   "                   knob grid, to measure what pruning loses (tune implies --force)\n"
   "  --quiet          no progress bar, only the winner\n"
   "  --templates DIR  use the templates in DIR instead of the built-in ones\n"
-  "  --run ID         log: that run instead of the last one\n"
+  "  --run ID         log: that run instead of the last one; report: that run alone\n"
   "  --reps N         bench: timing rounds (default 100)\n"
   "  --json, --csv    log: machine-readable output\n"
   "  --log            compile: print NVRTC's whole log\n"
@@ -74,6 +76,7 @@ static int usage_error(const char *fmt, const char *arg)
 static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] = {
   { "tune", cli_tune },   { "space", cli_space }, { "emit", cli_emit },   { "compile", cli_compile },
   { "log", cli_log },     { "cache", cli_cache }, { "knobs", cli_knobs }, { "bench", cli_bench },
+  { "report", cli_report },
 };
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,

@@ -42,6 +42,13 @@ needs --config|emit --shape 32000x16384
 needs --arch|compile --shape 32000x16384 --config $cfg -o /tmp/st_bad.cubin
 needs a value|space --shape
 bad --gpu '-1'|--gpu -1 --shape 32000x16384
+'0x5'|report --shape 0x5
+bad --run 'x'|report --run x
+unknown dtype 'f64'|report --dtype f64
+unexpected argument 'all'|report all
+cannot write report '/nonexistent/r.html'|report -o /nonexistent/r.html
+'/tmp': it is a directory|report -o /tmp
+bad -o ''|report -o ''
 EOT
 [ -e /tmp/st_bad.cubin ] && { echo "FAIL: a failed compile left /tmp/st_bad.cubin"; fail=$((fail + 1)); }
 echo "cli_bad_input: $n cases, $fail failed"

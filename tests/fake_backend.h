@@ -153,14 +153,20 @@ static inline tune_Backend fake_backend(fake_Backend *f)
   return b;
 }
 
-/* tune_sweep on the fake, with few repetitions and rounds. */
-static inline int fake_tune(gen_State *g, const gen_Problem *p, fake_Backend *f, tune_Result *r, char *err, size_t errlen)
+/* tune_sweep on backend b (the fake, or one wrapping it), with few repetitions and rounds. */
+static inline int fake_tune_on(gen_State *g, const gen_Problem *p, const tune_Backend *b, tune_Result *r, char *err,
+                               size_t errlen)
 {
   tune_Options o;
-  tune_Backend b = fake_backend(f);
   tune_default_options(&o);
   o.threads = 2, o.min_reps = 3, o.max_reps = 5, o.rounds = 5, o.max_finalists = 3;
-  return tune_sweep(g, p, &b, &o, r, err, errlen);
+  return tune_sweep(g, p, b, &o, r, err, errlen);
+}
+
+static inline int fake_tune(gen_State *g, const gen_Problem *p, fake_Backend *f, tune_Result *r, char *err, size_t errlen)
+{
+  tune_Backend b = fake_backend(f);
+  return fake_tune_on(g, p, &b, r, err, errlen);
 }
 
 /* The cache key of problem p on a fake GPU. */

@@ -69,7 +69,7 @@ static int run_one(tune_Gpu *gpu, tune_Backend *b, gen_State *g, const gen_Probl
     CHECK(rc == TUNE_EOK, "%lldx%lld %s %s %s: %s", (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype),
           gen_op_name(p->op), cfg, t.reason);
     ok = rc == TUNE_EOK;
-    if (ok) printf("  verified %s (max err %.2g)\n", cfg, t.max_err);
+    if (ok) printf("  verified %s (max err %.2g ulp)\n", cfg, t.max_err);
     if (ok && slot == 0) {
       CHECK(tune_gpu_selftest(gpu, 0, err, sizeof err) == 0, "check kernel vs CPU reference, %s: %s", cfg, err);
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # valgrind_cli.sh BINARY — the command under valgrind (memcheck): `emit` and `compile` of one
-# config (NVRTC inside), `space`, `knobs`, tuning (one shape, and lists) without a GPU, then `log` and
+# config (NVRTC inside), `space`, `knobs`, tuning (one shape, and lists) without a GPU, then `log`, `report` and
 # `cache list|show|clear` on a missing cache, on an empty file and on a small cache made here
 # (the binary's own schema, filled by SQL with two runs, their trials and two entries, whatever
 # columns the schema has grown). Every case must exit with its usual status, and valgrind must
@@ -161,6 +161,9 @@ check 0 log --json --cache "$db"
 check 0 log --csv --run 1 --cache "$db"
 check 0 log --shape 7x1000 --dtype bf16 --op log_softmax --cache "$db"
 check 1 log --run 99 --cache "$db"
+check 0 report --cache "$db" -o "$tmp/report.html"
+check 0 report --run 1 --cache "$db" -o -
+check 1 report --run 99 --cache "$db" -o "$tmp/report.html"
 check 0 cache list --cache "$db"
 check 0 cache show --cache "$db"
 check 0 cache list --shape 4096x16384 --dtype f32 --op softmax --cache "$db"

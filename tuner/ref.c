@@ -8,21 +8,7 @@
 #include <string.h>
 
 #include "gen.h"
-
-tune_Tol tune_tolerance(int dtype, int op, int64_t cols)
-{
-  tune_Tol t;
-  /* one unit in the last place of the output type; float32 math adds a few ulp of float32 */
-  t.rtol = dtype == GEN_F32 ? 2e-5 : dtype == GEN_F16 ? 0x1p-10 : 0x1p-7;
-  if (op == GEN_SOFTMAX) {
-    t.atol = dtype == GEN_F16 ? 0x1p-24 : 1e-37;   /* smallest subnormal; ftz exp below 1e-38 */
-    t.stol = t.rtol;
-  } else {
-    t.atol = t.rtol;                                /* log-probabilities near 0 */
-    t.stol = t.rtol * (1. + log((double)cols));     /* exp amplifies rounding by |out| <= entropy */
-  }
-  return t;
-}
+#include "verify.h"   /* templates/: the rule, shared with the GPU check */
 
 static double f16_to_double(uint16_t h)
 {
@@ -65,11 +51,19 @@ void tune_store_elem(void *buf, int dtype, int64_t i, double v)
   } else if (dtype == GEN_F16) {
     ((uint16_t *)buf)[i] = double_to_f16(v);
   } else {
+    f = (float)vr_round(v, GEN_BF16);   /* rounded once, to nearest even: then exact in float */
     memcpy(&w, &f, 4);
-    w = isnan(f) ? 0x7fc00000u : w + 0x7fffu + (w >> 16 & 1);   /* round to nearest even */
-    ((uint16_t *)buf)[i] = (uint16_t)(w >> 16);
+    ((uint16_t *)buf)[i] = (uint16_t)(isnan(f) ? 0x7fc0u : w >> 16);
   }
 }
+
+uint32_t tune_poison(int dtype)
+{
+  static const uint32_t bits[GEN_NDTYPE] = { 0x7fa5a5a5u, 0x7d5a, 0x7fa5 };   /* NaNs no arithmetic produces */
+  return bits[dtype];
+}
+
+double tune_ulp(double v, int dtype) { return vr_ulp(v, dtype); }
 
 void tune_ref_row(const double *x, int64_t cols, int op, double *ref)
 {
@@ -99,10 +93,42 @@ static uint32_t bits(const void *buf, int dtype, int64_t i)
   return w;
 }
 
+/* What the rule needs of a row whose reference is not NaN: its max (returned), the log of its
+** sum, and its sum's float32 error bound erow (verify.h). */
+static double row_facts(const double *x, const double *ref, int64_t cols, int op, double *ls, double *erow)
+{
+  int64_t at = 0;
+  for (int64_t j = 1; j < cols; j++)
+    if (x[j] > x[at]) at = j;
+  const double m = x[at], h0 = op == GEN_SOFTMAX ? ref[at] : exp(ref[at]);   /* exp(0) / sum */
+  double h = 0.;
+  for (int64_t j = 0; j < cols; j++)
+    if (!isinf(x[j])) h += (op == GEN_SOFTMAX ? ref[j] : exp(ref[j])) * (m - x[j]);
+  *ls = -log(h0);
+  *erow = vr_row_err((double)cols, h);
+  return m;
+}
+
+/* Check one element o (raw bits w) against ref; adds the row sums of the outputs, of the bounds
+** and of the rounded reference (of their exps for log_softmax). */
+static int check_elem(double o, uint32_t w, uint32_t poison, double ref, double d, int dtype, int op, double ls,
+                      double erow, double sums[4], tune_Check *c)
+{
+  if (w == poison) return 0;
+  if (isnan(ref)) return isnan(o);
+  if (isinf(ref)) return o == ref;
+  double lo, hi;
+  vr_bounds(dtype, op != GEN_SOFTMAX, ref, d, erow, ls, &lo, &hi);
+  const double r = vr_round(ref, dtype), e = vr_ulps(o, ref, dtype);
+  const int sm = op == GEN_SOFTMAX;
+  sums[0] += sm ? o : exp(o), sums[1] += sm ? lo : exp(lo), sums[2] += sm ? hi : exp(hi), sums[3] += sm ? r : exp(r);
+  if (e == e && e > c->max_err) c->max_err = e;
+  return lo <= o && o <= hi;
+}
+
 void tune_check_rows(const void *x, const void *out, int dtype, int op, int64_t cols, int64_t r0, int64_t r1,
                      uint32_t poison, tune_Check *c)
 {
-  tune_Tol t = tune_tolerance(dtype, op, cols);
   double *xr = malloc((size_t)cols * sizeof *xr), *ref = malloc((size_t)cols * sizeof *ref);
   if (!xr || !ref) {
     c->bad = c->checked = -1;
@@ -110,28 +136,22 @@ void tune_check_rows(const void *x, const void *out, int dtype, int op, int64_t 
     return;
   }
   for (int64_t r = r0; r < r1; r++) {
-    double sum = 0.;
+    double sums[4] = { 0, 0, 0, 0 }, ls = 0., erow = 0., m = 0.;
     for (int64_t j = 0; j < cols; j++) xr[j] = tune_load(x, dtype, r * cols + j);
     tune_ref_row(xr, cols, op, ref);
+    const int nanrow = isnan(ref[0]);
+    if (!nanrow) m = row_facts(xr, ref, cols, op, &ls, &erow);
     for (int64_t j = 0; j < cols; j++) {
       const int64_t i = r * cols + j;
-      const double o = tune_load(out, dtype, i), f = ref[j];
-      int ok;
-      if (bits(out, dtype, i) == poison) ok = 0;
-      else if (isnan(f)) ok = isnan(o);
-      else if (isinf(f)) ok = o == f;
-      else {
-        const double d = fabs(o - f);
-        ok = d <= t.rtol * fabs(f) + t.atol;
-        if (d == d && d / (fabs(f) + t.atol / t.rtol) > c->max_err) c->max_err = d / (fabs(f) + t.atol / t.rtol);
-      }
-      sum += op == GEN_SOFTMAX ? o : exp(o);
+      const int ok = check_elem(tune_load(out, dtype, i), bits(out, dtype, i), poison, ref[j], xr[j] - m, dtype, op,
+                                ls, erow, sums, c);
       c->checked++;
       if (!ok && c->bad++ == 0) c->first_bad = i;
     }
-    if (!isnan(ref[0])) {
-      const double dev = fabs(sum - 1.);
-      if (!(dev <= t.stol)) c->bad_sums++;
+    if (!nanrow) {
+      const double slack = (double)cols * 0x1p-52 * sums[2];   /* float64 rounding of the sums */
+      if (!(sums[1] - slack <= sums[0] && sums[0] <= sums[2] + slack)) c->bad_sums++;
+      const double dev = fabs(sums[0] - sums[3]);
       if (!(dev <= c->max_sumdev)) c->max_sumdev = dev;
     }
   }

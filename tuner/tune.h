@@ -28,7 +28,7 @@ typedef struct tune_Trial {
   double occupancy;         /* resident threads / the SM's maximum */
   double compile_ms;
   double us, gbps, frac;    /* median time, GB/s (read + write), copy time / this time */
-  double max_err;           /* largest |out - ref| / (|ref| + atol/rtol) */
+  double max_err;           /* largest |out - ref| in ulps of the dtype at ref (templates/verify.h) */
   int finalist;
 } tune_Trial;
 

@@ -1,0 +1,90 @@
+/*
+** verify.h — the verification rule, in one place for the GPU check (check.cu includes it) and
+** the CPU check (tuner/ref.c includes it). Plain C that CUDA also compiles: VR_FN is
+** `__device__` there and empty here.
+**
+** The kernels compute in float32 and round once to the output dtype. So a kernel's output o of
+** an element is round(v), v the float32 result, and v lies within the float32 error bound of
+** the float64 reference ref: v in [vlo, vhi]. Rounding to nearest is monotone, hence
+**     round(vlo) <= o <= round(vhi)
+** is the element rule. It holds for a correctly rounded output (vlo <= ref <= vhi), and it
+** rejects any output outside those one or two representable values (for f16 and bf16, whose
+** ulp is far above the float32 error, almost always just round(ref)), subnormals included.
+**
+** The float32 error bound, in units of 2^-24 (u):
+**   exp(d), d = x - max: fl(x - max) and the product by log2(e) put 2.25|d| u on the argument
+**     of ex2, whose own error is under 4 u (PTX: ex2.approx, 2 ulp): 8 + 2.5|d| u, with room
+**     for the product by 1/sum.
+**   the row's sum: float32 adds, with the partial sums rescaled by ex2 of max differences
+**     (online and split kernels). A rescale's argument is a part of some |d| of its elements,
+**     so it adds at most the exp error weighted by the outputs: 2.5 H u with H = sum(ref * |d|).
+**     The adds: a tree of them errs by under log2(cols) u; a thread's running sum (two-pass
+**     kernels, and peers such as torch's CPU softmax) by independent roundings that grow as
+**     sqrt(n) (about 0.25 sqrt(n) u one standard deviation): sqrt(cols) u covers either. With
+**     1/sum or log(sum): 64 + 4 log2(cols) + sqrt(cols) u.
+**   log_softmax, v = fl(fl(d) - log(sum)): |d| u + 2|log sum| u + |ref| u, plus the sum's
+**     relative error as an absolute one.
+** Outputs whose float32 value is under 2^-126 may be flushed to zero (ex2.approx.ftz).
+**
+** The row rule (the sum of the outputs, of exp(out) for log_softmax, between the sums of the
+** element bounds) follows from the element rule; the checks keep it as the row's figure.
+*/
+#ifndef VR_FN
+#define VR_FN static inline
+#endif
+
+#define VR_U 0x1p-24
+#define VR_TINY 0x1p-126   /* float32's smallest normal: below it, ftz may give 0 */
+
+/* dtype codes: as GEN_F32, GEN_F16, GEN_BF16 in generator/gen.h */
+VR_FN int vr_bits(int dtype) { return dtype == 0 ? 24 : dtype == 1 ? 11 : 8; }
+VR_FN int vr_qmin(int dtype) { return dtype == 0 ? -149 : dtype == 1 ? -24 : -133; }
+VR_FN double vr_max(int dtype) { return dtype == 0 ? 0x1.fffffep127 : dtype == 1 ? 65504. : 0x1.fep127; }
+
+/* The spacing of dtype's values at |v| (v finite): its ulp, the subnormal quantum below. */
+VR_FN double vr_ulp(double v, int dtype)
+{
+  int e;
+  frexp(fabs(v), &e);   /* |v| = f 2^e, f in [0.5, 1) */
+  const int q = e - vr_bits(dtype) > vr_qmin(dtype) ? e - vr_bits(dtype) : vr_qmin(dtype);
+  return ldexp(1., q);
+}
+
+/* v rounded to dtype, to nearest even, subnormals kept, past the largest value to infinity. */
+VR_FN double vr_round(double v, int dtype)
+{
+  if (!(v - v == 0.) || v == 0.) return v;   /* NaN, infinities and zeros stay */
+  const double q = vr_ulp(v, dtype), r = rint(v / q) * q;   /* v / q and the product are exact */
+  return fabs(r) > vr_max(dtype) ? copysign(ldexp(1., 1024), r) : r;   /* ldexp overflows to inf */
+}
+
+/* The relative float32 error of a row's sum (and so of 1/sum or log sum), given cols and
+** H = sum over the row of ref * |x - max| (softmax weights). */
+VR_FN double vr_row_err(double cols, double h) { return VR_U * (64. + 4. * log2(cols + 1.) + sqrt(cols) + 2.5 * h); }
+
+/* The bounds [*lo, *hi] that an output of dtype may take for a finite reference ref of an
+** element with d = x - max, in a row of sum-error erow and log sum ls (log_softmax). */
+VR_FN void vr_bounds(int dtype, int logsm, double ref, double d, double erow, double ls, double *lo, double *hi)
+{
+  double vlo, vhi;
+  if (!logsm && ref == 0.) {   /* an input of -inf, or an exp under float64's range: the kernels give 0 */
+    *lo = *hi = 0.;
+    return;
+  }
+  if (!logsm) {
+    const double rel = VR_U * (8. + 2.5 * fabs(d)) + erow;
+    vlo = ref * (1. - rel);
+    vhi = ref * (1. + rel) + 0x1p-148;   /* float32 subnormals are rounded absolutely, twice */
+    if (vlo < VR_TINY) vlo = 0.;
+  } else {
+    const double a = VR_U * (fabs(d) + 2. * fabs(ls) + fabs(ref)) + erow;
+    vlo = ref - a;
+    vhi = ref + a;
+  }
+  *lo = vr_round(vlo, dtype);
+  *hi = vr_round(vhi, dtype);
+}
+
+/* An element's error in units of dtype's spacing at the reference: a correctly rounded output
+** reads at most 0.5. */
+VR_FN double vr_ulps(double o, double ref, int dtype) { return fabs(o - ref) / vr_ulp(ref, dtype); }
