@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "cudrv.h"
 #include "gen.h"
 
 #define CLI_VERSION "0.1.0"
@@ -22,6 +23,9 @@ typedef struct cli_Options {
   int force, quiet, log, help, version;
   int full;                   /* --space full: the full grid instead of the pruned space */
   int format;                 /* 't' table, 'j' JSON, 'c' CSV */
+  const char *gpus;           /* --gpu all or a list (0,1,3): a batch */
+  const char *shapes;         /* --shapes FILE */
+  const char *dtypes, *ops;   /* --dtype, --op lists (with a comma) */
   char **args;                /* words after the options (cache's verb) */
   int nargs;
   char err[1024];
@@ -39,6 +43,20 @@ static inline int cli_dtype(const cli_Options *o) { return o->dtype < 0 ? GEN_F3
 static inline int cli_op(const cli_Options *o) { return o->op < 0 ? GEN_SOFTMAX : o->op; }
 
 int cli_tune(cli_Options *o);
+void cli_print_gpu(const tune_Device *d);
+
+/* A list of problems, on one GPU or several (batch.c); lists parsed in list.c. */
+int cli_batch(cli_Options *o);
+int cli_is_batch(const cli_Options *o);
+struct tune_Unit;
+/* The list on these units (GPUs, or fakes in the tests), stored at path; the exit status. */
+int cli_run_batch(const cli_Options *o, const struct tune_Unit *units, int nunits, const gen_Problem *list, int n,
+                  const char *path);
+int cli_problems(const cli_Options *o, gen_Problem **out, int *n, char *err, size_t errlen);
+int cli_parse_dtypes(const char *s, int *out, char *err, size_t errlen);
+int cli_parse_ops(const char *s, int *out, char *err, size_t errlen);
+/* --gpu: "all" (*n = 0) or distinct ordinals into ord[64]. */
+int cli_parse_gpus(const char *s, int *ord, int *n, char *err, size_t errlen);
 int cli_space(cli_Options *o);
 int cli_emit(cli_Options *o);
 int cli_compile(cli_Options *o);

@@ -12,6 +12,9 @@
 
 static const char *const USAGE =
   "usage: softmax-tune [--gpu N] --shape RxC [options]     tune, print the winner, store it\n"
+  "       softmax-tune [--gpu all|N,N,...] --shape RxC,RxC,... [--dtype T,T] [--op OP,OP] [options]\n"
+  "       softmax-tune [--gpu all|N,N,...] --shapes FILE [options]\n"
+  "                                                         tune a list, print a summary\n"
   "       softmax-tune log [--shape RxC] [--dtype T] [--op OP] [--run ID] [--json|--csv]\n"
   "       softmax-tune report [--shape RxC] [--dtype T] [--op OP] [--run ID] [-o FILE.html]\n"
   "       softmax-tune cache list|show|clear [--shape RxC] [--dtype T] [--op OP] [--gpu-model NAME]\n"
@@ -24,10 +27,16 @@ static const char *const USAGE =
   "       softmax-tune knobs\n"
   "\n"
   "options:\n"
-  "  --gpu N          GPU ordinal (default 0)\n"
-  "  --shape RxC      rows x cols, softmax over each row of cols elements\n"
+  "  --gpu N          GPU ordinal (default 0); when tuning, also all or a list such as 0,1,3:\n"
+  "                   the problems spread over those GPUs, one thread each (GPUs of one model\n"
+  "                   share the list; each other model tunes all of it)\n"
+  "  --shape RxC      rows x cols, softmax over each row of cols elements; when tuning, a\n"
+  "                   list A,B,C tunes each (with every --dtype and --op given) in one run\n"
+  "  --shapes FILE    tune the problems in FILE: one 'RxC [dtype] [op]' per line, # comments;\n"
+  "                   a line without dtype or op takes those of --dtype and --op\n"
   "  --dtype T        f32 (default), f16 or bf16: input and output; math is float32\n"
-  "  --op OP          softmax (default) or log_softmax\n"
+  "                   (tuning: a list such as f32,bf16)\n"
+  "  --op OP          softmax (default) or log_softmax (tuning: softmax,log_softmax)\n"
   "  --arch sm_XX     target for space/emit/compile without a GPU (default sm_90)\n"
   "  --config STR     one config, as printed by space: threads=256,items=16,...; when tuning,\n"
   "                   that config alone is verified, timed and stored (it pins the shape's\n"
@@ -74,7 +83,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 };
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
-       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL };
+       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -87,6 +96,7 @@ static const struct option LONGOPTS[] = {
   { "log", no_argument, 0, O_LOG },               { "help", no_argument, 0, 'h' },
   { "reps", required_argument, 0, O_REPS },       { "space", required_argument, 0, O_SPACE },
   { "version", no_argument, 0, 'V' },             { "gpu-model", required_argument, 0, O_GPU_MODEL },
+  { "shapes", required_argument, 0, O_SHAPES },
   { 0, 0, 0, 0 },
 };
 
@@ -104,19 +114,35 @@ static long parse_index(const char *s)
 
 static int parse_options(int argc, char **argv, cli_Options *o)
 {
-  int c;
+  int c, list[64], n;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":o:hV", LONGOPTS, NULL)) != -1) {
     switch (c) {
     case O_GPU:
-      if ((o->gpu = (int)parse_index(optarg)) < 0) return usage_error("bad --gpu '%s': expected a GPU ordinal 0, 1, ...", optarg);
+      if (strcmp(optarg, "all") == 0 || strchr(optarg, ',')) {
+        if (cli_parse_gpus(optarg, list, &n, o->err, sizeof o->err)) return usage_error("%s", o->err);
+        o->gpus = optarg;
+      } else if ((o->gpu = (int)parse_index(optarg)) < 0) {
+        return usage_error("bad --gpu '%s': expected a GPU ordinal 0, 1, ..., a list such as 0,1,3, or all", optarg);
+      }
       break;
     case O_SHAPE: o->shape = optarg; break;
+    case O_SHAPES: o->shapes = optarg; break;
     case O_DTYPE:
-      if ((o->dtype = gen_parse_dtype(optarg)) < 0) return usage_error("unknown dtype '%s' (f32, f16, bf16)", optarg);
+      if (strchr(optarg, ',')) {
+        if (cli_parse_dtypes(optarg, list, o->err, sizeof o->err) < 0) return usage_error("%s", o->err);
+        o->dtypes = optarg;
+      } else if ((o->dtype = gen_parse_dtype(optarg)) < 0) {
+        return usage_error("unknown dtype '%s' (f32, f16, bf16)", optarg);
+      }
       break;
     case O_OP:
-      if ((o->op = gen_parse_op(optarg)) < 0) return usage_error("unknown op '%s' (softmax, log_softmax)", optarg);
+      if (strchr(optarg, ',')) {
+        if (cli_parse_ops(optarg, list, o->err, sizeof o->err) < 0) return usage_error("%s", o->err);
+        o->ops = optarg;
+      } else if ((o->op = gen_parse_op(optarg)) < 0) {
+        return usage_error("unknown op '%s' (softmax, log_softmax)", optarg);
+      }
       break;
     case O_ARCH:
       if ((o->arch = gen_parse_arch(optarg)) < 0) return usage_error("bad arch '%s': expected sm_XX such as sm_90", optarg);
@@ -173,7 +199,9 @@ int main(int argc, char **argv)
   o.args = argv + optind;
   o.nargs = argc - optind;
   if (o.nargs > 0 && strcmp(name, "cache") != 0) return usage_error("unexpected argument '%s'", o.args[0]);
-  if (o.shape && gen_parse_shape(o.shape, &o.rows, &o.cols, o.err, sizeof o.err)) {
+  if (cli_is_batch(&o) && strcmp(name, "tune") != 0)
+    return usage_error("%s takes one --gpu, --shape, --dtype and --op (lists and --shapes are for tuning)", name);
+  if (o.shape && !cli_is_batch(&o) && gen_parse_shape(o.shape, &o.rows, &o.cols, o.err, sizeof o.err)) {
     cli_fail("%s", o.err);
     return 2;
   }

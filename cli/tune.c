@@ -41,10 +41,17 @@ static void progress(void *ud, int done, int total, const tune_Trial *t, const t
   fflush(stderr);
 }
 
-static void print_header(const tune_Device *d, const gen_Problem *p, int nvrtc, int64_t bytes)
+void cli_print_gpu(const tune_Device *d)
 {
+  int major = 0, minor = 0;
+  gen_nvrtc_version(&major, &minor);
   printf("GPU %d: %s, sm_%d, %d SMs, %.1f GB, driver %d.%d, NVRTC %d.%d\n", d->ordinal, d->name, d->arch, d->sms,
-         d->mem / 1e9, d->driver / 1000, d->driver % 1000 / 10, nvrtc / 1000, nvrtc % 1000 / 10);
+         d->mem / 1e9, d->driver / 1000, d->driver % 1000 / 10, major, minor);
+}
+
+static void print_header(const tune_Device *d, const gen_Problem *p, int64_t bytes)
+{
+  cli_print_gpu(d);
   printf("problem: %lldx%lld %s %s, %.3f GB moved per call (read + write)\n", (long long)p->rows, (long long)p->cols,
          gen_dtype_name(p->dtype), gen_op_name(p->op), bytes / 1e9);
 }
@@ -166,13 +173,14 @@ static int sweep(cli_Options *o, tune_Gpu *gpu, gen_State *g, gen_Problem *p, ca
 
 int cli_tune(cli_Options *o)
 {
+  if (cli_is_batch(o)) return cli_batch(o);
   char path[4096];
   cache_Db *db = NULL;
   tune_Gpu *gpu = NULL;
   gen_State *g = NULL;
   gen_Problem p = { 0 };
   cache_Key k;
-  int rc = 2, nvrtc_major = 0, nvrtc_minor = 0;
+  int rc = 2;
   if (!o->shape) return cli_fail("tuning needs --shape RxC, such as --shape 32000x16384 (see --help)"), 2;
   if (o->config && o->full) return cli_fail("--config '%s' and --space full do not go together: one sweeps a config, the other the grid", o->config), 2;
   /* an existing cache must be usable before any GPU work; a missing one is made only to store */
@@ -198,8 +206,7 @@ int cli_tune(cli_Options *o)
     cli_fail("%s", o->err);
     goto done;
   }
-  gen_nvrtc_version(&nvrtc_major, &nvrtc_minor);
-  print_header(tune_gpu_device(gpu), &p, nvrtc_major * 1000 + nvrtc_minor * 10, 2 * p.rows * p.cols * gen_dtype_size(p.dtype));
+  print_header(tune_gpu_device(gpu), &p, 2 * p.rows * p.cols * gen_dtype_size(p.dtype));
   if (!o->force && !o->full && !o->config && db && (rc = answer_from_cache(o, g, &p, db, &k, path)) >= 0) goto done;
   fflush(stdout);
   rc = sweep(o, gpu, g, &p, &db, &k, path, sizeof path);

@@ -6,6 +6,8 @@
 **
 ** Works in the device's primary context, so it shares memory and streams with the CUDA
 ** runtime and PyTorch. Thread-safe: several host threads may call st_softmax on one context.
+** Several GPUs: an st_ctx per device (several on one device are fine too); each call makes its
+** device's context current for itself, whatever context the calling thread has current.
 ** Nothing prints and nothing exits: functions return a status and st_error() says why.
 ** C99 and C++.
 */

@@ -4,7 +4,8 @@
     y = softmax_tune.softmax(x)            # x: a CUDA tensor, float32/float16/bfloat16
     y = softmax_tune.softmax(x, log=True)  # log_softmax
 
-Softmax runs over the last dimension, on torch's current stream, with the kernel softmax-tune
+Softmax runs over the last dimension, on x's device (any CUDA device: a library context per
+device, opened on first use, thread-safe) and torch's current stream there, with the kernel softmax-tune
 tuned for this GPU and shape (`softmax-tune --shape ROWSxCOLS --dtype bf16`), or a heuristic
 kernel for shapes nobody tuned (set SOFTMAX_TUNE_MISS=tune to tune them on first use, or
 =error to refuse). Only the last dimension, contiguous tensors on a CUDA device and those
@@ -87,6 +88,12 @@ def _context(device):
         return ctx
 
 
+def _device(x):
+    """x's CUDA device ordinal."""
+    import torch
+    return x.device.index if x.device.index is not None else torch.cuda.current_device()
+
+
 def _problem(x, dim):
     import torch
     if not _DTYPES:
@@ -113,7 +120,7 @@ def softmax(x, dim=-1, log=False, out=None):
         out = torch.empty_like(x)
     elif out.shape != x.shape or out.dtype != x.dtype or out.device != x.device or not out.is_contiguous():
         raise ValueError("softmax_tune: out must be a contiguous tensor like x")
-    ctx = _context(x.device.index)
+    ctx = _context(_device(x))
     stream = torch.cuda.current_stream(x.device).cuda_stream
     lib = _load()
     rc = lib.st_softmax(ctx, dtype, 1 if log else 0, x.data_ptr(), out.data_ptr(), rows, cols, stream)
@@ -125,7 +132,7 @@ def softmax(x, dim=-1, log=False, out=None):
 def config(x, log=False):
     """The config string of the kernel softmax(x, log=log) uses."""
     rows, cols, dtype = _problem(x, -1)
-    ctx = _context(x.device.index)
+    ctx = _context(_device(x))
     buf = ctypes.create_string_buffer(256)
     lib = _load()
     if lib.st_config(ctx, dtype, 1 if log else 0, rows, cols, buf, 256) != 0:

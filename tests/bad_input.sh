@@ -159,7 +159,15 @@ done <<EOT
 2|unknown op 'softmin'|-|--shape 64x64 --op softmin --cache $db
 2|unknown op 'softmin'|-|cache clear --op softmin --cache $db
 2|unknown option '--bogus'|-|--shape 64x64 --bogus --cache $db
-2|unknown option '--shapes'|-|--shapes 64x64 --cache $db
+2|unknown option '--shapez'|-|--shapez 64x64 --cache $db
+2|cannot read --shapes '64x64'|-|--shapes 64x64 --cache $db
+2|'0x5'|-|--shape 64x64,0x5 --dtype f32,bf16 --cache $db
+2|unknown dtype 'f8'|-|--shape 64x64 --dtype f32,f8 --cache $db
+2|unknown op 'exp'|-|--shape 64x64 --op softmax,exp --cache $db
+2|unknown gpu 'x'|-|--gpu 0,x --shape 64x64 --cache $db
+2|GPU 1 is twice|-|--gpu 1,0,1 --shape 64x64 --cache $db
+2|bench takes one --gpu|-|bench --gpu all --shape 64x64 --cache $db
+2|space takes one --gpu|-|space --shape 64x64,128x128
 2|unknown option '-z'|-|log -z --cache $db
 2|unknown knob 'warp'|-|emit --shape 32000x16384 --config $cfg,warp=2 --cache $db
 2|unknown knob 'warp'|-|compile --shape 32000x16384 --arch sm_90 -o $W/k.cubin --config $cfg,warp=2

@@ -20,3 +20,9 @@ add_test(NAME report_screenshot COMMAND bash ${CMAKE_SOURCE_DIR}/tests/report_sc
          $<TARGET_FILE:report_cache>)
 set_tests_properties(report report_screenshot PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
 set_tests_properties(report_screenshot PROPERTIES TIMEOUT 900)
+# lists and several GPUs (fake ones), with the command's list parsing and summary
+st_test(test_batch ${CMAKE_SOURCE_DIR}/cli/list.c ${CMAKE_SOURCE_DIR}/cli/batch.c ${CMAKE_SOURCE_DIR}/cli/tune.c
+        ${CMAKE_SOURCE_DIR}/cli/reverify.c)
+target_include_directories(test_batch PRIVATE ${CMAKE_SOURCE_DIR}/cli)
+add_test(NAME batch COMMAND test_batch)
+set_tests_properties(batch PROPERTIES LABELS cpu TIMEOUT 120)

@@ -4,11 +4,13 @@
 ** verifies and times; config i takes its own distinct time, so the winner is known (fake_best).
 ** Each call may sleep a random 0..max_sleep_us (nanosleep), so that a SIGKILL can land in any
 ** phase of a sweep; the winner's cubin may be made big_bytes long, so that storing it takes a
-** while. Also: a fake GPU's cache key, and fake_tune() = tune_sweep with quick options.
+** while. Also: a fake GPU's cache key, fake_tune() = tune_sweep with quick options, and fake
+** GPUs as the units of a batch (fake_gpu), of a model each names.
 */
 #ifndef TESTS_FAKE_BACKEND_H
 #define TESTS_FAKE_BACKEND_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 
 #include <sqlite3.h>
 
+#include "batch.h"
 #include "gen.h"
 #include "tune.h"
 
@@ -89,14 +92,20 @@ static inline int fake_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, char
   return 0;
 }
 
+/* What a loaded config reports. */
+static inline int fake_load_figures(tune_Trial *t)
+{
+  t->regs = 40, t->local_bytes = 0, t->smem = 2048, t->blocks_sm = 8, t->occupancy = 1.;
+  return TUNE_EOK;
+}
+
 static inline int fake_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c, tune_Trial *t)
 {
   fake_Backend *f = ud;
   fake_sleep(f);
   if (c->size < sizeof slot || memcmp(c->data, &slot, sizeof slot) != 0)
     return snprintf(t->reason, sizeof t->reason, "fake: slot %d got another config's cubin", slot), TUNE_EFATAL;
-  t->regs = 40, t->local_bytes = 0, t->smem = 2048, t->blocks_sm = 8, t->occupancy = 1.;
-  return TUNE_EOK;
+  return fake_load_figures(t);
 }
 
 static inline int fake_verify(void *ud, int slot, tune_Trial *t)
@@ -208,6 +217,75 @@ static inline gen_Problem fake_problem(int64_t rows)
   memset(&p, 0, sizeof p);
   p.rows = rows, p.cols = 4096, p.dtype = GEN_F32, p.op = GEN_SOFTMAX, p.arch = 90;
   return p;
+}
+
+/* ---- fake GPUs for batches: a config's cubin is its text, checked when loaded ---- */
+
+typedef struct fake_Gpu {
+  tune_Device dev;
+  fake_Backend f;           /* the problem being tuned */
+  int max_sleep_us;
+  int prepared;             /* problems given to it */
+  int compiles, configs;    /* configs compiled (any thread), and in the problems given */
+  int ready;                /* problems after the first whose every config was compiled before it was given */
+  int sigint_at;            /* > 0: raise SIGINT when preparing this many-th problem */
+} fake_Gpu;
+
+static inline int fake_text_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, size_t errlen)
+{
+  size_t n = strlen(k->config) + 1;
+  (void)ud;
+  if (!(c->data = malloc(n))) return snprintf(err, errlen, "fake: out of memory"), 1;
+  memcpy(c->data, k->config, n);
+  c->size = n, c->ms = 1.5;
+  return 0;
+}
+
+static inline int fake_text_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c, tune_Trial *t)
+{
+  fake_Backend *f = ud;
+  if (slot < 0 || slot >= f->n || strcmp(f->configs[slot], k->config) != 0 || c->size != strlen(k->config) + 1 ||
+      memcmp(c->data, k->config, c->size) != 0)
+    return snprintf(t->reason, sizeof t->reason, "fake: slot %d got another config's cubin", slot), TUNE_EFATAL;
+  return fake_load_figures(t);
+}
+
+/* The unit's compile: counted. */
+static inline int fake_gpu_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, size_t errlen)
+{
+  __atomic_add_fetch(&((fake_Gpu *)ud)->compiles, 1, __ATOMIC_SEQ_CST);
+  return fake_text_compile(ud, k, c, err, errlen);
+}
+
+static inline int fake_gpu_prepare(void *ud, gen_State *g, const gen_Problem *p, int nslots, tune_Backend *b, char *err,
+                                   size_t errlen)
+{
+  fake_Gpu *u = ud;
+  tune_Backend fb = { &u->f, fake_text_compile, fake_text_load, fake_verify, fake_time, fake_unload };
+  (void)nslots;
+  if (++u->prepared == u->sigint_at) raise(SIGINT);
+  if (fake_init(&u->f, g, p, u->max_sleep_us, (unsigned)u->prepared)) return snprintf(err, errlen, "fake: no space"), 1;
+  u->configs += u->f.n;
+  u->ready += u->prepared > 1 && __atomic_load_n(&u->compiles, __ATOMIC_SEQ_CST) >= u->configs;
+  *b = fb;
+  return 0;
+}
+
+static inline void fake_gpu_release(void *ud)
+{
+  fake_free(&((fake_Gpu *)ud)->f);
+}
+
+/* GPU `ordinal`, of model `model`, as a batch's unit. */
+static inline tune_Unit fake_gpu(fake_Gpu *u, int ordinal, const char *model, int max_sleep_us)
+{
+  memset(u, 0, sizeof *u);
+  snprintf(u->dev.name, sizeof u->dev.name, "%s", model);
+  u->dev.ordinal = ordinal, u->dev.arch = 90, u->dev.sms = 132, u->dev.threads_sm = 2048;
+  u->dev.smem_block = 227 * 1024, u->dev.cluster = 16, u->dev.mem = 80LL << 30, u->dev.driver = 13000;
+  u->max_sleep_us = max_sleep_us;
+  tune_Unit unit = { &u->dev, u, fake_gpu_compile, fake_gpu_prepare, fake_gpu_release };
+  return unit;
 }
 
 #endif

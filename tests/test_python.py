@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_python.py — the PyTorch binding (python/softmax_tune.py) against torch.softmax in
 float64: every dtype and op, batched shapes, a non-default stream, out=, and the clear errors
-for what it does not take. Exit 77 (skipped) without torch or a CUDA GPU."""
+for what it does not take; then every visible GPU, from the main thread (with GPU 0 current)
+and from a thread per GPU at once. Exit 77 (skipped) without torch or a CUDA GPU."""
 
 import os
 import sys
@@ -60,5 +61,29 @@ raises(lambda: softmax_tune.softmax(x.t()), "a non-contiguous tensor")
 raises(lambda: softmax_tune.softmax(x.to(torch.int32)), "an int32 tensor")
 raises(lambda: softmax_tune.softmax(x.double()), "a float64 tensor")
 raises(lambda: softmax_tune.softmax(x, dim=0), "dim=0")
+
+
+def on_device(i, results):
+    x = torch.randn(777, 3000 + i, device="cuda:%d" % i, dtype=torch.bfloat16)
+    ys = [softmax_tune.softmax(x, log=bool(k % 2)) for k in range(20)]
+    torch.cuda.synchronize(i)
+    results[i] = all(close(y, x, bool(k % 2))[0] and y.device == x.device for k, y in enumerate(ys))
+
+
+import threading  # noqa: E402
+ngpus = torch.cuda.device_count()
+results = {}
+for i in range(ngpus):   # torch's current device stays 0
+    on_device(i, results)
+    expect(results[i], "GPU %d from the main thread" % i)
+threads = [threading.Thread(target=on_device, args=(i, results)) for i in range(ngpus)]
+results.clear()
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+for i in range(ngpus):
+    expect(results.get(i), "GPU %d from its own thread" % i)
+print("%d GPU(s): softmax on each, from one thread and a thread each" % ngpus)
 print("test_python: %d failures" % failures)
 sys.exit(1 if failures else 0)

@@ -1,0 +1,233 @@
+/*
+** test_batch.c — tuning a list at once, on fake GPUs (fake_backend.h): lists and shapes files
+** parsed (good and bad), --gpu lists, a list over two GPUs of one model (the work split between
+** them, each problem tuned once) and one of another (tuning all of it), the fake's fastest
+** config winning each, the cache answering a second run, the compiles queued ahead handing
+** the sweep every cubin, a cancel keeping the finished problems, and the command's summary
+** and exit status, Ctrl-C included.
+*/
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "check.h"
+#include "cli.h"
+#include "fake_backend.h"
+
+void cli_fail(const char *fmt, ...)   /* main.c's, which the test does not link */
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+static char dir[] = "/tmp/test_batch.XXXXXX";
+
+static const char *file(const char *name, const char *text)
+{
+  static char path[4][512];
+  static int k;
+  char *p = path[k++ % 4];
+  snprintf(p, 512, "%s/%s", dir, name);
+  FILE *f = fopen(p, "w");
+  if (f) fputs(text, f), fclose(f);
+  return p;
+}
+
+/* cli_problems of these options: the count (or -1) and the error. */
+static int problems(const char *shape, const char *shapes, const char *dtypes, const char *ops, gen_Problem **l, char *err)
+{
+  cli_Options o = { .dtype = -1, .op = -1, .shape = shape, .shapes = shapes, .dtypes = dtypes, .ops = ops };
+  int n;
+  *l = NULL;
+  return cli_problems(&o, l, &n, err, 512) ? -1 : n;
+}
+
+static void check_lists(void)
+{
+  gen_Problem *l;
+  char err[512];
+  int ord[64], n;
+  CHECK(problems("64x64,128x4096", NULL, "f32,bf16", "softmax,log_softmax", &l, err) == 8, "%s", err);
+  CHECK(l && l[1].op == GEN_LOG_SOFTMAX && l[2].dtype == GEN_BF16 && l[4].rows == 128, "cross product order");
+  free(l);
+  CHECK(problems("64x64,64x64", NULL, NULL, NULL, &l, err) == 1, "duplicates kept");
+  free(l);
+  CHECK(problems("64x64,", NULL, NULL, NULL, &l, err) < 0 && strstr(err, "bad shape ''"), "%s", err);
+  CHECK(problems("64x64,0x5", NULL, NULL, NULL, &l, err) < 0 && strstr(err, "0x5"), "%s", err);
+  CHECK(problems(NULL, NULL, "f32,f8", NULL, &l, err) < 0 && strstr(err, "'f8'"), "%s", err);
+  CHECK(problems(NULL, NULL, NULL, NULL, &l, err) < 0 && strstr(err, "--shapes"), "%s", err);
+  const char *good = file("good.txt", "# the list\n\n64x64\n  128x4096 bf16   # a comment\n256x256 f16 log_softmax\n");
+  CHECK(problems(NULL, good, "f32,bf16", NULL, &l, err) == 4, "%s", err);
+  CHECK(l && l[1].dtype == GEN_BF16 && l[2].rows == 128 && l[3].op == GEN_LOG_SOFTMAX, "file order");
+  free(l);
+  CHECK(problems("64x64", good, NULL, NULL, &l, err) < 0 && strstr(err, "give one"), "%s", err);
+  const char *bad[][2] = { { "64x64\n\n64y64\n", ":3: bad shape '64y64'" }, { "64x64 f8\n", ":1: unknown dtype 'f8'" },
+                           { "# x\n64x64 f32 exp\n", ":2: unknown op 'exp'" }, { "64x64 f32 softmax x\n", ":1: expected" },
+                           { "# nothing\n\n", "no shapes" } };
+  for (int i = 0; i < 5; i++) {
+    CHECK(problems(NULL, file("bad.txt", bad[i][0]), NULL, NULL, &l, err) < 0 && strstr(err, bad[i][1]), "%d: %s", i, err);
+  }
+  CHECK(problems(NULL, "/nonexistent/list", NULL, NULL, &l, err) < 0 && strstr(err, "/nonexistent/list"), "%s", err);
+  CHECK(cli_parse_gpus("all", ord, &n, err, 512) == 0 && n == 0, "all");
+  CHECK(cli_parse_gpus("0,1,3", ord, &n, err, 512) == 0 && n == 3 && ord[2] == 3, "0,1,3");
+  CHECK(cli_parse_gpus("0,1,0", ord, &n, err, 512) && strstr(err, "GPU 0 is twice"), "%s", err);
+  CHECK(cli_parse_gpus("0,-1", ord, &n, err, 512) && strstr(err, "'-1'"), "%s", err);
+  CHECK(cli_parse_gpus("1,", ord, &n, err, 512) && strstr(err, "''"), "%s", err);
+}
+
+/* The fake's fastest config for p on u's device. */
+static void best_config(gen_State *g, const fake_Gpu *u, gen_Problem p, char *out)
+{
+  fake_Backend f;
+  tune_device_limits(&u->dev, &p);
+  out[0] = '\0';
+  if (fake_init(&f, g, &p, 0, 1) == 0) snprintf(out, 256, "%s", f.configs[f.best]);
+  fake_free(&f);
+}
+
+static volatile sig_atomic_t cancel;
+
+static void cancel_after_first(void *ud, const tune_Batch *b, int i)
+{
+  (void)ud;
+  if (b->items[i].state == TUNE_ITEM_TUNED) cancel = 1;
+}
+
+static long long count_runs(const char *db)
+{
+  sqlite3 *s;
+  long long n = -1;
+  if (sqlite3_open(db, &s) == SQLITE_OK) n = query_int(s, "SELECT count(*) FROM runs");
+  sqlite3_close(s);
+  return n;
+}
+
+static int run(tune_Unit *u, int nu, gen_Problem *l, int n, const char *db, int force, int stop, tune_Batch *b)
+{
+  tune_BatchOptions o = { .force = force, .cache_path = db, .compile_threads = 2 };
+  char err[512];
+  tune_default_options(&o.sweep);
+  o.sweep.threads = 2, o.sweep.min_reps = 3, o.sweep.max_reps = 5, o.sweep.rounds = 5, o.sweep.max_finalists = 3;
+  o.sweep.cancel = &cancel;
+  if (stop) o.progress = cancel_after_first;
+  cancel = 0;
+  int rc = tune_batch(u, nu, l, n, &o, b, err, sizeof err);
+  CHECK(rc == 0, "tune_batch: %s", err);
+  return rc;
+}
+
+static void check_batch(gen_State *g)
+{
+  fake_Gpu gpu[3];
+  tune_Unit u[3] = { fake_gpu(&gpu[0], 0, "Fake A", 100), fake_gpu(&gpu[1], 1, "Fake A", 100),
+                     fake_gpu(&gpu[2], 2, "Fake B", 100) };
+  gen_Problem list[6];
+  tune_Batch b;
+  char db[600], best[256];
+  snprintf(db, sizeof db, "%s/cache.db", dir);
+  for (int i = 0; i < 6; i++) list[i] = fake_problem(64 << i);
+  if (run(u, 3, list, 6, db, 0, 0, &b)) return;
+  CHECK(b.nmodels == 2 && b.nitems == 12 && !b.cancelled, "%d models, %d items", b.nmodels, b.nitems);
+  for (int i = 0; i < b.nitems; i++) {
+    const tune_Item *it = &b.items[i];
+    CHECK(it->state == TUNE_ITEM_TUNED, "item %d: state %d: %s", i, it->state, it->error);
+    CHECK(i < 6 ? it->unit == 0 || it->unit == 1 : it->unit == 2, "item %d tuned on unit %d", i, it->unit);
+    best_config(g, &gpu[it->unit], list[i % 6], best);
+    CHECK(strcmp(it->config, best) == 0, "item %d: winner %s, not the fastest %s", i, it->config, best);
+  }
+  CHECK(gpu[0].prepared + gpu[1].prepared == 6 && gpu[2].prepared == 6, "prepared %d %d %d", gpu[0].prepared,
+        gpu[1].prepared, gpu[2].prepared);
+  CHECK(gpu[0].prepared > 0 && gpu[1].prepared > 0, "one GPU of model A did all: %d %d", gpu[0].prepared, gpu[1].prepared);
+  for (int k = 0; k < 3; k++) {   /* each config compiled once, and ahead of its sweep after the first problem */
+    CHECK(gpu[k].compiles == gpu[k].configs, "GPU %d: %d compiles for %d configs", k, gpu[k].compiles, gpu[k].configs);
+    CHECK(gpu[k].ready == gpu[k].prepared - 1, "GPU %d: %d of %d later problems compiled ahead", k, gpu[k].ready,
+          gpu[k].prepared - 1);
+  }
+  CHECK(count_runs(db) == 12, "%lld runs stored", count_runs(db));
+  int seen = 0;
+  for (int i = 0; i < 6; i++) seen |= 1 << b.order[i];
+  CHECK(seen == 63, "the order is not the problems: %x", seen);
+  tune_batch_free(&b);
+
+  /* again: every problem from the cache, nothing swept */
+  if (run(u, 3, list, 6, db, 0, 0, &b)) return;
+  for (int i = 0; i < b.nitems; i++) CHECK(b.items[i].state == TUNE_ITEM_CACHED, "item %d: state %d", i, b.items[i].state);
+  CHECK(gpu[0].prepared + gpu[1].prepared + gpu[2].prepared == 12 && count_runs(db) == 12, "tuned again");
+  CHECK(gpu[0].compiles + gpu[1].compiles + gpu[2].compiles == gpu[0].configs + gpu[1].configs + gpu[2].configs,
+        "compiled for the cache's problems");
+  tune_batch_free(&b);
+
+  /* forced, cancelled once a problem is stored: what finished stays, the rest is not stored */
+  if (run(u, 1, list, 6, db, 1, 1, &b)) return;
+  int tuned = 0;
+  for (int i = 0; i < b.nitems; i++) tuned += b.items[i].state == TUNE_ITEM_TUNED;
+  CHECK(b.cancelled && tuned >= 1 && tuned < 6, "cancelled %d, %d tuned", b.cancelled, tuned);
+  CHECK(count_runs(db) == 12 + tuned, "%lld runs after %d more", count_runs(db), tuned);
+  tune_batch_free(&b);
+}
+
+/* cli_run_batch with stdout into a file: the exit status and what it printed. */
+static int command(tune_Unit *u, int nu, gen_Problem *l, int n, const char *db, char *out, size_t outlen)
+{
+  cli_Options o = { .quiet = 1 };
+  char path[600];
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  fflush(stdout);
+  int saved = dup(1), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  dup2(fd, 1);
+  close(fd);
+  int rc = cli_run_batch(&o, u, nu, l, n, db);
+  fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  FILE *f = fopen(path, "r");
+  size_t got = f ? fread(out, 1, outlen - 1, f) : 0;
+  out[got] = '\0';
+  if (f) fclose(f);
+  return rc;
+}
+
+static void check_command(void)
+{
+  static char out[1 << 16];
+  fake_Gpu gpu[2];
+  tune_Unit u[2] = { fake_gpu(&gpu[0], 0, "Fake A", 0), fake_gpu(&gpu[1], 1, "Fake B", 0) };
+  gen_Problem list[3] = { fake_problem(64), fake_problem(128), fake_problem(256) };
+  char db[600];
+  snprintf(db, sizeof db, "%s/command.db", dir);
+  int rc = command(u, 2, list, 3, db, out, sizeof out);
+  CHECK(rc == 0, "exit %d:\n%s", rc, out);
+  CHECK(strstr(out, "GPU 1: Fake B") && strstr(out, "summary (3 problems, 2 GPUs, 2 models)") &&
+        strstr(out, "6 tuned, 0 from the cache, 0 failed, 0 not tuned"), "%s", out);
+  CHECK(strstr(out, "256x4096 f32 softmax") && strstr(out, "tuned"), "%s", out);
+  /* Ctrl-C while the second problem is set up: the first stays, exit 130 */
+  u[0] = fake_gpu(&gpu[0], 0, "Fake C", 0);
+  gpu[0].sigint_at = 2;
+  rc = command(u, 1, list, 3, db, out, sizeof out);
+  CHECK(rc == 130, "exit %d:\n%s", rc, out);
+  CHECK(strstr(out, "1 tuned, 0 from the cache, 0 failed, 2 not tuned"), "%s", out);
+  CHECK(signal(SIGINT, SIG_DFL) == SIG_DFL, "the command left its SIGINT handler");
+}
+
+int main(void)
+{
+  gen_State *g;
+  char err[512];
+  if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
+  if (gen_open(&g, NULL, err, sizeof err)) return fprintf(stderr, "gen_open: %s\n", err), 1;
+  check_lists();
+  check_batch(g);
+  check_command();
+  gen_close(g);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return check_done("test_batch");
+}
