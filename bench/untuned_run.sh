@@ -13,8 +13,8 @@ dev=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 SOFTMAX_TUNE_CACHE=$out/empty.db SOFTMAX_TUNE_MISS=heuristic python3 "$dir/untuned.py" phase --shapes "$shapes" \
   --out "$out/untuned-part.tsv" > "$out/untuned-phase.log" 2>&1 || { tail -5 "$out/untuned-phase.log"; }
 t0=$(date +%s)
-"$carry/softmax-tune" --shapes "$shapes" --cache "$out/tuned.db" --quiet > "$out/tune.log" 2>&1
-echo "tuning: rc $? in $(( $(date +%s) - t0 )) s"
+timeout "${TUNE_LIMIT:-330}" "$carry/softmax-tune" --shapes "$shapes" --cache "$out/tuned.db" --quiet > "$out/tune.log" 2>&1
+echo "tuning: rc $? in $(( $(date +%s) - t0 )) s"; tail -3 "$out/tune.log"
 SOFTMAX_TUNE_CACHE=$out/tuned.db SOFTMAX_TUNE_MISS=error python3 "$dir/untuned.py" phase --shapes "$shapes" \
   --out "$out/tuned-part.tsv" > "$out/tuned-phase.log" 2>&1 || { tail -5 "$out/tuned-phase.log"; }
 python3 "$dir/untuned.py" merge "$out/untuned-part.tsv" "$out/tuned-part.tsv" --shapes "$shapes" --device "$dev" \
