@@ -32,7 +32,7 @@ def problems(path):
             continue
         if line.strip():
             shape, dtype, op = line.split()
-            out.append((shape, dtype, op))
+            out.append((dtype, shape, op))
     return seed, out
 
 
@@ -49,7 +49,7 @@ def phase(args):
     softmax_tune.softmax(torch.randn(7, 3, device="cuda"))   # opens the library: not a shape's cost
     torch.cuda.synchronize()
     rows_out = ["dtype\tshape\top\tfrac\ttorch_frac\tfirst_call_ms\tok\tconfig\tsource"]
-    for shape, dtype, op in probs:
+    for dtype, shape, op in probs:
         r, c = map(int, shape.split("x"))
         log = op == "log_softmax"
         torch.manual_seed(r * 7 + c)

@@ -108,15 +108,13 @@ local function variants(c, P)
     local nv = math.max(P.cols // c.vec, 1)
     local maxsplit = c.xchg == "dsmem" and 16 or 128
     for _, hold in ipairs({ c.hold, c.hold == "ring" and "ring" or "reg" }) do
-      local s = c.split
-      while s <= maxsplit do
-        for _, threads in ipairs({ c.threads, 2 * c.threads, 4 * c.threads }) do
-          if threads <= 1024 then
-            local items = (hold == "reg" or hold == "pipe" or hold == "ring") and ceil(ceil(nv, s), threads) or c.items
-            add(copy(c, { hold = hold, split = s, threads = threads, items = items }))
-          end
+      for _, threads in ipairs({ c.threads, 2 * c.threads, 4 * c.threads }) do
+        local s = c.split
+        while s <= maxsplit and threads <= 1024 do
+          local items = (hold == "reg" or hold == "pipe" or hold == "ring") and ceil(ceil(nv, s), threads) or c.items
+          add(copy(c, { hold = hold, split = s, threads = threads, items = items }))
+          s = (s & (s - 1)) == 0 and s * 2 or maxsplit + 1
         end
-        s = (s & (s - 1)) == 0 and s * 2 or maxsplit + 1
       end
     end
   elseif c.hold == "reg" and ESIZE[P.dtype] == 2 and c.vec >= 2 then
