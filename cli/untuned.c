@@ -57,9 +57,15 @@ int cli_explain(cli_Options *o)
   if (o->arch && o->gpu_set) return cli_fail("explain takes --gpu N or --arch sm_XX, not both"), 2;
   if (gen_open(&g, o->templates, o->err, sizeof o->err)) return cli_fail("%s", o->err), 1;
   if (explain_device(o, g, &dev, &base, &p)) goto done;
+  rc = 2;   /* from here on, a failure is the problem's or the table's: bad input */
+  if (gen_heuristic(g, &p, 0, ch.config, sizeof ch.config)) {   /* the problem checked (arch) */
+    cli_fail("%s", gen_error(g));
+    goto done;
+  }
   if (!o->arch && !cache_path(o->cache, 0, path, sizeof path, o->err, sizeof o->err) &&
       cache_open(&db, path, 0, o->err, sizeof o->err) == CACHE_ERROR) {
     cli_fail("%s", o->err);
+    rc = 1;
     goto done;
   }
   printf("problem  %lldx%lld %s %s%s on %s%s (sm_%d)\n", (long long)p.rows, (long long)p.cols, gen_dtype_name(p.dtype),

@@ -125,7 +125,11 @@ end
 
 -- The first valid variant of entry e for P, canonical, or nil.
 local function fit(e, P, unaligned)
-  for _, c in ipairs(variants(adapt(parse(e.config), P, unaligned, e), P)) do
+  local c0 = parse(e.config)
+  for _, k in ipairs(ORDER) do
+    if c0[k] == nil then return nil end   -- not a config of these knobs: of no use
+  end
+  for _, c in ipairs(variants(adapt(c0, P, unaligned, e), P)) do
     local ok, str = pcall(E.canon, P, format(c))
     if ok then return str end
   end
