@@ -6,9 +6,11 @@
 
 Softmax runs over the last dimension, on x's device (any CUDA device: a library context per
 device, opened on first use, thread-safe) and torch's current stream there, with the kernel softmax-tune
-tuned for this GPU and shape (`softmax-tune --shape ROWSxCOLS --dtype bf16`), or a heuristic
-kernel for shapes nobody tuned (set SOFTMAX_TUNE_MISS=tune to tune them on first use, or
-=error to refuse). Only the last dimension, contiguous tensors on a CUDA device and those
+tuned for this GPU and shape (`softmax-tune --shape ROWSxCOLS --dtype bf16`), or, for shapes
+nobody tuned, the config of the nearest tuned problem (the cache's, or the default table's built
+in for the GPU's arch) adapted to the shape and compiled on the first call, said once as a
+warning (`softmax-tune explain --shape RxC` shows the choice; set SOFTMAX_TUNE_MISS=tune to tune
+them on first use, or =error to refuse). Only the last dimension, contiguous tensors on a CUDA device and those
 three dtypes are accepted; anything else raises ValueError (move the dim last with
 x.transpose(dim, -1).contiguous() first).
 

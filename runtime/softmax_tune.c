@@ -44,6 +44,7 @@ struct st_ctx {
   char path[4096];
   cache_Key base;           /* the key's GPU, driver, NVRTC and templates fields */
   st_miss miss;
+  int stale_said;           /* the default table's staleness was said */
   void (*log)(void *, const char *);
   void *log_ud;
   pthread_mutex_t mu;       /* guards memo, gen, db */
@@ -295,7 +296,7 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
   gen_Choice ch;
   char err[1024];
   if (untuned_choose(c->gen, c->db, &c->base, p, unaligned, &ch, err, sizeof err)) return fail(ST_ECOMPILE, "%s", err);
-  if (ch.note[0]) say(c, "softmax-tune: %s", ch.note);
+  if (ch.note[0] && !c->stale_said++) say(c, "softmax-tune: %s", ch.note);
   say(c, "softmax-tune: no tuned kernel for %lldx%lld %s %s%s; using %s, from %s (tune with: softmax-tune --shape %lldx%lld --dtype %s --op %s)",
       (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op),
       unaligned ? " with input and output differently aligned" : "", ch.config, ch.source, (long long)p->rows,
