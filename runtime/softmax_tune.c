@@ -67,7 +67,7 @@ static st_status fail(st_status s, const char *fmt, ...)
 
 static void say(st_ctx *c, const char *fmt, ...)
 {
-  char msg[1024];
+  char msg[2048];
   va_list ap;
   if (!c->log) return;
   va_start(ap, fmt);
@@ -296,11 +296,11 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
   gen_Choice ch;
   char err[1024];
   if (untuned_choose(c->gen, c->db, &c->base, p, unaligned, &ch, err, sizeof err)) return fail(ST_ECOMPILE, "%s", err);
-  if (ch.note[0] && !c->stale_said++) say(c, "softmax-tune: %s", ch.note);
-  say(c, "softmax-tune: no tuned kernel for %lldx%lld %s %s%s; using %s, from %s (tune with: softmax-tune --shape %lldx%lld --dtype %s --op %s)",
+  const char *note = ch.note[0] && !c->stale_said++ ? ch.note : "";   /* a stale table: said once */
+  say(c, "softmax-tune: no tuned kernel for %lldx%lld %s %s%s; using %s, from %s (tune with: softmax-tune --shape %lldx%lld --dtype %s --op %s)%s%s",
       (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op),
       unaligned ? " with input and output differently aligned" : "", ch.config, ch.source, (long long)p->rows,
-      (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op));
+      (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), *note ? "; " : "", note);
   return compile_config(c, m, p, ch.config);
 }
 
