@@ -51,6 +51,7 @@ if not _lib.has_backward():
         sys.exit(77)
     expect(False, "the library at %s has no st_softmax_backward" % _lib.library_path())
     finish("test_python_train")
+print("backward config for 64x1000 f32:", softmax_tune.config(x, backward=True))
 
 for dtype in DTYPES:
     for log in (False, True):

@@ -75,10 +75,11 @@ def log_softmax(x, dim=-1, out=None, *, dtype=None):
     return softmax(x, dim, True, out, dtype=dtype)
 
 
-def config(x, log=False):
-    """The config string of the kernel softmax(x, log=log) runs (over x's last dim)."""
+def config(x, log=False, backward=False):
+    """The config string of the kernel softmax(x, log=log) runs over x's last dim (backward=True:
+    of the kernel its gradient runs)."""
     if not ops.supported(x) or x.numel() == 0:
         raise ValueError("softmax_tune: config of a non-empty CUDA float32/float16/bfloat16 tensor, got %s %s"
                          % (x.device, x.dtype))
     device, dtype, rows, cols, _ = ops._args(x)
-    return _lib.config(device, dtype, int(log), rows, cols)
+    return _lib.config(device, dtype, int(log), rows, cols, backward)

@@ -1,6 +1,6 @@
 """_lib.py — the runtime library (libsoftmax_tune.so) through ctypes: where it is found, one
 st_ctx per CUDA device (opened on first use, thread-safe), and the three calls the binding
-makes (st_softmax, st_softmax_backward, st_config) on raw device pointers. No torch here.
+makes (st_softmax, st_softmax_backward, st_config[_backward]) on raw device pointers. No torch here.
 
 The library is found at $SOFTMAX_TUNE_LIB, next to this package, in the install prefix
 (<prefix>/lib when this package is <prefix>/share/softmax-tune/python/softmax_tune), in the
@@ -53,6 +53,7 @@ def _load():
         lib.st_error.restype = ctypes.c_char_p
         if hasattr(lib, "st_softmax_backward"):   # absent from libraries built before it
             lib.st_softmax_backward.argtypes = [_PTR, _INT, _INT, _PTR, _PTR, _PTR, _I64, _I64, _PTR]
+            lib.st_config_backward.argtypes = lib.st_config.argtypes
         _lib = lib
     return _lib
 
@@ -97,19 +98,25 @@ def forward(device, dtype, op, src, dst, rows, cols, stream):
     _check(_load().st_softmax(ctx, dtype, op, src, dst, rows, cols, stream), ctx)
 
 
-def backward(device, dtype, op, y, dy, dx, rows, cols, stream):
-    """st_softmax_backward: dx from the forward's output y and its gradient dy (dx may be dy)."""
+def _backward_lib():
     lib = _load()
     if not hasattr(lib, "st_softmax_backward"):
         raise RuntimeError("softmax_tune: the library at %s has no st_softmax_backward (built before the backward "
                            "kernels): rebuild it to take gradients through softmax_tune" % library_path())
+    return lib
+
+
+def backward(device, dtype, op, y, dy, dx, rows, cols, stream):
+    """st_softmax_backward: dx from the forward's output y and its gradient dy (dx may be dy)."""
+    lib = _backward_lib()
     ctx = context(device)
     _check(lib.st_softmax_backward(ctx, dtype, op, y, dy, dx, rows, cols, stream), ctx)
 
 
-def config(device, dtype, op, rows, cols):
-    """The config string of the kernel st_softmax uses for this problem."""
+def config(device, dtype, op, rows, cols, backward=False):
+    """The config string of the kernel st_softmax (st_softmax_backward) uses for this problem."""
+    fn = _backward_lib().st_config_backward if backward else _load().st_config
     ctx = context(device)
     buf = ctypes.create_string_buffer(256)
-    _check(_load().st_config(ctx, dtype, op, rows, cols, buf, 256), ctx)
+    _check(fn(ctx, dtype, op, rows, cols, buf, 256), ctx)
     return buf.value.decode()

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""train_step.py — softmax-tune in a training step, against torch, in one run: forward and
+backward of
+
+  attention: scores [B*H*Q, K] (bf16, a leaf) -> softmax -> P @ V (bmm with V [B*H, K, 128]),
+             backward from a random gradient of the output;
+  lm_head:   logits [tokens, vocab] (bf16, a leaf) -> log_softmax -> NLL of random targets
+             (mean), backward.
+
+Each side (softmax_tune.softmax / torch.softmax, the rest the same torch ops) is checked first:
+its gradient of the leaf against float64 autograd (softmax_tune_check.grad_explain, with the
+gradient reaching the softmax as dy: the forward rule's bounds carried through the backward and
+rounded to bf16), then its step time is the median of triton.testing.do_bench (L2 cleared
+before each repetition). TSV columns: case, shape, system, step_ms, vs_torch (torch ms / this
+ms), grad_check.
+
+    python3 bench/train_step.py [--heads-rows 16384] [--seq 2048] [--tokens 4096] [--vocab 128256] [--out F]
+"""
+
+import argparse
+
+import torch
+import torch.nn.functional as F
+
+from benchlib import device_line, median_ms, write
+import softmax_tune  # noqa: E402
+from softmax_tune_check import grad_explain  # noqa: E402
+
+
+def attention(sm, scores, v, g, bh):
+    p = sm(scores, -1)
+    out = torch.bmm(p.view(bh, -1, scores.shape[1]), v)
+    return p, out, g
+
+
+def lm_head(lsm, logits, target):
+    logp = lsm(logits, -1)
+    return logp, F.nll_loss(logp, target), None
+
+
+def case_runs(args):
+    """(case, shape, log, leaf, {system: step(leaf, keep) -> (softmax output, loss, grad)})"""
+    bh = args.heads_rows // args.seq
+    scores = torch.randn(args.heads_rows, args.seq, device="cuda", dtype=torch.bfloat16) * 3
+    v = torch.randn(bh, args.seq, 128, device="cuda", dtype=torch.bfloat16)
+    g = torch.randn(bh, args.heads_rows // bh, 128, device="cuda", dtype=torch.bfloat16)
+    yield ("attention", "%dx%d" % tuple(scores.shape), False, scores,
+           {"softmax_tune": lambda t: attention(softmax_tune.softmax, t, v, g, bh),
+            "torch": lambda t: attention(torch.softmax, t, v, g, bh)})
+    logits = torch.randn(args.tokens, args.vocab, device="cuda", dtype=torch.bfloat16) * 2
+    target = torch.randint(0, args.vocab, (args.tokens,), device="cuda")
+    yield ("lm_head", "%dx%d" % tuple(logits.shape), True, logits,
+           {"softmax_tune": lambda t: lm_head(softmax_tune.log_softmax, t, target),
+            "torch": lambda t: lm_head(torch.log_softmax, t, target)})
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--heads-rows", type=int, default=16384, help="B*H*Q, the attention's rows")
+    ap.add_argument("--seq", type=int, default=2048, help="K (= Q), the attention's cols")
+    ap.add_argument("--tokens", type=int, default=4096)
+    ap.add_argument("--vocab", type=int, default=128256)
+    ap.add_argument("--out", help="also write the TSV here")
+    args = ap.parse_args()
+    lines = [device_line(),
+             "# A step = forward + backward of the case from its leaf; median of triton.testing.do_bench (L2 cleared).",
+             "# grad_check: the leaf's gradient against float64 autograd (python/softmax_tune_check.py grad_explain).",
+             "case\tshape\tsystem\tstep_ms\tvs_torch\tgrad_check"]
+    print("\n".join(lines), flush=True)
+    torch.manual_seed(0)
+    for case, shape, log, x, runs in case_runs(args):
+        times = {}
+        for name, fn in runs.items():
+            leaf = x.detach().clone().requires_grad_()
+            y, loss, g = fn(leaf)
+            y.retain_grad()   # dy: the gradient reaching the softmax
+            loss.backward(g)
+            ok, err, why = grad_explain(leaf.grad, x, y.grad, log)
+            check = "ok (max err %.3g ulp)" % err if ok else "WRONG (max err %.3g ulp)" % err
+            if not ok:
+                print("# %s %s WRONG: %s" % (case, name, why), flush=True)
+            del y, loss
+
+            def step():
+                leaf.grad = None
+                _, out, grad = fn(leaf)
+                out.backward(grad)
+            times[name] = (median_ms(step), check)
+        for name, (ms, check) in times.items():
+            row = "%s\t%s\t%s\t%.4f\t%.3f\t%s" % (case, shape, name, ms, times["torch"][0] / ms, check)
+            lines.append(row)
+            print(row, flush=True)
+    write(args.out, lines)
+
+
+if __name__ == "__main__":
+    main()
