@@ -20,7 +20,7 @@ import argparse
 
 import torch
 
-from benchlib import SHAPES, DTYPES, device_line, time_systems, write
+from benchlib import SHAPES, header, problems, time_systems, write
 import softmax_tune  # noqa: E402,F401  (registers torch.ops.softmax_tune)
 from softmax_tune_check import backward_explain  # noqa: E402
 
@@ -58,29 +58,23 @@ def main():
     args = ap.parse_args()
     shapes = QUICK if args.quick else args.shapes.split(",")
 
-    lines = [device_line(),
-             "# Median of triton.testing.do_bench (L2 cleared before each repetition).",
-             "# floor = torch.add(y, dy, out=dx): reads two tensors and writes one, as a backward must;"
-             " frac_of_floor = floor ms / system ms.",
-             "# every dx checked first against float64 on the same y and dy (python/softmax_tune_check.py"
-             " backward_explain); a failed check is marked WRONG (max error in ulps).",
-             "dtype\tshape\top\tsystem\tms\tfrac_of_floor"]
-    print("\n".join(lines), flush=True)
-    for dname in args.dtypes.split(","):
-        dtype = DTYPES[dname]
-        for shape in shapes:
-            rows, cols = map(int, shape.split("x"))
-            for op in args.ops.split(","):
-                log = OPS[op]
-                torch.manual_seed(rows * 7 + cols)
-                x = (torch.randn(rows, cols, device="cuda") * 3).to(dtype)
-                y = (torch.log_softmax if log else torch.softmax)(x, -1)
-                del x
-                dy = torch.randn(rows, cols, device="cuda").to(dtype)
-                peers = [s for s in systems(y, dy, log, dtype) if not (args.no_inductor and s[0].startswith("inductor"))]
-                lines += time_systems((dname, shape, op), peers, lambda dx: backward_explain(dx, y, dy, log))
-                del y, dy
-                torch.cuda.empty_cache()
+    lines = header("floor = torch.add(y, dy, out=dx): reads two tensors and writes one, as a backward must;"
+                   " frac_of_floor = floor ms / system ms.",
+                   "every dx checked first against float64 on the same y and dy (python/softmax_tune_check.py"
+                   " backward_explain); a failed check is marked WRONG (max error in ulps).",
+                   "dtype\tshape\top\tsystem\tms\tfrac_of_floor")
+    for dname, dtype, shape, rows, cols in problems(args.dtypes, shapes):
+        for op in args.ops.split(","):
+            log = OPS[op]
+            torch.manual_seed(rows * 7 + cols)
+            x = (torch.randn(rows, cols, device="cuda") * 3).to(dtype)
+            y = (torch.log_softmax if log else torch.softmax)(x, -1)
+            del x
+            dy = torch.randn(rows, cols, device="cuda").to(dtype)
+            peers = [s for s in systems(y, dy, log, dtype) if not (args.no_inductor and s[0].startswith("inductor"))]
+            lines += time_systems((dname, shape, op), peers, lambda dx: backward_explain(dx, y, dy, log))
+            del y, dy
+            torch.cuda.empty_cache()
     write(args.out, lines)
 
 

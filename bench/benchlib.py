@@ -24,6 +24,23 @@ def device_line():
                                                      triton.__version__, datetime.date.today().isoformat())
 
 
+def header(*notes):
+    """The table's first lines, printed: the GPU and versions, how times are taken, notes, and
+    last the TSV's column names (the last note)."""
+    lines = [device_line(), "# Median of triton.testing.do_bench (L2 cleared before each repetition)."]
+    lines += ["# " + n for n in notes[:-1]] + [notes[-1]]
+    print("\n".join(lines), flush=True)
+    return lines
+
+
+def problems(dtypes, shapes):
+    """(dtype name, torch dtype, shape, rows, cols) of a comma-separated dtype list and shapes."""
+    for dname in dtypes.split(","):
+        for shape in shapes:
+            rows, cols = map(int, shape.split("x"))
+            yield dname, DTYPES[dname], shape, rows, cols
+
+
 def median_ms(fn):
     """fn's median time in ms (triton.testing.do_bench: L2 cleared before each repetition)."""
     return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")

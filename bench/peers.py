@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from benchlib import DTYPES, SHAPES, device_line, time_systems, write
+from benchlib import SHAPES, header, problems, time_systems, write
 import softmax_tune  # noqa: E402
 from softmax_tune_check import explain  # noqa: E402
 
@@ -67,23 +67,18 @@ def main():
     ap.add_argument("--out", help="also write the TSV here")
     args = ap.parse_args()
 
-    lines = [device_line(),
-             "# Median of triton.testing.do_bench (L2 cleared before each repetition). GB/s counts one read + one write.",
-             "# frac_of_copy = copy time / system time, copy = torch copy_ of the same tensor in the same run.",
-             "# every output checked first by softmax-tune's rule (python/softmax_tune_check.py: float64 reference,"
-             " float32 error bounds rounded to the dtype); a failed check is marked WRONG (max error in ulps).",
-             "dtype\tshape\tsystem\tms\tGB/s\tfrac_of_copy"]
-    print("\n".join(lines), flush=True)
-    for dname in args.dtypes.split(","):
-        dtype = DTYPES[dname]
-        for shape in args.shapes.split(","):
-            rows, cols = map(int, shape.split("x"))
-            torch.manual_seed(rows * 7 + cols)
-            x = (torch.randn(rows, cols, device="cuda", dtype=torch.float32) * 3).to(dtype)
-            lines += time_systems((dname, shape), systems(args, x, dtype), lambda y: explain(y, x),
-                                  2 * x.numel() * x.element_size())
-            del x
-            torch.cuda.empty_cache()
+    lines = header("GB/s counts one read + one write.",
+                   "frac_of_copy = copy time / system time, copy = torch copy_ of the same tensor in the same run.",
+                   "every output checked first by softmax-tune's rule (python/softmax_tune_check.py: float64 reference,"
+                   " float32 error bounds rounded to the dtype); a failed check is marked WRONG (max error in ulps).",
+                   "dtype\tshape\tsystem\tms\tGB/s\tfrac_of_copy")
+    for dname, dtype, shape, rows, cols in problems(args.dtypes, args.shapes.split(",")):
+        torch.manual_seed(rows * 7 + cols)
+        x = (torch.randn(rows, cols, device="cuda", dtype=torch.float32) * 3).to(dtype)
+        lines += time_systems((dname, shape), systems(args, x, dtype), lambda y: explain(y, x),
+                              2 * x.numel() * x.element_size())
+        del x
+        torch.cuda.empty_cache()
     write(args.out, lines)
 
 

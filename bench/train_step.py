@@ -22,7 +22,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from benchlib import device_line, median_ms, write
+from benchlib import header, median_ms, write
 import softmax_tune  # noqa: E402
 from softmax_tune_check import grad_explain  # noqa: E402
 
@@ -62,11 +62,9 @@ def main():
     ap.add_argument("--vocab", type=int, default=128256)
     ap.add_argument("--out", help="also write the TSV here")
     args = ap.parse_args()
-    lines = [device_line(),
-             "# A step = forward + backward of the case from its leaf; median of triton.testing.do_bench (L2 cleared).",
-             "# grad_check: the leaf's gradient against float64 autograd (python/softmax_tune_check.py grad_explain).",
-             "case\tshape\tsystem\tstep_ms\tvs_torch\tgrad_check"]
-    print("\n".join(lines), flush=True)
+    lines = header("A step = forward + backward of the case from its leaf.",
+                   "grad_check: the leaf's gradient against float64 autograd (python/softmax_tune_check.py grad_explain).",
+                   "case\tshape\tsystem\tstep_ms\tvs_torch\tgrad_check")
     torch.manual_seed(0)
     for case, shape, log, x, runs in case_runs(args):
         times = {}
