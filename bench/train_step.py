@@ -11,8 +11,9 @@ Each side (softmax_tune.softmax / torch.softmax, the rest the same torch ops) is
 its gradient of the leaf against float64 autograd (softmax_tune_check.grad_explain, with the
 gradient reaching the softmax as dy: the forward rule's bounds carried through the backward and
 rounded to bf16), then its step time is the median of triton.testing.do_bench (L2 cleared
-before each repetition). TSV columns: case, shape, system, step_ms, vs_torch (torch ms / this
-ms), grad_check.
+before each repetition). Then the softmax's own kernels in it, alone: forward ("fwd") and
+backward ("bwd", on the step's y and dy), each side. TSV columns: case, shape, system, ms,
+vs_torch (torch's ms for the same part / this ms), grad_check.
 
     python3 bench/train_step.py [--heads-rows 16384] [--seq 2048] [--tokens 4096] [--vocab 128256] [--out F]
 """
@@ -62,9 +63,9 @@ def main():
     ap.add_argument("--vocab", type=int, default=128256)
     ap.add_argument("--out", help="also write the TSV here")
     args = ap.parse_args()
-    lines = header("A step = forward + backward of the case from its leaf.",
+    lines = header("A step = forward + backward of the case from its leaf; fwd, bwd: the softmax's kernels alone.",
                    "grad_check: the leaf's gradient against float64 autograd (python/softmax_tune_check.py grad_explain).",
-                   "case\tshape\tsystem\tstep_ms\tvs_torch\tgrad_check")
+                   "case\tshape\tsystem\tms\tvs_torch\tgrad_check")
     torch.manual_seed(0)
     for case, shape, log, x, runs in case_runs(args):
         times = {}
@@ -77,15 +78,24 @@ def main():
             check = "ok (max err %.3g ulp)" % err if ok else "WRONG (max err %.3g ulp)" % err
             if not ok:
                 print("# %s %s WRONG: %s" % (case, name, why), flush=True)
-            del y, loss
+            dy, y = y.grad, y.detach()
+            del loss
 
             def step():
                 leaf.grad = None
                 _, out, grad = fn(leaf)
                 out.backward(grad)
             times[name] = (median_ms(step), check)
+        # the softmax's own kernels in that step, forward and backward, each side
+        bw = torch._log_softmax_backward_data if log else torch._softmax_backward_data
+        with torch.no_grad():
+            times["softmax_tune fwd"] = (median_ms(lambda: softmax_tune.softmax(x, -1, log)), "-")
+            times["torch fwd"] = (median_ms(lambda: (torch.log_softmax if log else torch.softmax)(x, -1)), "-")
+            times["softmax_tune bwd"] = (median_ms(lambda: torch.ops.softmax_tune.softmax_backward(y, dy, log)), "-")
+            times["torch bwd"] = (median_ms(lambda: bw(dy, y, -1, y.dtype)), "-")
         for name, (ms, check) in times.items():
-            row = "%s\t%s\t%s\t%.4f\t%.3f\t%s" % (case, shape, name, ms, times["torch"][0] / ms, check)
+            ref = times["torch" + name[len(name.split()[0]):]][0]   # torch's time for the same part
+            row = "%s\t%s\t%s\t%.4f\t%.3f\t%s" % (case, shape, name, ms, ref / ms, check)
             lines.append(row)
             print(row, flush=True)
     write(args.out, lines)

@@ -4,7 +4,9 @@ carry a grad_fn that runs the library's backward kernel (st_softmax_backward). F
 float16 and bfloat16, softmax and log_softmax: the backward op alone against float64 on the same
 y and dy (softmax_tune_check.backward_explain), and end-to-end gradients against float64 torch
 autograd (grad_explain: the forward rule's bounds carried through the backward, then rounded to
-the dtype); torch's own kernels are held to the same rules (a rule that fails torch is wrong).
+the dtype); torch's own kernels are held to the same rules where they compute in float32 and
+round once (float32, and log_softmax: a rule that fails those is wrong; torch's 16-bit softmax
+backward rounds grad*output to the dtype first, and is only reported).
 Then torch.autograd.gradcheck in float32, any dim and strides, expanded gradients, empty and CPU
 tensors (torch's own), the custom ops under torch.library.opcheck, torch.compile(fullgraph=True)
 forward and backward, and a CUDA graph capturing forward and backward.
@@ -29,6 +31,17 @@ def graded(dx, x, dy, log, what, dim=-1):
     m = lambda t: t.detach().movedim(dim, -1)  # noqa: E731
     ok, err, why = grad_explain(m(dx), m(x), m(dy), log)
     return expect(ok and dx.shape == x.shape, "%s: max err %.3g ulp: %s" % (what, err, why))
+
+
+def rule(ok, what, dtype, log):
+    """torch's own kernels must pass the rules where they compute as the rule assumes (float32
+    math, dx rounded once): float32, and log_softmax. torch's 16-bit softmax backward rounds
+    grad * output to the dtype before its sum (softmax_backward_cuda_out: tmp = grad * output),
+    so it may fall outside by a few ulps there: said, not counted."""
+    if dtype == torch.float32 or log:
+        expect(ok, "RULE: " + what)
+    elif not ok:
+        print("  info (torch rounds grad*output to the dtype first, outside the rule):", what[:160])
 
 
 def step(fn, x, dy):
@@ -65,13 +78,13 @@ for dtype in DTYPES:
             ok, err, why = backward_explain(dx, y, dy, log)
             expect(ok, "%s %s backward op: max err %.3g ulp: %s" % (name, shape, err, why))
             ok, err, why = backward_explain(bw(dy, y, -1, dtype), y, dy, log)
-            expect(ok, "RULE: torch's own %s %s backward fails it: %.3g ulp: %s" % (name, shape, err, why))
+            rule(ok, "torch's own %s %s backward: %.3g ulp: %s" % (name, shape, err, why), dtype, log)
             yt, dxt = step(lambda t: softmax_tune.softmax(t, log=log), x, dy)
             expect(explain(yt.detach(), x, log)[0], "%s %s forward with grad" % (name, shape))
             graded(dxt, x, dy, log, "%s %s autograd" % (name, shape))
             _, dxr = step(lambda t: (torch.log_softmax if log else torch.softmax)(t, -1), x, dy)
             ok, err, why = grad_explain(dxr, x, dy, log)
-            expect(ok, "RULE: torch's own %s %s autograd fails it: %.3g ulp: %s" % (name, shape, err, why))
+            rule(ok, "torch's own %s %s autograd: %.3g ulp: %s" % (name, shape, err, why), dtype, log)
         print("%s: backward op and autograd within the rule" % name, flush=True)
 
         x = torch.randn(6, 7, 300, device="cuda", dtype=dtype) * 3
