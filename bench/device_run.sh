@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# device_run.sh [tests] [tune] [sass] [full] [peers] — on the GPU machine, from the repository
+# device_run.sh [tests] [tune] [sass] [full] [peers] [train] — on the GPU machine, from the repository
 # root, with .carry/ packed by bench/carry.sh: the GPU tests, tuning of the nine peer shapes in
 # f32 and bf16 (time per shape), the winners' SASS (16-byte accesses, local memory), sweeps of
 # the full grid for the problems in $FULL (dtype:shape ..., the pruning loss; $FULL_LIMIT seconds
-# each, default 280), bench/peers.py against them, the cache-hit latency. Logs go to $OUT (or
+# each, default 280), bench/peers.py against them, the cache-hit latency; train: bench/train_step.py
+# and bench/backward.py --quick (the backward kernels, not run by default). Logs go to $OUT (or
 # /tmp/st_out); the last lines printed are the summary table.
 set -u
 out=${OUT:-/tmp/st_out}
@@ -19,7 +20,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 
 run_tests() {
   local fails=0
-  for t in ".carry/test_gpu" ".carry/test_runtime gpu" "python3 tests/test_python.py" \
+  for t in ".carry/test_gpu" ".carry/test_runtime gpu" "python3 tests/test_python.py" "python3 tests/test_python_train.py" \
            "bash tests/gpu_tune.sh $B" ".carry/example /tmp/st_example.db"; do
     [ "$t" = ".carry/example /tmp/st_example.db" ] && $B --shape 1024x2048 --cache /tmp/st_example.db --quiet >/dev/null
     name=$(echo "$t" | tr -c 'a-z0-9\n' '_' | cut -c1-40)
@@ -90,6 +91,12 @@ for r in rows:
 print("dtype     shape          softmax_tune  best_peer_here")
 for k in ours: print("%-9s %-14s %-13s %.3f" % (k[0], k[1], ours[k], best[k]))
 PY
+}
+
+run_train() {
+  timeout 200 python3 bench/train_step.py --out "$out/train_step.tsv" >"$out/train_step.log" 2>&1
+  timeout 400 python3 bench/backward.py --quick --out "$out/backward.tsv" >"$out/backward.log" 2>&1
+  grep -v "^#" "$out/train_step.tsv" "$out/backward.tsv"
 }
 
 for s in $steps; do "run_$s"; done

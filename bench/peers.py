@@ -15,21 +15,14 @@ first (bench/device_run.sh does). SOFTMAX_TUNE_MISS decides what happens to untu
 """
 
 import argparse
-import datetime
-import os
-import sys
 
 import torch
 import triton
 import triton.language as tl
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from benchlib import SHAPES, header, problems, time_systems, write
 import softmax_tune  # noqa: E402
 from softmax_tune_check import explain  # noqa: E402
-
-SHAPES = ["32000x16384", "4096x4096", "1048576x128", "131072x1000", "65536x2048",
-          "8192x32000", "2048x128256", "256x1048576", "32x16384"]
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 @triton.jit
@@ -74,43 +67,19 @@ def main():
     ap.add_argument("--out", help="also write the TSV here")
     args = ap.parse_args()
 
-    dev = torch.cuda.get_device_properties(0)
-    lines = ["# %s (%d SMs), torch %s, triton %s, %s." % (dev.name, dev.multi_processor_count, torch.__version__,
-                                                         triton.__version__, datetime.date.today().isoformat()),
-             "# Median of triton.testing.do_bench (L2 cleared before each repetition). GB/s counts one read + one write.",
-             "# frac_of_copy = copy time / system time, copy = torch copy_ of the same tensor in the same run.",
-             "# every output checked first by softmax-tune's rule (python/softmax_tune_check.py: float64 reference,"
-             " float32 error bounds rounded to the dtype); a failed check is marked WRONG (max error in ulps).",
-             "dtype\tshape\tsystem\tms\tGB/s\tfrac_of_copy"]
-    print("\n".join(lines), flush=True)
-    for dname in args.dtypes.split(","):
-        dtype = DTYPES[dname]
-        for shape in args.shapes.split(","):
-            rows, cols = map(int, shape.split("x"))
-            torch.manual_seed(rows * 7 + cols)
-            x = (torch.randn(rows, cols, device="cuda", dtype=torch.float32) * 3).to(dtype)
-            nbytes = 2 * x.numel() * x.element_size()
-            copy_ms = None
-            for name, fn in systems(args, x, dtype):
-                try:
-                    if name != "copy":
-                        ok, err, why = explain(fn(), x)
-                    ms = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
-                except Exception as e:  # a peer that cannot run this shape is reported, not fatal
-                    print("# %s %s %s: %s" % (dname, shape, name, str(e).splitlines()[0][:200]), flush=True)
-                    continue
-                copy_ms = ms if name == "copy" else copy_ms
-                row = "%s\t%s\t%s\t%.4f\t%.1f\t%.3f" % (dname, shape, name, ms, nbytes / ms / 1e6, copy_ms / ms)
-                if name != "copy" and not ok:
-                    row += "\tWRONG (max err %.3g ulp)" % err
-                    print("# %s %s %s WRONG: %s" % (dname, shape, name, why), flush=True)
-                lines.append(row)
-                print(row, flush=True)
-            del x
-            torch.cuda.empty_cache()
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    lines = header("GB/s counts one read + one write.",
+                   "frac_of_copy = copy time / system time, copy = torch copy_ of the same tensor in the same run.",
+                   "every output checked first by softmax-tune's rule (python/softmax_tune_check.py: float64 reference,"
+                   " float32 error bounds rounded to the dtype); a failed check is marked WRONG (max error in ulps).",
+                   "dtype\tshape\tsystem\tms\tGB/s\tfrac_of_copy")
+    for dname, dtype, shape, rows, cols in problems(args.dtypes, args.shapes.split(",")):
+        torch.manual_seed(rows * 7 + cols)
+        x = (torch.randn(rows, cols, device="cuda", dtype=torch.float32) * 3).to(dtype)
+        lines += time_systems((dname, shape), systems(args, x, dtype), lambda y: explain(y, x),
+                              2 * x.numel() * x.element_size())
+        del x
+        torch.cuda.empty_cache()
+    write(args.out, lines)
 
 
 if __name__ == "__main__":

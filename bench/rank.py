@@ -47,7 +47,7 @@ def tune_alone(binary, i, cfg, shape, dt, tmp):
 
 
 def launcher(db, x, out, code):
-    lib = softmax_tune._load()
+    lib = softmax_tune._lib._load()
     h = ctypes.c_void_p()
     if lib.st_open(ctypes.byref(h), x.device.index or 0, db.encode()) != 0:
         raise RuntimeError(lib.st_error(None).decode())

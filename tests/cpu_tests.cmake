@@ -12,6 +12,10 @@ add_test(NAME gpu_verify_rule COMMAND test_verify gpu)
 set_tests_properties(gpu_verify_rule PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 add_test(NAME check_py COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/test_check_py.py)
 set_tests_properties(check_py PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
+# the Python package without torch: compiles, finds and loads the library, pip-installs
+add_test(NAME python_pkg COMMAND bash ${CMAKE_SOURCE_DIR}/tests/python_pkg.sh ${CMAKE_SOURCE_DIR} $<TARGET_FILE:softmax_tune>
+         ${CMAKE_BINARY_DIR})
+set_tests_properties(python_pkg PROPERTIES LABELS cpu)
 # `softmax-tune report`: the HTML page of a cache filled with the fake backend, checked by a
 # parser (report.sh, check_report.py), and drawn by headless Chromium (report_screenshot.sh)
 st_test(report_cache)

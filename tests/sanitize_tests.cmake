@@ -2,8 +2,8 @@
 #   valgrind_cli (cpu): the command under valgrind memcheck (tests/valgrind_cli.sh); not in a
 #     sanitizer build (-DST_SANITIZE=...), since valgrind and the sanitizers' runtimes do not mix.
 #   In a sanitizer build (see cmake/sanitize.cmake), install_consumers builds an uninstrumented
-#     example program against the instrumented libsoftmax_tune.so and runs it: ASan must then be
-#     preloaded to come first. The preload reaches every program of that test (bash, cmake, the
+#     example program against the instrumented libsoftmax_tune.so and runs it, and python_pkg
+#     loads that library into python3: ASan must then be preloaded to come first. The preload reaches every program of that test (bash, cmake, the
 #     compiler, the linker), whose leaks at exit are not ours: leak checking is off there alone.
 if(NOT ST_SANITIZE)
   add_test(NAME valgrind_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/valgrind_cli.sh $<TARGET_FILE:softmax-tune>)
@@ -22,7 +22,8 @@ elseif(ST_SANITIZE MATCHES "address" AND TEST install_consumers)
     endif()
   endforeach()
   if(IS_ABSOLUTE "${st_libasan}" AND EXISTS "${st_libasan}")
-    set_property(TEST install_consumers APPEND PROPERTY ENVIRONMENT
+    # python_pkg loads the instrumented library into an uninstrumented python3 (ctypes)
+    set_property(TEST install_consumers python_pkg APPEND PROPERTY ENVIRONMENT
                  "LD_PRELOAD=${st_libasan}" "ASAN_OPTIONS=${ST_ASAN_OPTIONS}:detect_leaks=0")
   else()
     message(WARNING "sanitize_tests.cmake: no ASan runtime (${st_asan_names}) from ${CMAKE_C_COMPILER}; install_consumers will fail")

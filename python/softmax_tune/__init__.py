@@ -1,0 +1,87 @@
+"""softmax_tune — PyTorch binding of the softmax-tune runtime library: drop-ins for torch.softmax
+and torch.log_softmax, differentiable, traceable by torch.compile, capturable by CUDA graphs.
+
+    import torch, softmax_tune
+    y = softmax_tune.softmax(x)               # torch.softmax(x, -1)
+    y = softmax_tune.softmax(x, dim=1)        # any dim, negative dims too
+    y = softmax_tune.log_softmax(x, dim=-1)   # = softmax_tune.softmax(x, log=True)
+    m = softmax_tune.nn.Softmax(dim=-1)       # and nn.LogSoftmax
+
+CUDA tensors of float32, float16 and bfloat16 run the kernel softmax-tune tuned for this GPU
+and shape (`softmax-tune --shape ROWSxCOLS --dtype bf16`), or, for shapes nobody tuned, the
+config of the nearest tuned problem (the cache's, or the default table's built in for the GPU's
+arch) adapted to the shape and compiled on the first call (`softmax-tune explain --shape RxC`
+shows it; SOFTMAX_TUNE_MISS=tune tunes them on first use, =error refuses), on x's device
+(a library context per device) and torch's current stream there. Their gradient runs the
+library's backward kernel (st_softmax_backward). Another dim than the last is moved last (a
+copy) and the result is returned as a view with it moved back; non-contiguous inputs are
+copied. Anything else (a CPU tensor, float64, an empty or 0-d tensor) is torch's own softmax.
+With requires_grad (and grad enabled) or under torch.compile the call goes through the custom
+op softmax_tune::softmax (softmax_tune/ops.py); otherwise straight to the library.
+See docs/python.md; the library is found as softmax_tune/_lib.py says.
+"""
+
+import torch
+
+from . import _lib, nn, ops
+
+__all__ = ["softmax", "log_softmax", "config", "library_path", "nn"]
+library_path = _lib.library_path
+
+
+def _last(x, dim):
+    """dim as a non-negative index of x's dims, checked as torch checks it."""
+    n = x.dim()
+    if not -n <= dim < n:
+        raise IndexError("softmax_tune: dim %d is out of range for a %d-d tensor" % (dim, n))
+    return dim % n
+
+
+def _into(x, log, out):
+    """The out= form (no autograd, as torch's out= ops): x contiguous over its last dim."""
+    if not ops.supported(x) or not x.is_contiguous() or x.numel() == 0:
+        raise ValueError("softmax_tune: out= takes a non-empty contiguous CUDA float32/float16/bfloat16 x over its "
+                         "last dim, got %s %s %s" % (x.device, x.dtype, "contiguous" if x.is_contiguous() else "strided"))
+    if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device or not out.is_contiguous():
+        raise ValueError("softmax_tune: out must be a contiguous tensor like x")
+    if torch.is_grad_enabled() and x.requires_grad:
+        raise RuntimeError("softmax_tune: out= does not support autograd (x requires grad)")
+    return ops.run_forward(x, out, log)
+
+
+def softmax(x, dim=-1, log=False, out=None, *, dtype=None):
+    """torch.softmax(x, dim) (torch.log_softmax with log=True); dtype= casts x first, as torch's;
+    out= (a contiguous tensor like x, last dim only, no autograd) writes the result there."""
+    if dtype is not None:
+        x = x.to(dtype)
+    if x.dim() > 0:
+        dim = _last(x, dim)
+    if out is not None:
+        if x.dim() == 0 or dim != x.dim() - 1:
+            raise ValueError("softmax_tune: out= only over the last dim, got dim=%d of a %d-d tensor" % (dim, x.dim()))
+        return _into(x, log, out)
+    if not ops.supported(x) or x.dim() == 0 or x.numel() == 0:
+        return torch.log_softmax(x, dim) if log else torch.softmax(x, dim)
+    last = dim == x.dim() - 1
+    xt = x if last else x.movedim(dim, -1)
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and x.requires_grad):
+        y = ops.softmax(xt, log)
+    else:   # inference: no dispatcher on the way
+        xt = xt.contiguous()
+        y = ops.run_forward(xt, torch.empty_like(xt), log)
+    return y if last else y.movedim(-1, dim)
+
+
+def log_softmax(x, dim=-1, out=None, *, dtype=None):
+    """torch.log_softmax(x, dim): softmax(x, dim, log=True)."""
+    return softmax(x, dim, True, out, dtype=dtype)
+
+
+def config(x, log=False, backward=False):
+    """The config string of the kernel softmax(x, log=log) runs over x's last dim (backward=True:
+    of the kernel its gradient runs)."""
+    if not ops.supported(x) or x.numel() == 0:
+        raise ValueError("softmax_tune: config of a non-empty CUDA float32/float16/bfloat16 tensor, got %s %s"
+                         % (x.device, x.dtype))
+    device, dtype, rows, cols, _ = ops._args(x)
+    return _lib.config(device, dtype, int(log), rows, cols, backward)
