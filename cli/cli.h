@@ -26,6 +26,9 @@ typedef struct cli_Options {
   const char *gpus;           /* --gpu all or a list (0,1,3): a batch */
   const char *shapes;         /* --shapes FILE */
   const char *dtypes, *ops;   /* --dtype, --op lists (with a comma) */
+  const char *grid;           /* pretune --grid FILE */
+  int from_cache, unaligned;  /* pretune --from-cache, explain --unaligned */
+  int gpu_set;                /* --gpu was given */
   char **args;                /* words after the options (cache's verb) */
   int nargs;
   char err[1024];
@@ -57,6 +60,8 @@ int cli_parse_dtypes(const char *s, int *out, char *err, size_t errlen);
 int cli_parse_ops(const char *s, int *out, char *err, size_t errlen);
 /* --gpu: "all" (*n = 0) or distinct ordinals into ord[64]. */
 int cli_parse_gpus(const char *s, int *ord, int *n, char *err, size_t errlen);
+int cli_explain(cli_Options *o);   /* untuned.c */
+int cli_pretune(cli_Options *o);
 int cli_space(cli_Options *o);
 int cli_emit(cli_Options *o);
 int cli_compile(cli_Options *o);

@@ -25,6 +25,10 @@ static const char *const USAGE =
   "       softmax-tune compile --shape RxC --config STR --arch sm_XX -o FILE [--log]\n"
   "       softmax-tune bench [--gpu N] --shape RxC [--dtype T] [--op OP] [--reps N]\n"
   "       softmax-tune knobs\n"
+  "       softmax-tune explain --shape RxC [--dtype T] [--op OP] [--gpu N | --arch sm_XX] [--unaligned]\n"
+  "                                                         the kernel an untuned shape gets, and why\n"
+  "       softmax-tune pretune [--gpu N] --grid FILE -o FILE    tune a grid, write a default table\n"
+  "       softmax-tune pretune --from-cache [--gpu-model NAME] -o FILE   the table from the cache\n"
   "\n"
   "options:\n"
   "  --gpu N          GPU ordinal (default 0); when tuning, also all or a list such as 0,1,3:\n"
@@ -53,6 +57,9 @@ static const char *const USAGE =
   "  --templates DIR  use the templates in DIR instead of the built-in ones\n"
   "  --run ID         log: that run instead of the last one; report: that run alone\n"
   "  --reps N         bench: timing rounds (default 100)\n"
+  "  --grid FILE      pretune: the shapes to tune, as --shapes reads them\n"
+  "  --from-cache     pretune: write the table from the cache's entries, tuning nothing\n"
+  "  --unaligned      explain: input and output pointers aligned differently (vec=1 kernels)\n"
   "  --json, --csv    log: machine-readable output\n"
   "  --log            compile: print NVRTC's whole log\n"
   "  -h, --help       this text\n"
@@ -79,11 +86,11 @@ static int usage_error(const char *fmt, const char *arg)
 static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] = {
   { "tune", cli_tune },   { "space", cli_space }, { "emit", cli_emit },   { "compile", cli_compile },
   { "log", cli_log },     { "cache", cli_cache }, { "knobs", cli_knobs }, { "bench", cli_bench },
-  { "report", cli_report },
+  { "report", cli_report }, { "explain", cli_explain }, { "pretune", cli_pretune },
 };
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
-       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES };
+       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -96,7 +103,8 @@ static const struct option LONGOPTS[] = {
   { "log", no_argument, 0, O_LOG },               { "help", no_argument, 0, 'h' },
   { "reps", required_argument, 0, O_REPS },       { "space", required_argument, 0, O_SPACE },
   { "version", no_argument, 0, 'V' },             { "gpu-model", required_argument, 0, O_GPU_MODEL },
-  { "shapes", required_argument, 0, O_SHAPES },
+  { "shapes", required_argument, 0, O_SHAPES },      { "grid", required_argument, 0, O_GRID },
+  { "from-cache", no_argument, 0, O_FROM_CACHE },   { "unaligned", no_argument, 0, O_UNALIGNED },
   { 0, 0, 0, 0 },
 };
 
@@ -119,6 +127,7 @@ static int parse_options(int argc, char **argv, cli_Options *o)
   while ((c = getopt_long(argc, argv, ":o:hV", LONGOPTS, NULL)) != -1) {
     switch (c) {
     case O_GPU:
+      o->gpu_set = 1;
       if (strcmp(optarg, "all") == 0 || strchr(optarg, ',')) {
         if (cli_parse_gpus(optarg, list, &n, o->err, sizeof o->err)) return usage_error("%s", o->err);
         o->gpus = optarg;
@@ -128,6 +137,9 @@ static int parse_options(int argc, char **argv, cli_Options *o)
       break;
     case O_SHAPE: o->shape = optarg; break;
     case O_SHAPES: o->shapes = optarg; break;
+    case O_GRID: o->grid = optarg; break;
+    case O_FROM_CACHE: o->from_cache = 1; break;
+    case O_UNALIGNED: o->unaligned = 1; break;
     case O_DTYPE:
       if (strchr(optarg, ',')) {
         if (cli_parse_dtypes(optarg, list, o->err, sizeof o->err) < 0) return usage_error("%s", o->err);

@@ -20,6 +20,7 @@ struct gen_State {
   lua_State *L;
   char *dir;                /* templates folder, or NULL for the built-in ones */
   int entry;                /* registry ref of gen.lua's table of entry points */
+  int untuned;              /* registry ref of untuned.lua's choose(), 0 until first used */
   char err[1024];
 };
 
@@ -226,6 +227,90 @@ int gen_heuristic(gen_State *g, const gen_Problem *p, int unaligned, char *out, 
   return 0;
 }
 
+/* Text of templates/<name> from the folder, else the binary; NULL when neither has it. */
+static char *template_text(gen_State *g, const char *name, size_t *len)
+{
+  char path[4096];
+  if (g->dir) {
+    snprintf(path, sizeof path, "%s/%s", g->dir, name);
+    char *t = read_file(path, len);
+    if (t) return t;
+  }
+  snprintf(path, sizeof path, "templates/%s", name);
+  const gen_Embedded *e = embedded(path);
+  char *t = e ? malloc(e->size + 1) : NULL;
+  if (!t) return NULL;
+  memcpy(t, e->data, e->size);
+  t[e->size] = '\0';
+  *len = e->size;
+  return t;
+}
+
+int gen_default_table(gen_State *g, int arch, char **text, char *name, size_t namelen)
+{
+  size_t len;
+  snprintf(name, namelen, "defaults/sm_%d.tsv", arch);
+  *text = template_text(g, name, &len);
+  return 0;
+}
+
+/* untuned.lua's choose() on the stack, loaded once with gen.lua's entry points. */
+static int push_untuned(gen_State *g)
+{
+  lua_State *L = g->L;
+  size_t len;
+  if (g->untuned) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, g->untuned);
+    return 0;
+  }
+  char *text = template_text(g, "untuned.lua", &len);
+  if (!text) return seterr(g->err, sizeof g->err, "templates/untuned.lua is missing from this build"), 1;
+  int rc = luaL_loadbuffer(L, text, len, "@templates/untuned.lua");
+  free(text);
+  if (rc != LUA_OK) return lua_fail(g);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, g->entry);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) return lua_fail(g);
+  lua_pushvalue(L, -1);
+  g->untuned = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 0;
+}
+
+int gen_untuned(gen_State *g, const gen_Problem *p, int unaligned, const char *table, const char *table_name,
+                const char *hash, const gen_Tuned *user, int nuser, gen_Choice *out)
+{
+  lua_State *L = g->L;
+  memset(out, 0, sizeof *out);
+  if (push_untuned(g)) return 1;
+  push_call(g, "canon", p);   /* the problem table, after canon, which is dropped */
+  lua_remove(L, -2);
+  lua_pushboolean(L, unaligned);
+  if (table) lua_pushstring(L, table);
+  else lua_pushnil(L);
+  lua_pushstring(L, table_name ? table_name : "");
+  lua_pushstring(L, hash ? hash : "");
+  lua_createtable(L, nuser, 0);
+  for (int i = 0; i < nuser; i++) {
+    lua_createtable(L, 0, 5);
+    lua_pushinteger(L, user[i].rows);
+    lua_setfield(L, -2, "rows");
+    lua_pushinteger(L, user[i].cols);
+    lua_setfield(L, -2, "cols");
+    lua_pushstring(L, gen_dtype_name(user[i].dtype));
+    lua_setfield(L, -2, "dtype");
+    lua_pushstring(L, gen_op_name(user[i].op));
+    lua_setfield(L, -2, "op");
+    lua_pushstring(L, user[i].config);
+    lua_setfield(L, -2, "config");
+    lua_rawseti(L, -2, i + 1);
+  }
+  if (lua_pcall(L, 6, 3, 0) != LUA_OK) return lua_fail(g);
+  snprintf(out->config, sizeof out->config, "%s", lua_tostring(L, -3));
+  seterr(out->source, sizeof out->source, "%s", lua_tostring(L, -2));
+  seterr(out->note, sizeof out->note, "%s", lua_tostring(L, -1));
+  lua_pop(L, 3);
+  return 0;
+}
+
 static int field_int(lua_State *L, const char *name)
 {
   lua_getfield(L, -1, name);
@@ -290,6 +375,8 @@ int gen_sources(gen_State *g, char **text, size_t *len)
   for (int i = 0; i < gen_nembedded; i++) {
     const gen_Embedded *e = &gen_embedded[i];
     const char *base = strrchr(e->name, '/') + 1;
+    /* which kernel an untuned shape gets changes no kernel: its rules and table stay out */
+    if (strcmp(e->name, "templates/untuned.lua") == 0 || strncmp(e->name, "templates/defaults/", 19) == 0) continue;
     luaL_addstring(&b, e->name);
     luaL_addchar(&b, '\0');
     if (g->dir && strncmp(e->name, "templates/", 10) == 0) {

@@ -64,6 +64,24 @@ int gen_canon(gen_State *g, const gen_Problem *p, const char *config, char *out,
 int gen_render(gen_State *g, const gen_Problem *p, const char *config, gen_Kernel *k);
 /* A config chosen without measuring; unaligned: input and output differ in alignment mod 16. */
 int gen_heuristic(gen_State *g, const gen_Problem *p, int unaligned, char *out, size_t outlen);
+/* A kernel for a shape nobody tuned (templates/untuned.lua, docs/untuned.md): the nearest of the
+** user's tuned entries and the default table's (its text, or NULL) adapted to p, else the
+** heuristic. hash: these templates' fingerprint, to report a stale table. */
+typedef struct gen_Tuned {
+  int64_t rows, cols;
+  int dtype, op;
+  const char *config;
+} gen_Tuned;
+typedef struct gen_Choice {
+  char config[256];
+  char source[512];         /* where it came from: a table entry, a user entry, a rule */
+  char note[512];           /* "" or what the caller should report (a stale table) */
+} gen_Choice;
+int gen_untuned(gen_State *g, const gen_Problem *p, int unaligned, const char *table, const char *table_name,
+                const char *hash, const gen_Tuned *user, int nuser, gen_Choice *out);
+/* The default table built in for arch (templates/defaults/sm_XX.tsv), or read from the templates
+** folder; 0 with *text NULL when there is none. *text is malloc'ed. */
+int gen_default_table(gen_State *g, int arch, char **text, char *name, size_t namelen);
 int gen_aux(gen_State *g, const gen_Problem *p, const char *name, char **source);
 void gen_kernel_free(gen_Kernel *k);
 /* All template sources with their names, for a fingerprint of the generator. */

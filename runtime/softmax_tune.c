@@ -15,6 +15,7 @@
 #include "gen.h"
 #include "reverify.h"
 #include "tune.h"
+#include "untuned.h"
 
 typedef struct Memo {
   int used, dtype, op, unaligned;
@@ -43,6 +44,7 @@ struct st_ctx {
   char path[4096];
   cache_Key base;           /* the key's GPU, driver, NVRTC and templates fields */
   st_miss miss;
+  int stale_said;           /* the default table's staleness was said */
   void (*log)(void *, const char *);
   void *log_ud;
   pthread_mutex_t mu;       /* guards memo, gen, db */
@@ -65,7 +67,7 @@ static st_status fail(st_status s, const char *fmt, ...)
 
 static void say(st_ctx *c, const char *fmt, ...)
 {
-  char msg[1024];
+  char msg[2048];
   va_list ap;
   if (!c->log) return;
   va_start(ap, fmt);
@@ -288,13 +290,26 @@ static int still_good(st_ctx *c, const gen_Problem *p, const cache_Key *k, cache
   return rc;
 }
 
+/* No tuned kernel: the nearest tuned problems' config adapted (untuned.c), said once. */
+static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned)
+{
+  gen_Choice ch;
+  char err[1024];
+  if (untuned_choose(c->gen, c->db, &c->base, p, unaligned, &ch, err, sizeof err)) return fail(ST_ECOMPILE, "%s", err);
+  const char *note = ch.note[0] && !c->stale_said++ ? ch.note : "";   /* a stale table: said once */
+  say(c, "softmax-tune: no tuned kernel for %lldx%lld %s %s%s; using %s, from %s (tune with: softmax-tune --shape %lldx%lld --dtype %s --op %s)%s%s",
+      (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op),
+      unaligned ? " with input and output differently aligned" : "", ch.config, ch.source, (long long)p->rows,
+      (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), *note ? "; " : "", note);
+  return compile_config(c, m, p, ch.config);
+}
+
 /* The cache, then a tuned entry of the same cols, then the miss policy. */
 static st_status resolve(st_ctx *c, Memo *m, int dtype, int op, int unaligned, int64_t rows, int64_t cols)
 {
   gen_Problem p = { .rows = rows, .cols = cols, .dtype = dtype, .op = op };
   cache_Key k = c->base;
   cache_Entry e;
-  char config[256];
   int rc = CACHE_MISS;
   tune_device_limits(&c->dev, &p);
   k.dtype = dtype, k.op = op, k.rows = rows, k.cols = cols;
@@ -309,14 +324,7 @@ static st_status resolve(st_ctx *c, Memo *m, int dtype, int op, int unaligned, i
       return from_entry(c, m, &e);
     }
   }
-  if (unaligned || c->miss == ST_MISS_HEURISTIC) {
-    if (gen_heuristic(c->gen, &p, unaligned, config, sizeof config)) return fail(ST_ECOMPILE, "%s", gen_error(c->gen));
-    say(c, "softmax-tune: no tuned kernel for %lldx%lld %s %s%s; using %s (tune with: softmax-tune --shape %lldx%lld --dtype %s --op %s)",
-        (long long)rows, (long long)cols, gen_dtype_name(dtype), gen_op_name(op),
-        unaligned ? " with input and output differently aligned" : "", config, (long long)rows, (long long)cols,
-        gen_dtype_name(dtype), gen_op_name(op));
-    return compile_config(c, m, &p, config);
-  }
+  if (unaligned || c->miss == ST_MISS_HEURISTIC) return untuned(c, m, &p, unaligned);
   if (c->miss == ST_MISS_TUNE) return tune_now(c, m, &p, &k);
   return fail(ST_EMISS, "no tuned kernel for %lldx%lld %s %s on %s in %s (miss policy error); tune it with "
               "softmax-tune --shape %lldx%lld --dtype %s --op %s", (long long)rows, (long long)cols, gen_dtype_name(dtype),

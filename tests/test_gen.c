@@ -174,7 +174,7 @@ static void write_templates(const char *dir, const char *name, int line, const c
   mkdir(dir, 0755);
   for (int i = 0; i < gen_nembedded; i++) {
     const gen_Embedded *e = &gen_embedded[i];
-    if (strncmp(e->name, "templates/", 10)) continue;
+    if (strncmp(e->name, "templates/", 10) || strchr(e->name + 10, '/')) continue;   /* defaults/: built in */
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, e->name + 10);
     FILE *f = fopen(path, "wb");

@@ -8,8 +8,10 @@ and torch.log_softmax, differentiable, traceable by torch.compile, capturable by
     m = softmax_tune.nn.Softmax(dim=-1)       # and nn.LogSoftmax
 
 CUDA tensors of float32, float16 and bfloat16 run the kernel softmax-tune tuned for this GPU
-and shape (`softmax-tune --shape ROWSxCOLS --dtype bf16`), or a heuristic kernel for shapes
-nobody tuned (SOFTMAX_TUNE_MISS=tune tunes them on first use, =error refuses), on x's device
+and shape (`softmax-tune --shape ROWSxCOLS --dtype bf16`), or, for shapes nobody tuned, the
+config of the nearest tuned problem (the cache's, or the default table's built in for the GPU's
+arch) adapted to the shape and compiled on the first call (`softmax-tune explain --shape RxC`
+shows it; SOFTMAX_TUNE_MISS=tune tunes them on first use, =error refuses), on x's device
 (a library context per device) and torch's current stream there. Their gradient runs the
 library's backward kernel (st_softmax_backward). Another dim than the last is moved last (a
 copy) and the result is returned as a view with it moved back; non-contiguous inputs are

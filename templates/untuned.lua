@@ -1,0 +1,171 @@
+-- untuned.lua — the kernel of a shape nobody tuned: the nearest tuned problems (the user's cache
+-- and the default table of the GPU's arch, templates/defaults/sm_XX.tsv), each adapted to the new
+-- row length and checked by the space's rules, else space.lua's heuristic. Not hashed into the
+-- cache key (it changes no kernel, only which one an untuned shape gets). docs/untuned.md.
+--
+-- Called by gen.c with gen.lua's entry points E (canon: parse and check; heuristic) and returns
+-- choose(P, unaligned, table_text, hash, user) -> config, source, note.
+
+local E = ...
+
+local ORDER = { "threads", "items", "vec", "reduce", "passes", "hold", "rows", "split", "xchg", "hint" }
+local ESIZE = { f32 = 4, f16 = 2, bf16 = 2 }
+local W_ROWS = 0.35     -- a 2x step in rows counts a third of one in cols (leave-one-out, docs)
+local WIDE = 256         -- rows of 256 bytes and more take 16-byte vectors
+local USER_BONUS = 1.0  -- a user's entry wins over a table entry up to one 2x step nearer
+
+local function log2(x) return math.log(x, 2) end
+local function ceil(a, b) return (a + b - 1) // b end
+
+local function parse(str)
+  local c = {}
+  for k, v in str:gmatch("([%w_]+)=([%w_]+)") do c[k] = math.tointeger(tonumber(v)) or v end
+  return c
+end
+
+local function format(c)
+  local t = {}
+  for i, k in ipairs(ORDER) do t[i] = k .. "=" .. tostring(c[k]) end
+  return table.concat(t, ",")
+end
+
+local function copy(c, changes)
+  local d = {}
+  for k, v in pairs(c) do d[k] = v end
+  for k, v in pairs(changes or {}) do d[k] = v end
+  return d
+end
+
+-- The table's text: "# key<TAB>value" lines, a column header, then one problem a line.
+local function parse_table(text)
+  local t = { meta = {}, entries = {} }
+  local n, header = 0, false
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    local k, v = line:match("^#%s*(%w+)\t(.*)$")
+    if k then
+      t.meta[k] = v
+    elseif line:match("^dtype\t") then
+      header = true
+    elseif line ~= "" and not line:match("^#") then
+      local dt, op, r, c, frac, cfg = line:match("^(%w+)\t([%w_]+)\t(%d+)\t(%d+)\t([%d.]+)\t(%S+)$")
+      if not dt or not ESIZE[dt] or not header then error(string.format("default table line %d: '%s' is not dtype, op, rows, cols, frac, config", n, line), 0) end
+      t.entries[#t.entries + 1] = { dtype = dt, op = op, rows = math.tointeger(tonumber(r)), cols = math.tointeger(tonumber(c)),
+                                    frac = tonumber(frac), config = cfg }
+    end
+  end
+  return t
+end
+
+-- How far entry e is from P: log2 steps in cols, half-weighted in rows; other dtype (same size)
+-- or op a hair further; the user's own entries nearer by USER_BONUS.
+local function distance(P, e)
+  local d = math.abs(log2(P.cols) - log2(e.cols)) + W_ROWS * math.abs(log2(P.rows) - log2(e.rows))
+  if e.dtype ~= P.dtype then d = d + 0.01 end
+  if e.op ~= P.op then d = d + 0.01 end
+  return d - (e.user and USER_BONUS or 0)
+end
+
+-- A config of entry e's family for P's shape: 16-byte vectors for rows of WIDE bytes (both P's and
+-- e's), within the row, 1 when unaligned; the row family keeping its values per thread (rows per
+-- block change); the split family keeping threads and as many blocks as e had (split scaled by
+-- e.rows / P.rows), items changed to hold the block's part.
+local function pow2(x)
+  local p = 1
+  while p * 2 <= x * 1.4142 do p = p * 2 end   -- the nearest power of two (geometrically)
+  return p
+end
+
+local function adapt(c0, P, unaligned, e)
+  local c = copy(c0)
+  local es = ESIZE[P.dtype]
+  if P.cols * es >= WIDE and e.cols * es >= WIDE then c.vec = 16 // es end
+  c.vec = math.min(c.vec, unaligned and 1 or 16 // es)
+  if c.split > 1 and c.split & (c.split - 1) == 0 then
+    -- as many blocks in flight as the entry had: fewer rows, more blocks per row
+    local max = c.xchg == "dsmem" and 16 or 128
+    c.split = math.max(2, math.min(max, pow2(c.split * e.rows / P.rows)))
+  end
+  while c.vec > P.cols do c.vec = c.vec // 2 end
+  local nv = math.max(P.cols // c.vec, 1)
+  if c.split == 1 and (c.hold == "reg" or c.hold == "packed") then
+    local per = math.max(1, c0.items * c0.vec // c.vec)
+    local G = 1
+    while ceil(nv, G) > per and G < 1024 do G = G * 2 end
+    c.threads = math.max(c.threads, G)
+    c.rows, c.items = c.threads // G, ceil(nv, G)
+  elseif c.split > 1 and (c.hold == "reg" or c.hold == "packed" or c.hold == "pipe" or c.hold == "ring") then
+    c.items = ceil(ceil(nv, c.split), c.threads)
+  end
+  return c
+end
+
+-- adapt()'s config, then repairs for what the new row length breaks, in order.
+local function variants(c, P)
+  local t = { c, copy(c, { reduce = "shfl" }) }
+  local function add(x) t[#t + 1] = x end
+  if c.split > 1 then
+    local nv = math.max(P.cols // c.vec, 1)
+    local maxsplit = c.xchg == "dsmem" and 16 or 128
+    for _, hold in ipairs({ c.hold, c.hold == "ring" and "ring" or "reg" }) do
+      for _, threads in ipairs({ c.threads, 2 * c.threads, 4 * c.threads }) do
+        local s = c.split
+        while s <= maxsplit and threads <= 1024 do
+          local items = (hold == "reg" or hold == "pipe" or hold == "ring") and ceil(ceil(nv, s), threads) or c.items
+          add(copy(c, { hold = hold, split = s, threads = threads, items = items }))
+          s = (s & (s - 1)) == 0 and s * 2 or maxsplit + 1
+        end
+      end
+    end
+  elseif c.hold == "reg" and ESIZE[P.dtype] == 2 and c.vec >= 2 then
+    add(copy(c, { hold = "packed" }))
+  end
+  return t
+end
+
+-- The first valid variant of entry e for P, canonical, or nil.
+local function fit(e, P, unaligned)
+  local c0 = parse(e.config)
+  for _, k in ipairs(ORDER) do
+    if c0[k] == nil then return nil end   -- not a config of these knobs: of no use
+  end
+  for _, c in ipairs(variants(adapt(c0, P, unaligned, e), P)) do
+    local ok, str = pcall(E.canon, P, format(c))
+    if ok then return str end
+  end
+  return nil
+end
+
+local function describe(e)
+  return string.format("%dx%d %s %s", e.rows, e.cols, e.dtype, e.op)
+end
+
+-- P's config and where it came from; note says what the caller should know (a stale table).
+return function(P, unaligned, table_text, name, hash, user)
+  local cands, note = {}, ""
+  if table_text then
+    local t = parse_table(table_text)
+    if t.meta.templates ~= hash then
+      note = string.format("default table %s was made for templates %.12s, these are %.12s: stale, its configs are each checked before use (regenerate: softmax-tune pretune)",
+                           name, tostring(t.meta.templates), hash)
+    end
+    for _, e in ipairs(t.entries) do
+      if ESIZE[e.dtype] == ESIZE[P.dtype] then e.from = "default table " .. name; cands[#cands + 1] = e end
+    end
+  end
+  for _, e in ipairs(user or {}) do
+    if ESIZE[e.dtype] == ESIZE[P.dtype] then e.user, e.from = true, "your cache"; cands[#cands + 1] = e end
+  end
+  for _, e in ipairs(cands) do e.d = distance(P, e) end
+  table.sort(cands, function(a, b)
+    if a.d ~= b.d then return a.d < b.d end
+    return describe(a) < describe(b)
+  end)
+  for _, e in ipairs(cands) do
+    local cfg = fit(e, P, unaligned)
+    if cfg then
+      return cfg, string.format("%s entry %s (%s), adapted", e.from, describe(e), e.config), note
+    end
+  end
+  return E.heuristic(P, unaligned), (#cands > 0 and "rule (no nearby tuned entry fits)" or "rule (no tuned entry for this element size)"), note
+end

@@ -1,0 +1,135 @@
+/*
+** test_untuned.c — the untuned path without a GPU (templates/untuned.lua through gen_untuned):
+** the built-in default table parses and was made for these templates; a stale table is said;
+** thousands of random problems of every dtype and op, aligned or not, on arches with and
+** without a table (and the sm_90 table on other arches), with and without the user's entries,
+** each get a config the space's rules accept (gen_canon); a bad table is an error.
+*/
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache.h"
+#include "check.h"
+#include "gen.h"
+
+static uint64_t rng = 20261124;
+
+static double uniform(void)
+{
+  rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+  return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* log-uniform in [lo, hi] */
+static int64_t logu(double lo, double hi)
+{
+  double v = lo * __builtin_exp(uniform() * __builtin_log(hi / lo));
+  return (int64_t)(v + 0.5);
+}
+
+static void hash_of(gen_State *g, char hex[65])
+{
+  char *text;
+  size_t len;
+  CHECK(gen_sources(g, &text, &len) == 0, "gen_sources: %s", gen_error(g));
+  cache_sha256(text, len, hex);
+  free(text);
+}
+
+/* The built-in table: there, of sm_90, for these templates; its hash checked by the rules too. */
+static void table_fresh(gen_State *g, const char *hash, char **text)
+{
+  char name[256], want[128];
+  gen_Choice ch;
+  gen_Problem p = { .rows = 4096, .cols = 50257, .dtype = GEN_F32, .op = GEN_SOFTMAX, .arch = 90 };
+  CHECK(gen_default_table(g, 90, text, name, sizeof name) == 0 && *text, "no built-in table for sm_90");
+  if (!*text) return;
+  snprintf(want, sizeof want, "# templates\t%s\n", hash);
+  CHECK(strstr(*text, want) != NULL, "the table was made for other templates than these (%.12s): regenerate it with softmax-tune pretune", hash);
+  CHECK(strstr(*text, "\n# made\tsoftmax-tune pretune") != NULL, "the table does not say how it was made");
+  CHECK(gen_untuned(g, &p, 0, *text, name, hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+  CHECK(ch.note[0] == 0, "fresh table reported: %s", ch.note);
+  CHECK(strstr(ch.source, "default table") != NULL, "source: %s", ch.source);
+  CHECK(gen_untuned(g, &p, 0, *text, name, "0123456789abcdef", NULL, 0, &ch) == 0, "%s", gen_error(g));
+  CHECK(strstr(ch.note, "stale") != NULL, "stale table not reported: '%s'", ch.note);
+  CHECK(gen_default_table(g, 80, text + 1, name, sizeof name) == 0 && !text[1], "a table for sm_80?");
+}
+
+/* A user's entry wins over the table's when as near. */
+static void user_first(gen_State *g, const char *hash, const char *table)
+{
+  gen_Problem p = { .rows = 5000, .cols = 3000, .dtype = GEN_BF16, .op = GEN_SOFTMAX, .arch = 90 };
+  gen_Tuned u = { 4000, 3000, GEN_BF16, GEN_SOFTMAX, "threads=512,items=1,vec=8,reduce=smem,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none" };
+  gen_Choice ch;
+  CHECK(gen_untuned(g, &p, 0, table, "t", hash, &u, 1, &ch) == 0, "%s", gen_error(g));
+  CHECK(strstr(ch.source, "your cache entry 4000x3000") != NULL, "source: %s", ch.source);
+  CHECK(strstr(ch.config, "threads=512,") && strstr(ch.config, "reduce=smem"), "config: %s", ch.config);
+}
+
+static void bad_tables(gen_State *g, const char *hash)
+{
+  gen_Problem p = { .rows = 64, .cols = 4096, .dtype = GEN_F32, .op = GEN_SOFTMAX, .arch = 90 };
+  gen_Choice ch;
+  CHECK(gen_untuned(g, &p, 0, "dtype\top\trows\tcols\tfrac\tconfig\nf32\tsoftmax\t64\n", "t", hash, NULL, 0, &ch) != 0 &&
+        strstr(gen_error(g), "line 2"), "a short line: %s", gen_error(g));
+  CHECK(gen_untuned(g, &p, 0, "f32\tsoftmax\t1\t2\t0.9\tthreads=32\n", "t", hash, NULL, 0, &ch) != 0,
+        "a row before the header passed");
+  /* a config of no use here (vec=8 f32 is never valid) is skipped for the next, or the heuristic */
+  CHECK(gen_untuned(g, &p, 0, "dtype\top\trows\tcols\tfrac\tconfig\nf32\tsoftmax\t64\t4096\t1.0\tthreads=32,vec=8\n", "t", hash,
+                    NULL, 0, &ch) == 0 && strstr(ch.source, "rule"), "%s / %s", gen_error(g), ch.source);
+}
+
+/* n random problems: every choice a valid config of the space. */
+static void random_valid(gen_State *g, const char *hash, const char *table, int n)
+{
+  static const int ARCHES[] = { 90, 90, 90, 80, 89, 100, 120 };
+  gen_Tuned user[3] = {
+    { 64, 8192, GEN_F32, GEN_SOFTMAX, "threads=128,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=4,xchg=dsmem,hint=none" },
+    { 2, 1 << 20, GEN_BF16, GEN_LOG_SOFTMAX, "threads=512,items=2,vec=8,reduce=shfl,passes=1,hold=ring,rows=1,split=128,xchg=global,hint=none" },
+    { 100000, 100, GEN_F16, GEN_SOFTMAX, "threads=256,items=1,vec=8,reduce=shfl,passes=1,hold=reg,rows=16,split=1,xchg=none,hint=none" },
+  };
+  int bad = 0, from_table = 0;
+  for (int i = 0; i < n; i++) {
+    gen_Problem p = { .rows = logu(1, 1 << 20), .cols = logu(1, 4 << 20), .dtype = i % 3, .op = (i / 3) % 2,
+                      .arch = ARCHES[i % 7] };
+    int unaligned = uniform() < 0.25;
+    gen_Choice ch;
+    char canon[256];
+    /* the sm_90 table on every arch: as a table of another arch would be, each config checked */
+    if (gen_untuned(g, &p, unaligned, uniform() < 0.9 ? table : NULL, "t", hash, user, i % 2 ? 3 : 0, &ch)) {
+      CHECK(0, "%lldx%lld: %s", (long long)p.rows, (long long)p.cols, gen_error(g));
+      continue;
+    }
+    int ok = gen_canon(g, &p, ch.config, canon, sizeof canon) == 0 && strcmp(canon, ch.config) == 0;
+    if (!ok && bad++ < 5) CHECK(0, "%lldx%lld %d %d sm_%d unaligned %d: %s (%s) is not valid: %s", (long long)p.rows, (long long)p.cols,
+                                p.dtype, p.op, p.arch, unaligned, ch.config, ch.source, gen_error(g));
+    if (unaligned) CHECK(strstr(ch.config, ",vec=1,") != NULL, "unaligned got %s", ch.config);
+    from_table += strstr(ch.source, "adapted") != NULL;
+  }
+  CHECK(bad == 0, "%d of %d choices invalid", bad, n);
+  CHECK(from_table > n / 2, "only %d of %d choices came from tuned entries", from_table, n);
+  printf("%d random problems: %d from tuned entries, the rest by the rule\n", n, from_table);
+}
+
+int main(int argc, char **argv)
+{
+  gen_State *g;
+  char err[1024], hash[65], *table[2] = { NULL, NULL };
+  int n = argc > 1 ? atoi(argv[1]) : 6000;
+  if (gen_open(&g, NULL, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    return 1;
+  }
+  clock_t t = clock();
+  hash_of(g, hash);
+  table_fresh(g, hash, table);
+  user_first(g, hash, table[0]);
+  bad_tables(g, hash);
+  random_valid(g, hash, table[0], n);
+  printf("%.1f s\n", (double)(clock() - t) / CLOCKS_PER_SEC);
+  free(table[0]);
+  gen_close(g);
+  return check_done("untuned");
+}

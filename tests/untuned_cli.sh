@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# untuned_cli.sh BINARY REPORT_CACHE SOURCE_DIR — `softmax-tune explain` without a GPU (--arch): the default
+# table's choice and its source, a stale table reported, no table (the rule), a table given by
+# $SOFTMAX_TUNE_TABLE; `pretune --from-cache` on a cache filled by the fake backend, its table read
+# back by explain; bad input: one line, exit 2.
+set -u
+bin=$(realpath "$1")
+fill=$(realpath "$2")
+src=$(realpath "$3")
+tmp=$(mktemp -d /tmp/st_untunedXXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fail=0
+
+bad() {
+  echo "FAIL: $*"
+  fail=$((fail + 1))
+}
+
+# has OUT TEXT — OUT contains TEXT
+has() { [[ "$1" == *"$2"* ]] || bad "wanted '$2' in: $1"; }
+
+out=$("$bin" explain --arch sm_90 --shape 16384x50257 2>&1) || bad "explain: status $?: $out"
+has "$out" "problem  16384x50257 f32 softmax on any GPU (sm_90)"
+has "$out" "kernel   threads="
+has "$out" "source   default table defaults/sm_90.tsv entry "
+[[ "$out" != *note* ]] || bad "the built-in table is reported stale: $out"
+out=$("$bin" explain --arch sm_90 --shape 3x273820 --dtype f16 --op log_softmax --unaligned 2>&1) || bad "explain --unaligned: $?"
+has "$out" ",vec=1,"
+has "$out" "aligned differently"
+out=$(SOFTMAX_TUNE_TABLE=none "$bin" explain --arch sm_90 --shape 1x1000000 2>&1) || bad "no table: $?"
+has "$out" "source   rule (no tuned entry"
+"$bin" explain --arch sm_80 --shape 64x64 >/dev/null 2>&1 || bad "sm_80 (no table) failed"
+
+# a stale copy of the table: said, and still used (each config checked)
+sed 's/^# templates\t.*/# templates\t0000/' "$src/templates/defaults/sm_90.tsv" > stale.tsv
+out=$(SOFTMAX_TUNE_TABLE=stale.tsv "$bin" explain --arch sm_90 --shape 100x5000 2>&1) || bad "stale: $?"
+has "$out" "note     default table stale.tsv was made for templates 0000"
+has "$out" "source   default table stale.tsv entry"
+
+# pretune --from-cache: a table of one fake GPU's entries, read back by explain
+"$fill" c.db >fill.log 2>&1 || { cat fill.log; bad "report_cache"; }
+out=$("$bin" pretune --from-cache --cache c.db -o t.tsv 2>&1)
+[ $? -eq 2 ] && [ ! -e t.tsv ] || bad "pretune of a cache of two GPU models: $out"
+has "$out" "pick one with --gpu-model"
+out=$("$bin" pretune --from-cache --cache c.db --gpu-model 'Fake <GPU> & "B"' -o t.tsv 2>&1) || bad "pretune --from-cache: $out"
+has "$out" "wrote t.tsv: 1 problems of Fake <GPU> & \"B\""
+has "$(cat t.tsv)" "# made	softmax-tune pretune --from-cache --gpu-model Fake <GPU> & \"B\" -o t.tsv"
+has "$(cat t.tsv)" "f16	softmax	1024	256	"
+out=$(SOFTMAX_TUNE_TABLE=t.tsv "$bin" explain --arch sm_90 --shape 100x300 --dtype bf16 2>&1) || bad "explain with t.tsv: $out"
+has "$out" "source   default table t.tsv entry 1024x256 f16 softmax"
+
+# bad tables named by $SOFTMAX_TUNE_TABLE
+printf 'dtype\top\trows\tcols\tfrac\tconfig\nf32\tsoftmax\t4\n' > bad.tsv
+for t in nope.tsv bad.tsv; do
+  err=$(SOFTMAX_TUNE_TABLE=$t "$bin" explain --arch sm_90 --shape 4x4 2>&1 >/dev/null)
+  rc=$?
+  [ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [[ "$err" == *"$t"* || "$err" == *"line 2"* ]] ||
+    bad "SOFTMAX_TUNE_TABLE=$t: status $rc, $err"
+done
+
+# bad input: one line, status 2, naming the problem
+while IFS='|' read -r want args; do
+  [ -z "$want" ] && continue
+  eval "set -- $args"
+  err=$("$bin" "$@" 2>&1 >/dev/null)
+  rc=$?
+  lines=$(printf '%s\n' "$err" | wc -l)
+  if [ $rc -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != *"$want"* ]]; then
+    bad "softmax-tune $args -> status $rc, stderr: $err (want '$want')"
+  fi
+done <<EOT
+explain needs --shape|explain --arch sm_90
+'0x5'|explain --arch sm_90 --shape 0x5
+unknown dtype 'f8'|explain --arch sm_90 --shape 4x4 --dtype f8
+unsupported arch|explain --arch sm_7 --shape 4x4
+not both|explain --arch sm_90 --gpu 0 --shape 4x4
+pretune needs -o FILE|pretune --from-cache
+pretune needs --grid FILE|pretune -o x.tsv
+not both|pretune --from-cache --grid g.txt -o x.tsv
+EOT
+[ ! -e x.tsv ] || bad "a failed pretune left x.tsv"
+echo "untuned_cli: $fail failed"
+[ $fail -eq 0 ]
