@@ -21,6 +21,17 @@ void tune_default_options(tune_Options *o)
   o->rounds = 40;
 }
 
+void tune_fast_options(tune_Options *o)
+{
+  tune_default_options(o);
+  o->keep = 48;
+  o->budget_ms = 4.;
+  o->min_reps = 5;
+  o->max_reps = 50;
+  o->max_finalists = 8;
+  o->rounds = 30;
+}
+
 static double now_s(void)
 {
   struct timespec t;
@@ -218,6 +229,8 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
   r->winner = -1;
   r->bytes = 2 * p->rows * p->cols * gen_dtype_size(p->dtype);
   if (gen_space(g, p, &list, &n)) return snprintf(err, errlen, "%s", gen_error(g)), 1;
+  r->space = n;
+  if (tune_fast_list(p, list, &n, o->keep, err, errlen)) return gen_free_list(list, n), 1;
   if (n == 0) {
     gen_free_list(list, n);
     return snprintf(err, errlen, "the space is empty for %lldx%lld %s", (long long)p->rows, (long long)p->cols,
