@@ -13,6 +13,8 @@
 
 #define CLI_VERSION "0.1.0"
 
+enum { CLI_FAST = 1, CLI_FULL = 2 };
+
 typedef struct cli_Options {
   const char *command;
   const char *shape, *config, *output, *cache, *templates;
@@ -23,7 +25,7 @@ typedef struct cli_Options {
   int reps;                   /* bench: timing rounds */
   int force, quiet, log, help, version;
   int full;                   /* --space full: the full grid instead of the pruned space */
-  int sweep_full;             /* --sweep full: every config of the space, not the fast sweep's picks */
+  int sweep;                  /* --sweep: 0 not given (tuning: fast), CLI_FAST, CLI_FULL (every config) */
   int format;                 /* 't' table, 'j' JSON, 'c' CSV */
   const char *gpus;           /* --gpu all or a list (0,1,3): a batch */
   const char *shapes;         /* --shapes FILE */

@@ -51,7 +51,8 @@ static const char *const USAGE =
   "                   knob grid, to measure what pruning loses (tune implies --force)\n"
   "  --sweep S        fast (default): the 48 configs a prior fitted on full sweeps ranks\n"
   "                   best and each family's best, timed briefly, the leaders re-timed; full:\n"
-  "                   every config of the space (S of --space), each timed for 30 ms\n"
+  "                   every config of the space (S of --space), each timed for 30 ms;\n"
+  "                   space --sweep fast: the fast sweep's picks, best-ranked first\n"
   "  --quiet          no progress bar, only the winner\n"
   "  --templates DIR  use the templates in DIR instead of the built-in ones\n"
   "  --run ID         log: that run instead of the last one; report: that run alone\n"
@@ -172,7 +173,7 @@ static int parse_options(int argc, char **argv, cli_Options *o)
       break;
     case O_SWEEP:
       if (strcmp(optarg, "full") && strcmp(optarg, "fast")) return usage_error("bad --sweep '%s': expected fast or full", optarg);
-      o->sweep_full = strcmp(optarg, "full") == 0;
+      o->sweep = strcmp(optarg, "full") == 0 ? CLI_FULL : CLI_FAST;
       break;
     case O_JSON: o->format = 'j'; break;
     case O_CSV: o->format = 'c'; break;

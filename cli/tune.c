@@ -125,7 +125,7 @@ static int answer_from_cache(cli_Options *o, gen_State *g, const gen_Problem *p,
 
 void cli_sweep_options(const cli_Options *o, tune_Options *opt)
 {
-  if (o->full || o->sweep_full) tune_default_options(opt);
+  if (o->full || o->sweep == CLI_FULL) tune_default_options(opt);
   else tune_fast_options(opt);
   if (o->full) opt->budget_ms = 10.;   /* thousands of configs; the finalists are re-timed as usual */
 }
