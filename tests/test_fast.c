@@ -3,7 +3,7 @@
 ** fake backend, without a GPU: the pick holds at most keep configs and each family's
 ** best-ranked one; the sweep compiles only those; a config that reads fast only in its short
 ** first round loses to the true fastest once the finalists are re-timed interleaved with the
-** copy; keep 0 (the full sweep) still sweeps every config; a cancel stops it; the full grid and
+** copy (after a warm-up of the copy); keep 0 (the full sweep) still sweeps every config; a cancel stops it; the full grid and
 ** a pinned config are never cut.
 */
 #include <stdlib.h>
@@ -24,6 +24,7 @@ typedef struct Script {
   double *us, *early;       /* true time; what the first round reads, when nonzero */
   int *slot;                /* per slot: the config loaded there */
   int compiles, mixups, copy_timed, cancel_after, done;
+  int calls, warmups;       /* time calls; copy calls before any config's */
   int *singles;             /* per config: single-launch time calls after the copy was first timed */
   int copy_singles;
   volatile sig_atomic_t cancel;
@@ -69,7 +70,9 @@ static int s_time(void *ud, int slot, int n, double *us, char *err, size_t errle
   Script *s = ud;
   int i = slot < 0 ? -1 : s->slot[slot];
   (void)err, (void)errlen;
-  s->copy_timed |= slot < 0;
+  s->warmups += slot < 0 && s->calls == s->warmups;
+  s->calls++;
+  s->copy_timed |= slot < 0 && s->calls > s->warmups;   /* past the warm-up */
   if (s->copy_timed && n == 1) {
     if (i < 0) s->copy_singles++;
     else s->singles[i]++;
@@ -156,7 +159,8 @@ static void test_pick(void)
   char err[256];
   CHECK(gen_space(gen, &problem, &list, &n) == 0 && tune_fast_list(&problem, list, &n, 48, err, sizeof err) == 0 &&
         n == m, "list: %d, picks %d", n, m);
-  for (int k = 0; k < n && k < m; k++) CHECK(strcmp(list[k], s.configs[idx[k]]) == 0, "list[%d] is %s", k, list[k]);
+  for (int k = 0; k < n && k < m; k++)   /* worst-ranked first */
+    CHECK(strcmp(list[k], s.configs[idx[m - 1 - k]]) == 0, "list[%d] is %s", k, list[k]);
   gen_free_list(list, n);
   gen_Problem full = problem;
   full.full = 1;
@@ -192,6 +196,7 @@ static void test_fast_sweep(void)
   CHECK(s.singles[fast] == 7 && s.singles[decoy] == 7 && s.copy_singles == 7, "rounds: fastest %d, decoy %d, copy %d",
         s.singles[fast], s.singles[decoy], s.copy_singles);
   CHECK(s.singles[slow] == 0 && r.verified == m, "an unpicked config was timed");
+  CHECK(s.warmups >= 1, "no warm-up: the first time call was a config's");
   tune_result_free(&r);
   free(idx);
   script_free(&s);

@@ -166,7 +166,7 @@ int tune_fast_list(const gen_Problem *p, char **list, int *n, int keep, char *er
     free(kept);
     return snprintf(err, errlen, "out of memory ranking %d configs", *n), 1;
   }
-  for (int j = 0; j < m; j++) kept[j] = list[idx[j]], list[idx[j]] = NULL;
+  for (int j = 0; j < m; j++) kept[m - 1 - j] = list[idx[j]], list[idx[j]] = NULL;
   for (int i = 0; i < *n; i++) free(list[i]);   /* those not picked */
   memcpy(list, kept, sizeof *kept * (size_t)m);
   *n = m;

@@ -30,6 +30,7 @@ void tune_fast_options(tune_Options *o)
   o->max_reps = 50;
   o->max_finalists = 8;
   o->rounds = 30;
+  o->warmup_ms = 200.;
 }
 
 static double now_s(void)
@@ -104,6 +105,16 @@ static int first_round(const tune_Backend *b, const tune_Options *o, int slot, d
   if ((rc = b->time(b->ud, slot, n, us, err, errlen))) return rc;
   *us_out = tune_median(us, n);
   return 0;
+}
+
+/* The copy, run for warmup_ms of wall time: an idle GPU's clocks take a while to rise, and a
+** short first round would hold it against the configs timed first. */
+static int warm_up(const tune_Backend *b, const tune_Options *o, char *err, size_t errlen)
+{
+  double us[8], t0 = now_s();
+  int rc = 0;
+  for (int k = 0; k < 10000 && !rc && now_s() - t0 < o->warmup_ms / 1e3; k++) rc = b->time(b->ud, -1, 8, us, err, errlen);
+  return rc ? TUNE_EFATAL : 0;
 }
 
 /* Load, verify and time config i; returns TUNE_EFATAL when the device is lost. */
@@ -266,6 +277,7 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
     rc = 1;
   }
   int best = -1;
+  if (!rc && o->warmup_ms > 0) rc = warm_up(b, o, err, errlen);
   for (int i = 0; i < n && !rc; i++) {
     if (o->cancel && *o->cancel) {
       r->cancelled = 1;
