@@ -10,27 +10,23 @@
 #include <time.h>
 #include <unistd.h>
 
-void tune_default_options(tune_Options *o)
+/* The options of a sweep: picks (0: all), first round, finalists, warm-up; margin 3%. */
+static void set_options(tune_Options *o, int keep, double budget_ms, int min_reps, int max_reps, int max_finalists,
+                        int rounds, double warmup_ms)
 {
   memset(o, 0, sizeof *o);
-  o->budget_ms = 30.;
-  o->min_reps = 10;
-  o->max_reps = 200;
-  o->margin = 0.03;
-  o->max_finalists = 6;
-  o->rounds = 40;
+  o->keep = keep, o->budget_ms = budget_ms, o->min_reps = min_reps, o->max_reps = max_reps;
+  o->margin = 0.03, o->max_finalists = max_finalists, o->rounds = rounds, o->warmup_ms = warmup_ms;
+}
+
+void tune_default_options(tune_Options *o)
+{
+  set_options(o, 0, 30., 10, 200, 6, 40, 0.);
 }
 
 void tune_fast_options(tune_Options *o)
 {
-  tune_default_options(o);
-  o->keep = 48;
-  o->budget_ms = 4.;
-  o->min_reps = 5;
-  o->max_reps = 50;
-  o->max_finalists = 8;
-  o->rounds = 30;
-  o->warmup_ms = 200.;
+  set_options(o, 48, 4., 5, 50, 8, 30, 200.);
 }
 
 static double now_s(void)
