@@ -143,7 +143,7 @@ int cli_run_batch(const cli_Options *o, const tune_Unit *units, int nunits, cons
   printf("%d problem%s; as each finishes:\n", n, n == 1 ? "" : "s");
   printf("  %-34s %4s  %-7s %7s %10s %8s  %s\n", "problem", "GPU", "", "of copy", "us", "seconds", "config");
   fflush(stdout);
-  tune_default_options(&bo.sweep);
+  cli_sweep_options(o, &bo.sweep);
   bo.sweep.cancel = &stop;
   bo.progress = progress, bo.progress_ud = &show;
   double t0 = now_s();

@@ -9,8 +9,11 @@
 #include "cache.h"
 #include "cudrv.h"
 #include "gen.h"
+#include "tune.h"
 
 #define CLI_VERSION "0.1.0"
+
+enum { CLI_FAST = 1, CLI_FULL = 2 };
 
 typedef struct cli_Options {
   const char *command;
@@ -22,6 +25,7 @@ typedef struct cli_Options {
   int reps;                   /* bench: timing rounds */
   int force, quiet, log, help, version;
   int full;                   /* --space full: the full grid instead of the pruned space */
+  int sweep;                  /* --sweep: 0 not given (tuning: fast), CLI_FAST, CLI_FULL (every config) */
   int format;                 /* 't' table, 'j' JSON, 'c' CSV */
   const char *gpus;           /* --gpu all or a list (0,1,3): a batch */
   const char *shapes;         /* --shapes FILE */
@@ -47,6 +51,8 @@ static inline int cli_op(const cli_Options *o) { return o->op < 0 ? GEN_SOFTMAX 
 
 int cli_tune(cli_Options *o);
 void cli_print_gpu(const tune_Device *d);
+/* The sweep's options for o: the fast sweep, or --sweep full's (or --space full's) whole one. */
+void cli_sweep_options(const cli_Options *o, tune_Options *opt);
 
 /* A list of problems, on one GPU or several (batch.c); lists parsed in list.c. */
 int cli_batch(cli_Options *o);

@@ -37,6 +37,13 @@ int cli_space(cli_Options *o)
     gen_close(g);
     return 2;
   }
+  tune_Options fast;
+  tune_fast_options(&fast);
+  if (o->sweep == CLI_FAST && tune_fast_list(&p, list, &n, fast.keep, o->err, sizeof o->err)) {
+    cli_fail("%s", o->err);
+    gen_free_list(list, n), gen_close(g);
+    return 1;
+  }
   for (int i = 0; i < n; i++) puts(list[i]);
   gen_free_list(list, n);
   gen_close(g);

@@ -53,6 +53,10 @@ static const char *const USAGE =
   "  --force          tune again even when the cache has the answer\n"
   "  --space S        pruned (default): the space's rules; full: every valid config of the\n"
   "                   knob grid, to measure what pruning loses (tune implies --force)\n"
+  "  --sweep S        fast (default): the 48 configs a prior fitted on full sweeps ranks\n"
+  "                   best and each family's best, timed briefly, the leaders re-timed; full:\n"
+  "                   every config of the space (S of --space), each timed for 30 ms;\n"
+  "                   space --sweep fast: the fast sweep's picks, best-ranked first\n"
   "  --quiet          no progress bar, only the winner\n"
   "  --templates DIR  use the templates in DIR instead of the built-in ones\n"
   "  --run ID         log: that run instead of the last one; report: that run alone\n"
@@ -90,7 +94,8 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 };
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
-       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED };
+       O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
+       O_SWEEP };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -105,6 +110,7 @@ static const struct option LONGOPTS[] = {
   { "version", no_argument, 0, 'V' },             { "gpu-model", required_argument, 0, O_GPU_MODEL },
   { "shapes", required_argument, 0, O_SHAPES },      { "grid", required_argument, 0, O_GRID },
   { "from-cache", no_argument, 0, O_FROM_CACHE },   { "unaligned", no_argument, 0, O_UNALIGNED },
+  { "sweep", required_argument, 0, O_SWEEP },
   { 0, 0, 0, 0 },
 };
 
@@ -178,6 +184,10 @@ static int parse_options(int argc, char **argv, cli_Options *o)
     case O_SPACE:
       if (strcmp(optarg, "full") && strcmp(optarg, "pruned")) return usage_error("bad --space '%s': expected pruned or full", optarg);
       o->full = strcmp(optarg, "full") == 0;
+      break;
+    case O_SWEEP:
+      if (strcmp(optarg, "full") && strcmp(optarg, "fast")) return usage_error("bad --sweep '%s': expected fast or full", optarg);
+      o->sweep = strcmp(optarg, "full") == 0 ? CLI_FULL : CLI_FAST;
       break;
     case O_JSON: o->format = 'j'; break;
     case O_CSV: o->format = 'c'; break;

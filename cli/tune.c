@@ -74,6 +74,8 @@ static void print_result(const tune_Result *r)
   }
   printf("swept %d configs in %.1f s: %d verified, %d pruned, %d failed\n", r->ntrials, r->seconds, r->verified,
          r->pruned, r->failed);
+  if (r->ntrials < r->space)
+    printf("(the fast sweep: %d of the space's %d configs, ranked by a prior; --sweep full: all)\n", r->ntrials, r->space);
 }
 
 /* --space full: where the pruned space's best trial stands against the full grid's winner. */
@@ -121,6 +123,13 @@ static int answer_from_cache(cli_Options *o, gen_State *g, const gen_Problem *p,
   return 0;
 }
 
+void cli_sweep_options(const cli_Options *o, tune_Options *opt)
+{
+  if (o->full || o->sweep == CLI_FULL) tune_default_options(opt);
+  else tune_fast_options(opt);
+  if (o->full) opt->budget_ms = 10.;   /* thousands of configs; the finalists are re-timed as usual */
+}
+
 /* Everything after the cache missed: GPU buffers, the cache file (made only now that the
 ** problem is known to fit), the sweep, the report, the store. */
 static int sweep(cli_Options *o, tune_Gpu *gpu, gen_State *g, gen_Problem *p, cache_Db **dbp, const cache_Key *k,
@@ -139,8 +148,7 @@ static int sweep(cli_Options *o, tune_Gpu *gpu, gen_State *g, gen_Problem *p, ca
                 cache_open(dbp, path, 1, o->err, sizeof o->err)))
     return cli_fail("%s", o->err), 2;
   cache_Db *db = *dbp;
-  tune_default_options(&opt);
-  if (p->full) opt.budget_ms = 10.;   /* thousands of configs; the finalists are re-timed as usual */
+  cli_sweep_options(o, &opt);
   opt.cancel = &interrupted;
   opt.progress = progress;
   opt.progress_ud = &pr;

@@ -41,6 +41,8 @@ typedef struct fake_Backend {
   int max_sleep_us;         /* each call sleeps 0..max_sleep_us */
   size_t big_bytes;         /* > 0: the winner's cubin is this long */
   unsigned seed;            /* seeds the sleeps */
+  int *loaded;              /* per slot: the config loaded there (the text fakes: the sweep's slots
+                            ** follow its own list, which the fast sweep cuts and reorders) */
 } fake_Backend;
 
 /* A small PRNG step (xorshift32). */
@@ -119,7 +121,8 @@ static inline int fake_time(void *ud, int slot, int n, double *us, char *err, si
 {
   fake_Backend *f = ud;
   fake_sleep(f);
-  for (int j = 0; j < n; j++) us[j] = slot < 0 ? 80. : fake_us(f, slot);
+  int i = slot >= 0 && f->loaded ? f->loaded[slot] : slot;
+  for (int j = 0; j < n; j++) us[j] = slot < 0 ? 80. : fake_us(f, i);
   return TUNE_EOK;
 }
 
@@ -138,12 +141,13 @@ static inline int fake_init(fake_Backend *f, gen_State *g, const gen_Problem *p,
     if (fake_us(f, i) < fake_us(f, f->best)) f->best = i;
   f->max_sleep_us = max_sleep_us;
   f->seed = seed;
-  return 0;
+  return !(f->loaded = calloc((size_t)f->n, sizeof *f->loaded));
 }
 
 static inline void fake_free(fake_Backend *f)
 {
   gen_free_list(f->configs, f->n);
+  free(f->loaded);
   memset(f, 0, sizeof *f);
 }
 
@@ -244,9 +248,10 @@ static inline int fake_text_compile(void *ud, const gen_Kernel *k, gen_Cubin *c,
 static inline int fake_text_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c, tune_Trial *t)
 {
   fake_Backend *f = ud;
-  if (slot < 0 || slot >= f->n || strcmp(f->configs[slot], k->config) != 0 || c->size != strlen(k->config) + 1 ||
-      memcmp(c->data, k->config, c->size) != 0)
+  int i = fake_index(f, k->config);
+  if (slot < 0 || slot >= f->n || i < 0 || c->size != strlen(k->config) + 1 || memcmp(c->data, k->config, c->size) != 0)
     return snprintf(t->reason, sizeof t->reason, "fake: slot %d got another config's cubin", slot), TUNE_EFATAL;
+  f->loaded[slot] = i;
   return fake_load_figures(t);
 }
 

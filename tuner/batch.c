@@ -173,7 +173,7 @@ static void queue(Worker *w, int i)
 {
   gen_Problem p;
   cache_Key k;
-  if (i >= 0 && !problem_key(w, i, &p, &k)) tune_ahead_add(w->ahead, w->g, &p, w->err, sizeof w->err);
+  if (i >= 0 && !problem_key(w, i, &p, &k)) tune_ahead_add(w->ahead, w->g, &p, w->b->o->sweep.keep, w->err, sizeof w->err);
 }
 
 static void *work(void *arg)
@@ -215,6 +215,7 @@ static double cost(gen_State *g, const tune_Device *dev, const tune_Options *o, 
   tune_device_limits(dev, &p);
   if (gen_space(g, &p, &list, &n)) return 0;
   gen_free_list(list, n);
+  if (o->keep > 0 && n > o->keep) n = o->keep;   /* the fast sweep's picks, about */
   double launch_ms = 2e3 * p.rows * p.cols * gen_dtype_size(p.dtype) / 3e12;
   return n * (launch_ms * o->min_reps > o->budget_ms ? launch_ms * o->min_reps : o->budget_ms);
 }

@@ -10,15 +10,23 @@
 #include <time.h>
 #include <unistd.h>
 
-void tune_default_options(tune_Options *o)
+/* The options of a sweep: picks (0: all), first round, finalists, warm-up; margin 3%. */
+static void set_options(tune_Options *o, int keep, double budget_ms, int min_reps, int max_reps, int max_finalists,
+                        int rounds, double warmup_ms)
 {
   memset(o, 0, sizeof *o);
-  o->budget_ms = 30.;
-  o->min_reps = 10;
-  o->max_reps = 200;
-  o->margin = 0.03;
-  o->max_finalists = 6;
-  o->rounds = 40;
+  o->keep = keep, o->budget_ms = budget_ms, o->min_reps = min_reps, o->max_reps = max_reps;
+  o->margin = 0.03, o->max_finalists = max_finalists, o->rounds = rounds, o->warmup_ms = warmup_ms;
+}
+
+void tune_default_options(tune_Options *o)
+{
+  set_options(o, 0, 30., 10, 200, 6, 40, 0.);
+}
+
+void tune_fast_options(tune_Options *o)
+{
+  set_options(o, 48, 4., 5, 50, 8, 30, 200.);
 }
 
 static double now_s(void)
@@ -93,6 +101,16 @@ static int first_round(const tune_Backend *b, const tune_Options *o, int slot, d
   if ((rc = b->time(b->ud, slot, n, us, err, errlen))) return rc;
   *us_out = tune_median(us, n);
   return 0;
+}
+
+/* The copy, run for warmup_ms of wall time: an idle GPU's clocks take a while to rise, and a
+** short first round would hold it against the configs timed first. */
+static int warm_up(const tune_Backend *b, const tune_Options *o, char *err, size_t errlen)
+{
+  double us[8], t0 = now_s();
+  int rc = 0;
+  for (int k = 0; k < 10000 && !rc && now_s() - t0 < o->warmup_ms / 1e3; k++) rc = b->time(b->ud, -1, 8, us, err, errlen);
+  return rc ? TUNE_EFATAL : 0;
 }
 
 /* Load, verify and time config i; returns TUNE_EFATAL when the device is lost. */
@@ -218,6 +236,8 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
   r->winner = -1;
   r->bytes = 2 * p->rows * p->cols * gen_dtype_size(p->dtype);
   if (gen_space(g, p, &list, &n)) return snprintf(err, errlen, "%s", gen_error(g)), 1;
+  r->space = n;
+  if (tune_fast_list(p, list, &n, o->keep, err, errlen)) return gen_free_list(list, n), 1;
   if (n == 0) {
     gen_free_list(list, n);
     return snprintf(err, errlen, "the space is empty for %lldx%lld %s", (long long)p->rows, (long long)p->cols,
@@ -253,6 +273,7 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
     rc = 1;
   }
   int best = -1;
+  if (!rc && o->warmup_ms > 0) rc = warm_up(b, o, err, errlen);
   for (int i = 0; i < n && !rc; i++) {
     if (o->cancel && *o->cancel) {
       r->cancelled = 1;

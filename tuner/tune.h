@@ -55,6 +55,10 @@ typedef struct tune_Options {
   double margin;            /* finalists: within this fraction of the best */
   int max_finalists;
   int rounds;               /* interleaved re-timing rounds */
+  double warmup_ms;         /* > 0: the copy run this long (wall) before the first config, while the
+                            ** first compiles run, so that the first configs meet the GPU at its clocks */
+  int keep;                 /* > 0: the fast sweep: only the keep best-ranked configs and each
+                            ** family's best-ranked (fast.c); 0: every config of the space */
   volatile sig_atomic_t *cancel;   /* set (by a signal handler) to stop between configs */
   /* After each config (done of total); t is its trial. */
   void (*progress)(void *ud, int done, int total, const tune_Trial *t, const tune_Trial *best);
@@ -70,11 +74,17 @@ typedef struct tune_Result {
   double copy_us;           /* the copy floor, median of the interleaved rounds */
   int64_t bytes;            /* read + written per call */
   double seconds;
+  int space;                /* configs in the space; ntrials of them were swept */
   int verified, pruned, failed;
   int cancelled;
 } tune_Result;
 
+/* The full sweep: every config of the space, each timed for 30 ms. */
 void tune_default_options(tune_Options *o);
+/* The fast sweep (the command's default): the 48 best-ranked configs and each family's best,
+** worst-ranked first, after a 200 ms warm-up, each timed for 4 ms, then up to 8 finalists
+** re-timed interleaved with the copy. */
+void tune_fast_options(tune_Options *o);
 /* Sweep the space of p. 0 on success (even with no winner); else err says why it stopped. */
 int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const tune_Options *o, tune_Result *r,
                char *err, size_t errlen);
@@ -83,6 +93,15 @@ void tune_result_free(tune_Result *r);
 double tune_median(double *v, int n);
 /* Indices of the best n OK trials, fastest first; returns how many. */
 int tune_top(const tune_Result *r, int *idx, int n);
+
+/* ---- the fast sweep's pick (fast.c) ---- */
+/* Indices into list[0..n) of the configs the fast sweep keeps, best-ranked first: the keep
+** best and the best of each family; returns how many, -1 out of memory. */
+int tune_fast_pick(const gen_Problem *p, char **list, int n, int keep, int *idx);
+/* list cut to those picks in the reverse order, worst-ranked first, so that the likeliest winners
+** are timed last, on a GPU long at its clocks (the others freed), *n their number; nothing changes
+** when keep is 0 or covers the list, or p is the full grid or one config. */
+int tune_fast_list(const gen_Problem *p, char **list, int *n, int keep, char *err, size_t errlen);
 
 /* The cache key for problem p on dev, with the generator's fingerprint and NVRTC version. */
 int tune_key(gen_State *g, const tune_Device *dev, const gen_Problem *p, cache_Key *k, char *err, size_t errlen);

@@ -1,0 +1,176 @@
+/*
+** fast.c — the fast sweep's pick (see tune.h): the space ranked by a prior fitted offline on
+** full sweeps (fast_prior.h, made by bench/fast_sim.py), and cut to the `keep` best-ranked
+** configs plus the best-ranked one of each family (passes, hold, row or split), so that no
+** family goes untried. A config's score is the sum, over its features (family, threads,
+** threads per row, bytes per access, hint, reduce, split, blocks per wave, values per thread),
+** of the mean log(time / best) the full sweeps saw for it in the problem's regime (row bytes by
+** 4x, rows <= 64, <= 8192 or more), else over all regimes. Lower is better.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune.h"
+#include "fast_prior.h"
+
+#define NPRIOR ((int)(sizeof PRIOR / sizeof PRIOR[0]))
+
+typedef struct Knobs {
+  int threads, items, vec, passes, rows, split;
+  char reduce[8], hold[8], xchg[8], hint[8];
+} Knobs;
+
+/* floor(log2(x)) for x >= 1 (0 below), as the script's lg(). */
+static int ilog2(int64_t x)
+{
+  int k = 0;
+  while (x > 1) x >>= 1, k++;
+  return k;
+}
+
+/* The value of knob `name` in config string s, into out; 1 when found. */
+static int knob(const char *s, const char *name, char *out, size_t outlen)
+{
+  size_t len = strlen(name);
+  for (const char *q = s; q && *q; q = strchr(q, ','), q = q ? q + 1 : NULL)
+    if (strncmp(q, name, len) == 0 && q[len] == '=') {
+      size_t n = strcspn(q + len + 1, ",");
+      if (n >= outlen) n = outlen - 1;
+      memcpy(out, q + len + 1, n);
+      out[n] = '\0';
+      return 1;
+    }
+  return 0;
+}
+
+static int knob_int(const char *s, const char *name, int *v)
+{
+  char buf[16];
+  if (!knob(s, name, buf, sizeof buf)) return 0;
+  *v = atoi(buf);
+  return *v > 0;
+}
+
+static int parse(const char *s, Knobs *k)
+{
+  return knob_int(s, "threads", &k->threads) && knob_int(s, "items", &k->items) && knob_int(s, "vec", &k->vec) &&
+         knob_int(s, "passes", &k->passes) && knob_int(s, "rows", &k->rows) && knob_int(s, "split", &k->split) &&
+         knob(s, "reduce", k->reduce, sizeof k->reduce) && knob(s, "hold", k->hold, sizeof k->hold) &&
+         knob(s, "xchg", k->xchg, sizeof k->xchg) && knob(s, "hint", k->hint, sizeof k->hint);
+}
+
+static int cmp_prior(int cb, int rb, const char *f, int i)
+{
+  if (cb != PRIOR[i].cb) return cb < PRIOR[i].cb ? -1 : 1;
+  if (rb != PRIOR[i].rb) return rb < PRIOR[i].rb ? -1 : 1;
+  return strcmp(f, PRIOR[i].f);
+}
+
+/* The table's value of feature f in regime (cb, rb), or NAN. The table is sorted. */
+static double prior(int cb, int rb, const char *f)
+{
+  int lo = 0, hi = NPRIOR - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2, c = cmp_prior(cb, rb, f, mid);
+    if (c == 0) return PRIOR[mid].v;
+    if (c < 0) hi = mid - 1;
+    else lo = mid + 1;
+  }
+  return NAN;
+}
+
+/* Config k's score for p (see the top of the file). */
+static double score(const gen_Problem *p, const Knobs *k)
+{
+  const int es = gen_dtype_size(p->dtype), sms = p->sms > 0 ? p->sms : 132;
+  const char *where = k->split == 1 ? "row" : k->xchg;
+  const int cb = ilog2(p->cols * es) / 2 > 10 ? 10 : ilog2(p->cols * es) / 2;
+  const int rb = p->rows <= 64 ? 0 : p->rows <= 8192 ? 1 : 2;
+  const int per_sm = 2048 / k->threads > 1 ? 2048 / k->threads : 1;
+  const double blocks = (double)((p->rows + k->rows - 1) / k->rows) * k->split;
+  int fill = (int)floor(log2(blocks / ((double)sms * per_sm)) + 0.5), it = ilog2((int64_t)k->items * k->vec);
+  fill = fill < -4 ? -4 : fill > 6 ? 6 : fill;
+  char f[9][48];
+  snprintf(f[0], sizeof f[0], "fam=%d/%s/%s", k->passes, k->hold, where);
+  snprintf(f[1], sizeof f[1], "t=%d/%s", k->threads, where);
+  snprintf(f[2], sizeof f[2], "G=%d/%s", ilog2(k->threads / k->rows), where);
+  snprintf(f[3], sizeof f[3], "vb=%d", k->vec * es);
+  snprintf(f[4], sizeof f[4], "hint=%s/%d", k->hint, k->passes);
+  snprintf(f[5], sizeof f[5], "red=%s/%s", k->reduce, where);
+  snprintf(f[6], sizeof f[6], "split=%d", k->split);
+  snprintf(f[7], sizeof f[7], "fill=%d", fill);
+  snprintf(f[8], sizeof f[8], "it=%d/%s", it > 7 ? 7 : it, k->hold);
+  double s = 0;
+  for (int i = 0; i < 9; i++) {
+    double v = prior(cb, rb, f[i]);
+    if (isnan(v)) v = prior(-1, -1, f[i]);
+    s += isnan(v) ? 0.5 : v;
+  }
+  return s;
+}
+
+typedef struct Ranked {
+  double score;
+  int index;                /* in the space's order: ties go to the earlier */
+  int family;               /* passes, hold and row or split, as a small number */
+} Ranked;
+
+static int cmp_ranked(const void *a, const void *b)
+{
+  const Ranked *x = a, *y = b;
+  if (x->score != y->score) return x->score < y->score ? -1 : 1;
+  return x->index - y->index;
+}
+
+static int family_of(const Knobs *k)
+{
+  static const char *const HOLDS[] = { "reg", "packed", "pipe", "smem", "none", "mix", "ahead", "ring" };
+  int h = 0;
+  while (h < 8 && strcmp(HOLDS[h], k->hold) != 0) h++;
+  return (h * 2 + (k->passes == 2)) * 2 + (k->split > 1);
+}
+
+int tune_fast_pick(const gen_Problem *p, char **list, int n, int keep, int *idx)
+{
+  Ranked *r = malloc(sizeof *r * (size_t)(n ? n : 1));
+  char seen[64] = { 0 };
+  int m = 0;
+  if (!r) return -1;
+  for (int i = 0; i < n; i++) {
+    Knobs k;
+    memset(&k, 0, sizeof k);
+    int ok = parse(list[i], &k);
+    r[i].index = i;
+    r[i].score = ok ? score(p, &k) : 1e9;   /* a config the prior cannot read goes last */
+    r[i].family = ok ? family_of(&k) : 63;
+  }
+  qsort(r, (size_t)n, sizeof *r, cmp_ranked);
+  for (int i = 0; i < n; i++) {   /* the keep best, and the first of each family further down */
+    int first = !seen[r[i].family];
+    seen[r[i].family] = 1;
+    if (i < keep || first) idx[m++] = r[i].index;
+  }
+  free(r);
+  return m;
+}
+
+int tune_fast_list(const gen_Problem *p, char **list, int *n, int keep, char *err, size_t errlen)
+{
+  if (keep <= 0 || keep >= *n || p->full || p->only) return 0;
+  int *idx = malloc(sizeof *idx * (size_t)*n), m;
+  char **kept = malloc(sizeof *kept * (size_t)*n);
+  if (!idx || !kept || (m = tune_fast_pick(p, list, *n, keep, idx)) < 0) {
+    free(idx);
+    free(kept);
+    return snprintf(err, errlen, "out of memory ranking %d configs", *n), 1;
+  }
+  for (int j = 0; j < m; j++) kept[m - 1 - j] = list[idx[j]], list[idx[j]] = NULL;
+  for (int i = 0; i < *n; i++) free(list[i]);   /* those not picked */
+  memcpy(list, kept, sizeof *kept * (size_t)m);
+  *n = m;
+  free(idx);
+  free(kept);
+  return 0;
+}
