@@ -32,6 +32,7 @@ typedef struct cli_Options {
   const char *dtypes, *ops;   /* --dtype, --op lists (with a comma) */
   const char *grid;           /* pretune --grid FILE */
   int from_cache, unaligned;  /* pretune --from-cache, explain --unaligned */
+  const char *restamp;        /* pretune --restamp DIR: the templates the table was made with */
   int gpu_set;                /* --gpu was given */
   char **args;                /* words after the options (cache's verb) */
   int nargs;
@@ -56,6 +57,8 @@ void cli_sweep_options(const cli_Options *o, tune_Options *opt);
 
 /* A list of problems, on one GPU or several (batch.c); lists parsed in list.c. */
 int cli_batch(cli_Options *o);
+/* pretune --restamp DIR -o TABLE (restamp.c) */
+int cli_restamp(cli_Options *o);
 int cli_is_batch(const cli_Options *o);
 struct tune_Unit;
 /* The list on these units (GPUs, or fakes in the tests), stored at path; the exit status. */

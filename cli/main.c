@@ -29,6 +29,7 @@ static const char *const USAGE =
   "                                                         the kernel an untuned shape gets, and why\n"
   "       softmax-tune pretune [--gpu N] --grid FILE -o FILE    tune a grid, write a default table\n"
   "       softmax-tune pretune --from-cache [--gpu-model NAME] -o FILE   the table from the cache\n"
+  "       softmax-tune pretune --restamp DIR -o FILE   carry a table over to these templates\n"
   "\n"
   "options:\n"
   "  --gpu N          GPU ordinal (default 0); when tuning, also all or a list such as 0,1,3:\n"
@@ -63,6 +64,8 @@ static const char *const USAGE =
   "  --reps N         bench: timing rounds (default 100)\n"
   "  --grid FILE      pretune: the shapes to tune, as --shapes reads them\n"
   "  --from-cache     pretune: write the table from the cache's entries, tuning nothing\n"
+  "  --restamp DIR    pretune: the table FILE was made with the templates in DIR; where every\n"
+  "                   entry's kernel is the same under these templates, name these in it\n"
   "  --unaligned      explain: input and output pointers aligned differently (vec=1 kernels)\n"
   "  --json, --csv    log: machine-readable output\n"
   "  --log            compile: print NVRTC's whole log\n"
@@ -95,7 +98,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
        O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
-       O_SWEEP };
+       O_SWEEP, O_RESTAMP };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -110,7 +113,7 @@ static const struct option LONGOPTS[] = {
   { "version", no_argument, 0, 'V' },             { "gpu-model", required_argument, 0, O_GPU_MODEL },
   { "shapes", required_argument, 0, O_SHAPES },      { "grid", required_argument, 0, O_GRID },
   { "from-cache", no_argument, 0, O_FROM_CACHE },   { "unaligned", no_argument, 0, O_UNALIGNED },
-  { "sweep", required_argument, 0, O_SWEEP },
+  { "sweep", required_argument, 0, O_SWEEP },       { "restamp", required_argument, 0, O_RESTAMP },
   { 0, 0, 0, 0 },
 };
 
@@ -145,6 +148,7 @@ static int parse_options(int argc, char **argv, cli_Options *o)
     case O_SHAPES: o->shapes = optarg; break;
     case O_GRID: o->grid = optarg; break;
     case O_FROM_CACHE: o->from_cache = 1; break;
+    case O_RESTAMP: o->restamp = optarg; break;
     case O_UNALIGNED: o->unaligned = 1; break;
     case O_DTYPE:
       if (strchr(optarg, ',')) {

@@ -190,6 +190,8 @@ int cli_pretune(cli_Options *o)
   tune_Driver drv = { 0 };
   tune_Device dev;
   if (!o->output) return cli_fail("pretune needs -o FILE (the table, such as templates/defaults/sm_90.tsv)"), 2;
+  if (o->restamp && (o->from_cache || o->grid)) return cli_fail("pretune --restamp DIR takes no --grid or --from-cache"), 2;
+  if (o->restamp) return cli_restamp(o);
   if (!o->from_cache && !o->grid) return cli_fail("pretune needs --grid FILE (shapes to tune) or --from-cache"), 2;
   if (o->from_cache && o->grid) return cli_fail("pretune takes --grid FILE or --from-cache, not both"), 2;
   if (o->from_cache) {

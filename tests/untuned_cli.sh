@@ -78,7 +78,23 @@ not both|explain --arch sm_90 --gpu 0 --shape 4x4
 pretune needs -o FILE|pretune --from-cache
 pretune needs --grid FILE|pretune -o x.tsv
 not both|pretune --from-cache --grid g.txt -o x.tsv
+no --grid or --from-cache|pretune --restamp old --from-cache -o x.tsv
+cannot read the table|pretune --restamp old -o x.tsv
 EOT
 [ ! -e x.tsv ] || bad "a failed pretune left x.tsv"
+# pretune --restamp: a table carried over to templates that changed elsewhere (a Lua comment), its
+# entries kept; refused, the file untouched, where a kernel changed or DIR is not its templates
+cp -r "$src/templates" old && cp -r old new && cp old/defaults/sm_90.tsv t.tsv && echo "-- a comment" >>new/space.lua
+out=$("$bin" pretune --templates new --restamp old -o t.tsv 2>&1) || bad "restamp: status $?: $out"
+has "$out" "restamped"
+has "$(sed -n 5p t.tsv)" "$("$bin" explain --templates new --arch sm_90 --shape 4x4 | sed -n 's/^templates *//p')"
+[ "$(grep -v '^#' t.tsv)" = "$(grep -v '^#' old/defaults/sm_90.tsv)" ] || bad "restamp changed the entries"
+echo "// changed" >>new/split.cu && cp old/defaults/sm_90.tsv t2.tsv
+out=$("$bin" pretune --templates new --restamp old -o t2.tsv 2>&1) && bad "restamp past a changed kernel: $out"
+has "$out" "its kernel differs under these templates"
+out=$("$bin" pretune --restamp new -o t2.tsv 2>&1); [ $? -eq 2 ] || bad "restamp from the wrong templates: $out"
+has "$out" "the table was made with templates"
+cmp -s t2.tsv old/defaults/sm_90.tsv || bad "a refused restamp changed the table"
+
 echo "untuned_cli: $fail failed"
 [ $fail -eq 0 ]
