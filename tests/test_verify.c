@@ -243,13 +243,13 @@ int main(int argc, char **argv)
   if (!gpu) aux_compiles();
   printf("seed %#x\n", SEED);
   for (int dt = 0; dt < GEN_NDTYPE; dt++)
-    for (int op = 0; op < GEN_NOP; op++) {
+    for (int op = 0; op < GEN_SOFTMAX_BW; op++) {   /* the backward ops: test_verify_bw.c */
       for (int64_t cols = 1; cols <= 64; cols++)   /* on the GPU, a few: each compiles its check kernel */
         if (!gpu || cols <= 2 || cols == 7 || cols == 64) run(&(Prob){ 8, cols, dt, op }, cols >= 2 ? ALL : RIGHT);
       run(&(Prob){ 8, 1000, dt, op }, ALL);
       run(&(Prob){ 8, 70000, dt, op }, ALL);
     }
-  for (int op = 0; op < GEN_NOP; op++) {   /* f16 rows of mostly subnormal outputs */
+  for (int op = 0; op < GEN_SOFTMAX_BW; op++) {   /* f16 rows of mostly subnormal outputs */
     run(&(Prob){ 1, 1000000, GEN_F16, op }, RIGHT);
     run(&(Prob){ 5, 1048576, GEN_F16, op }, ALL);
   }
