@@ -1,7 +1,7 @@
 /*
 ** test_gpu.c — on a real GPU (label gpu; exit 77, skipped, without one): for shapes covering
 ** every family, ragged cols (not a multiple of the vector width, so rows start unaligned),
-** row counts that leave blocks partly empty, and all dtypes and ops, a sample of each space
+** row counts that leave blocks partly empty, and all dtypes and ops (the backward ones too), a sample of each space
 ** that takes every knob value runs and is verified against the float64 reference. The check
 ** kernel itself is held to the CPU reference (tune_gpu_selftest). Every knob value of the
 ** whole sample must have run verified at least once.
@@ -27,6 +27,11 @@ static const Case CASES[] = {
   { 257, 16384, GEN_F32, GEN_LOG_SOFTMAX }, { 64, 32000, GEN_F16, GEN_SOFTMAX },
   { 33, 65536, GEN_BF16, GEN_SOFTMAX },   { 16, 128256, GEN_F32, GEN_SOFTMAX },
   { 8, 1048576, GEN_F32, GEN_LOG_SOFTMAX }, { 5, 262147, GEN_BF16, GEN_LOG_SOFTMAX },
+  /* the backward ops (backward.cu): held rows, two passes, cluster splits held and re-read */
+  { 777, 7, GEN_BF16, GEN_SOFTMAX_BW },   { 4099, 1000, GEN_F32, GEN_LOG_SOFTMAX_BW },
+  { 300, 4099, GEN_F16, GEN_SOFTMAX_BW }, { 64, 32003, GEN_BF16, GEN_LOG_SOFTMAX_BW },
+  { 16, 128256, GEN_F32, GEN_SOFTMAX_BW }, { 8, 1048579, GEN_F32, GEN_LOG_SOFTMAX_BW },
+  { 5, 262147, GEN_BF16, GEN_SOFTMAX_BW },
 };
 
 /* Small, ragged shapes for compute-sanitizer: cols 1, 7, 1000, 4099, 128256 and split rows. */
@@ -34,7 +39,8 @@ static const Case SMALL[] = {
   { 9, 1, GEN_F32, GEN_SOFTMAX },        { 9, 7, GEN_BF16, GEN_LOG_SOFTMAX }, { 33, 1000, GEN_F32, GEN_LOG_SOFTMAX },
   { 33, 1000, GEN_BF16, GEN_SOFTMAX },   { 17, 4099, GEN_F32, GEN_SOFTMAX },  { 17, 4099, GEN_BF16, GEN_LOG_SOFTMAX },
   { 5, 128256, GEN_F32, GEN_SOFTMAX },   { 5, 128256, GEN_BF16, GEN_SOFTMAX }, { 3, 1048579, GEN_F32, GEN_SOFTMAX },
-  { 300, 262147, GEN_BF16, GEN_SOFTMAX },
+  { 300, 262147, GEN_BF16, GEN_SOFTMAX }, { 9, 7, GEN_F32, GEN_SOFTMAX_BW },     { 17, 4099, GEN_BF16, GEN_LOG_SOFTMAX_BW },
+  { 5, 128256, GEN_BF16, GEN_SOFTMAX_BW },
 };
 
 /* The family of a config: what the sanitizer run wants one of. */
