@@ -6,6 +6,7 @@
 ** kernel itself is held to the CPU reference (tune_gpu_selftest). Every knob value of the
 ** whole sample must have run verified at least once.
 **   test_gpu [--all]   --all: every config of every space, not a sample (label long)
+**   test_gpu --backward  the sample of the backward ops' cases only
 **   test_gpu --sanitize  one config of each kernel family (row held in registers or shared
 **                        memory, two passes, split by cluster, by global exchange, pipelined)
 **                        on small shapes with tails, f32 and bf16: for compute-sanitizer
@@ -123,6 +124,7 @@ int main(int argc, char **argv)
   char err[1024];
   tune_Gpu *gpu;
   int all = argc > 1 && strcmp(argv[1], "--all") == 0, sanitize = argc > 1 && strcmp(argv[1], "--sanitize") == 0;
+  int backward = argc > 1 && strcmp(argv[1], "--backward") == 0;
   if (tune_gpu_open(&gpu, 0, err, sizeof err)) {
     printf("SKIP: no GPU here (%s)\n", err);
     return 77;
@@ -133,12 +135,13 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof SMALL / sizeof SMALL[0]; i++) run_case(&SMALL[i], 0, 0, 1);
     return check_done("test_gpu --sanitize");
   }
-  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], all, 0, 0);
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+    if (!backward || gen_op_inputs(CASES[i].op) == 2) run_case(&CASES[i], all, 0, 0);
   for (int i = 0; i < wanted.n; i++) {
     int seen = 0;
     for (int j = 0; j < verified.n && !seen; j++) seen = strcmp(wanted.seen[i], verified.seen[j]) == 0;
     CHECK(seen, "knob value %s never ran verified", wanted.seen[i]);
   }
   printf("knob values verified: %d of %d sampled\n", verified.n, wanted.n);
-  return check_done(all ? "test_gpu --all" : "test_gpu");
+  return check_done(all ? "test_gpu --all" : backward ? "test_gpu --backward" : "test_gpu");
 }
