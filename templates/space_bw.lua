@@ -85,20 +85,15 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     return list
   end
 
-  -- Without measuring: the row in a group's registers when y and dy fit in 32 values a
-  -- thread, else two passes with one 512-thread block per row.
+  -- Without measuring: the held family's row in a group's registers when y and dy fit in 32
+  -- values a thread (threads = max(G, 256)), else two passes with one 512-thread block per row.
   function B.heuristic(P, unaligned)
     local vec = unaligned and 1 or 16 // P.es
     while vec > P.cols do vec = vec // 2 end
-    local nv = P.cols // vec
-    for _, G in ipairs(H.POW2) do
-      local items = (nv + G - 1) // G
-      if G <= math.max(nv, 1) and 2 * items * vec <= 32 then
-        local threads = math.max(G, 256)
-        local cfg = { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "reg",
-                      rows = threads // G, split = 1, xchg = "none", hint = "none" }
-        if B.check(cfg, P) == nil then return cfg end
-      end
+    local list = {}
+    held(list, P, vec, 1, { "none" })
+    for _, c in ipairs(list) do
+      if 2 * c.items * c.vec <= 32 and c.threads == math.max(256, c.threads // c.rows) then return c end
     end
     return { threads = 512, items = 4, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1,
              xchg = "none", hint = "none" }

@@ -24,6 +24,7 @@
 #include "gen.h"
 #include "ref.h"
 #include "tune.h"
+#include "verify_util.h"
 
 #define SEED 0x5eed2026u
 
@@ -39,15 +40,6 @@ typedef struct Prob { int64_t rows, cols; int dtype, op; } Prob;
 static tune_Gpu *gpu;   /* gpu mode */
 static gen_State *gen;
 
-static uint64_t rng = SEED;
-static double uniform(void)   /* [-1, 1), splitmix64 */
-{
-  uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return (double)((z ^ (z >> 31)) >> 11) * 0x1p-52 - 1.;
-}
-
 /* Row r's inputs, as the GPU's fill draws them: row 0 offset by +1e4 (so the max matters) with
 ** its last element the max by 24 (so it dominates the sum), rows 1..3 the specials (some -inf,
 ** all -inf, a NaN), then the kinds in turn. */
@@ -61,17 +53,6 @@ static void fill_row(double *x, int64_t cols, int64_t r)
   }
   if (r == 0) x[cols - 1] = 1e4 + 24;
   if (r == 3) x[cols / 2] = NAN;
-}
-
-/* Pairwise float sum, as the kernels' trees add. */
-static float tree_sum(const float *v, int64_t n)
-{
-  if (n <= 8) {
-    float s = 0.f;
-    for (int64_t i = 0; i < n; i++) s += v[i];
-    return s;
-  }
-  return tree_sum(v, n / 2) + tree_sum(v + n / 2, n - n / 2);
 }
 
 /* A row computed in float32 as the kernels do; nomax: without subtracting the max; skip >= 0:
@@ -232,14 +213,8 @@ static void aux_compiles(void)
 
 int main(int argc, char **argv)
 {
-  char err[1024];
-  if (argc > 1 && strcmp(argv[1], "gpu") == 0) {
-    if (tune_gpu_open(&gpu, 0, err, sizeof err)) {
-      printf("SKIP: no GPU here (%s)\n", err);
-      return 77;
-    }
-    if (gen_open(&gen, NULL, err, sizeof err)) return printf("gen: %s\n", err), 1;
-  }
+  const int rc = gpu_mode(argc, argv, SEED, &gpu, &gen);
+  if (rc) return rc;
   if (!gpu) aux_compiles();
   printf("seed %#x\n", SEED);
   for (int dt = 0; dt < GEN_NDTYPE; dt++)

@@ -23,6 +23,7 @@
 #include "gen.h"
 #include "ref.h"
 #include "tune.h"
+#include "verify_util.h"
 #include "verify.h"
 
 #define SEED 0xbacc2026u
@@ -37,15 +38,6 @@ typedef struct Prob { int64_t rows, cols; int dtype, op; } Prob;
 
 static tune_Gpu *gpu;
 static gen_State *gen;
-
-static uint64_t rng = SEED;
-static double uniform(void)   /* [-1, 1), splitmix64 */
-{
-  uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return (double)((z ^ (z >> 31)) >> 11) * 0x1p-52 - 1.;
-}
 
 /* Row r of y (the forward of logits as the GPU's fill draws them) and dy. */
 static void fill_row(double *y, double *dy, int64_t cols, int64_t r, int op)
@@ -64,16 +56,6 @@ static void fill_row(double *y, double *dy, int64_t cols, int64_t r, int op)
   memcpy(x, y, (size_t)cols * sizeof *x);
   tune_ref_row(x, cols, op == GEN_SOFTMAX_BW ? GEN_SOFTMAX : GEN_LOG_SOFTMAX, y);
   free(x);
-}
-
-static float tree_sum(const float *v, int64_t n)
-{
-  if (n <= 8) {
-    float s = 0.f;
-    for (int64_t i = 0; i < n; i++) s += v[i];
-    return s;
-  }
-  return tree_sum(v, n / 2) + tree_sum(v + n / 2, n - n / 2);
 }
 
 /* A row as the kernels compute it in float32; skip >= 0: that term left out of the sum. */
@@ -209,14 +191,8 @@ done:
 
 int main(int argc, char **argv)
 {
-  char err[1024];
-  if (argc > 1 && strcmp(argv[1], "gpu") == 0) {
-    if (tune_gpu_open(&gpu, 0, err, sizeof err)) {
-      printf("SKIP: no GPU here (%s)\n", err);
-      return 77;
-    }
-    if (gen_open(&gen, NULL, err, sizeof err)) return printf("gen: %s\n", err), 1;
-  }
+  const int rc = gpu_mode(argc, argv, SEED, &gpu, &gen);
+  if (rc) return rc;
   printf("seed %#x\n", SEED);
   for (int dt = 0; dt < GEN_NDTYPE; dt++)
     for (int op = GEN_SOFTMAX_BW; op < GEN_NOP; op++) {
