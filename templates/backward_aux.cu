@@ -82,12 +82,7 @@ st_check_bw(const elem_t *y, const elem_t *dy, const elem_t *dx, i64 rows, u32 p
         if (first == ~0ull) first = (u64)(r * COLS + c);
       }
     }
-    maxerr = warp_max(maxerr);
-    if (bad) {
-      atomicAdd(&res->bad, bad);
-      atomicMin(&res->first_bad, first);
-    }
-    if (threadIdx.x % 32 == 0 && maxerr > 0.) atomicMax(&res->max_err, __float_as_uint((float)maxerr));
+    report(res, bad, first, maxerr);
   }
 }
 
