@@ -33,6 +33,10 @@ static void test_cpu(void)
   CHECK(st_softmax(NULL, ST_F32, ST_SOFTMAX, buf, buf, 1, 10, NULL) == ST_EINVAL && strstr(st_error(NULL), "ctx is NULL"),
         "NULL ctx: %s", st_error(NULL));
   CHECK(st_softmax(NULL, ST_BF16, ST_SOFTMAX, buf, buf, 1LL << 40, 1LL << 40, NULL) == ST_EINVAL, "huge shape");
+  CHECK(st_softmax_backward(NULL, ST_F32, (st_op)2, buf, buf, buf, 1, 10, NULL) == ST_EINVAL && strstr(st_error(NULL), "op 2"),
+        "backward, bad op: %s", st_error(NULL));
+  CHECK(st_softmax_backward(NULL, ST_F16, ST_LOG_SOFTMAX, buf, buf, buf, 1, 10, NULL) == ST_EINVAL &&
+        strstr(st_error(NULL), "ctx is NULL"), "backward, NULL ctx: %s", st_error(NULL));
   st_options o = { (st_miss)9, NULL, NULL };
   CHECK(st_open_ex(&c, 0, NULL, &o) == ST_EINVAL, "bad miss policy");
   st_close(NULL);
