@@ -18,16 +18,16 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 if [ "${NOTESTS:-0}" != 1 ]; then
   for t in "test_verify_bw gpu" "test_gpu --backward" "test_runtime gpu"; do
     log="$out/$(echo "$t" | tr ' -' '__').log"
-    if timeout 150 $PWD/$carry/$t >"$log" 2>&1; then echo "PASS $t: $(tail -1 "$log")"
+    if timeout ${TEST_S:-90} $PWD/$carry/$t >"$log" 2>&1; then echo "PASS $t: $(tail -1 "$log")"
     else echo "FAIL $t (rc $?)"; grep -E "failed|FAIL" "$log" | head -8; fi
   done
 fi
 
 printf "dtype\top\tshape\tfrac_of_floor\twinner_us\tfloor_us\tconfig\tsweep\n" >"$out/backward.tsv"
-for d in $DTYPES; do
-  for s in $SHAPES; do
+for s in $SHAPES; do
+  for d in $DTYPES; do
     for op in softmax_backward log_softmax_backward; do
-      timeout 100 $B --shape "$s" --dtype "$d" --op "$op" --cache "$out/st.db" --quiet >"$out/tune.log" 2>&1
+      timeout ${TUNE_S:-60} $B --shape "$s" --dtype "$d" --op "$op" --cache "$out/st.db" --quiet >"$out/tune.log" 2>&1
       rc=$?
       w=$(grep -aE '^winner' "$out/tune.log"); f=$(grep -aE '^copy floor' "$out/tune.log" | awk '{print $3}')
       sw=$(grep -aE '^swept' "$out/tune.log")
