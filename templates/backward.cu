@@ -7,9 +7,8 @@
 //        one read; 2, hold=none: a sum pass, then y and dy read again for the write; the sum pass
 //        of log_softmax_backward reads dy only), split with xchg (none, or dsmem: a cluster of
 //        `split` blocks per row, sm_90+, each block its part of the row, one float per block
-//        swapped through distributed shared memory, one cluster barrier per row), hold=pipe
-//        (split>1, passes=1: as reg, and the part of the block's next row is loaded before this
-//        row's barrier), hint (stream: the last read of each line and every store evict-first).
+//        swapped through distributed shared memory, one cluster barrier per row), hint (stream:
+//        the last read of each line and every store evict-first).
 // Regime: split=1 passes=1: rows that fit a group's registers (up to 32 values of y and dy a
 //         thread); split=1 passes=2: long rows, a block each; split>1: few rows or long ones
 //         (32x16384, 2048x128256), a row spread over a cluster (passes=2 where even the
@@ -165,50 +164,10 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
   const i64 ngroups = gridDim.x / S;
   __shared__ float slot[2];
   int k = 0;
-  // this block's part [*begin, *end) of the row at `at`
-  auto part = [&](i64 at, Geo *g, int *begin, int *end) {
-    *g = geometry(yin + at);
-    *begin = min((int)rank * $(CV), g->nv);
-    *end = min(*begin + $(CV), g->nv);
-  };
-% if hold == "pipe" then
-  // hold=pipe: the part of the block's next row is loaded before the barrier of this one, so
-  // its loads are in flight while the cluster swaps sums and this row is written
-  float vy[ITEMS * VEC], vd[ITEMS * VEC];
-  auto fetch = [&](i64 row, float *fy, float *fd) {
-    const bool more = row < rows;
-    const i64 at = (more ? row : 0) * COLS;
-    Geo g;
-    int begin, end;
-    part(at, &g, &begin, &end);
-    load2<true>(yin + at + g.h, dyin + at + g.h, begin, end, threadIdx.x, more, fy, fd);
-  };
-  fetch(blockIdx.x / S, vy, vd);
   for (i64 row = blockIdx.x / S; row < rows; row += ngroups, k++) {
     const i64 at = row * COLS;
-    Geo g;
-    int begin, end;
-    part(at, &g, &begin, &end);
-    float ey[EDGE_SLOTS], ed[EDGE_SLOTS], ny[ITEMS * VEC], nd[ITEMS * VEC];
-    edges2(yin + at, dyin + at, g, threadIdx.x, rank == 0, ey, ed);
-    const float t = group_reduce(terms<ITEMS * VEC>(vy, vd) + terms<EDGE>(ey, ed), OpSum());
-    if (threadIdx.x == 0) slot[k & 1] = t;
-    fetch(row + ngroups, ny, nd);
-    cluster_sync();
-    const float s = cluster_sum(&slot[k & 1]);
-    grads<ITEMS * VEC>(vy, vd, s);
-    store_step(dxout + at + g.h, begin, end, threadIdx.x, true, vy);
-    grads<EDGE>(ey, ed, s);
-    edge_store(dxout + at, g, threadIdx.x, rank == 0, ey);
-    #pragma unroll
-    for (int i = 0; i < ITEMS * VEC; i++) vy[i] = ny[i], vd[i] = nd[i];
-  }
-% else
-  for (i64 row = blockIdx.x / S; row < rows; row += ngroups, k++) {
-    const i64 at = row * COLS;
-    Geo g;
-    int begin, end;
-    part(at, &g, &begin, &end);
+    const Geo g = geometry(yin + at);
+    const int begin = min((int)rank * $(CV), g.nv), end = min(begin + $(CV), g.nv);
     row_part(yin + at, dyin + at, dxout + at, g, begin, end, threadIdx.x, true, rank == 0, [&](float t) {
       t = group_reduce(t, OpSum());
       if (threadIdx.x == 0) slot[k & 1] = t;
@@ -216,7 +175,6 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
       return cluster_sum(&slot[k & 1]);
     });
   }
-% end
   cluster_sync();   // no block leaves while another may still read its slots
 % end
 }

@@ -11,9 +11,8 @@
 --   row    split=1 passes=2 hold=none: a block per row, a sum pass, then a pass that reads y and
 --          dy again for the write (log_softmax_backward's sum pass reads dy only): long rows
 --   split  split=2..16 xchg=dsmem (sm_90+): a cluster per row, each block a part, one float per
---          block exchanged through distributed shared memory; passes=1 hold=reg holds the part
---          (hold=pipe: and loads the next row's part before this row's barrier), passes=2
---          hold=none reads it again (rows too long for the cluster's registers)
+--          block exchanged through distributed shared memory; passes=1 hold=reg holds the part,
+--          passes=2 hold=none reads it again (rows too long for the cluster's registers)
 
 return function(H)   -- H: space.lua's forward rules (check, launch, vars) and helpers
   local B = {}
@@ -23,12 +22,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
   function B.check(cfg, P)
     local why = H.check(cfg, P)
     if why then return why end
-    if cfg.hold ~= "reg" and cfg.hold ~= "none" and cfg.hold ~= "pipe" then
-      return "backward ops hold y and dy in registers (hold=reg, pipe) or re-read them (hold=none)"
-    end
-    if cfg.hold == "pipe" and 4 * cfg.items * cfg.vec > 64 then
-      return string.format("hold=pipe holds y and dy of two rows: %d values per thread (max 64)", 4 * cfg.items * cfg.vec)
-    end
+    if cfg.hold ~= "reg" and cfg.hold ~= "none" then return "backward ops hold y and dy in registers (hold=reg) or re-read them (hold=none)" end
     if cfg.xchg == "global" then return "backward ops exchange through a cluster (xchg=dsmem) or not at all" end
     if cfg.hint == "keep" then return "backward ops take hint=none or stream" end
     if cfg.hold == "reg" and 2 * cfg.items * cfg.vec > 64 then
@@ -57,10 +51,6 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
            H.fits(threads, 2 * items * vec) then
           push(list, P, { threads = threads, items = items, vec = vec, passes = 1, hold = "reg", rows = threads // G,
                           split = split, xchg = split > 1 and "dsmem" or "none" }, hints)
-          if split > 1 and H.fits(threads, 4 * items * vec) then   -- the next row's part loaded early
-            push(list, P, { threads = threads, items = items, vec = vec, passes = 1, hold = "pipe", split = split,
-                            xchg = "dsmem" }, { "none" })
-          end
         end
       end
     end
