@@ -130,15 +130,9 @@ static void make(const Prob *p, int maker, double *x, void *y, double *row, floa
 static void gpu_agrees(const Prob *p, const void *xs, const void *y, const tune_Check *c, const char *what)
 {
   char err[1024] = "";
-  CUdeviceptr in, out;
-  CUstream s;
   tune_Check g;
   const size_t n = (size_t)(p->rows * p->cols) * (size_t)gen_dtype_size(p->dtype);
-  memset(&g, 0, sizeof g);
-  tune_gpu_buffers(gpu, &in, &out, &s);
-  const tune_Driver *d = tune_gpu_driver(gpu);
-  int ok = !d->cuMemcpyHtoDAsync(in, xs, n, s) && !d->cuMemcpyHtoDAsync(out, y, n, s) &&
-           !tune_gpu_check(gpu, in, out, &g, err, sizeof err);
+  const int ok = !gpu_check(gpu, xs, NULL, y, n, &g, err, sizeof err);
   CHECK(ok, "%s: GPU check: %s", what, err);
   CHECK(!ok || (g.bad == c->bad && g.bad_sums == c->bad_sums && g.first_bad == c->first_bad), "%s: GPU says %lld bad"
         " (%lld sums, first %lld), CPU %lld (%lld, %lld)", what, (long long)g.bad, (long long)g.bad_sums,
@@ -159,19 +153,12 @@ static void run(const Prob *p, unsigned makers)
   }
   for (int64_t r = 0; r < p->rows; r++) fill_row(x + r * p->cols, p->cols, r);
   for (int64_t i = 0; i < n; i++) tune_store_elem(xs, p->dtype, i, x[i]), x[i] = tune_load(xs, p->dtype, i);
-  gen_Problem gp = { .rows = p->rows, .cols = p->cols, .dtype = p->dtype, .op = p->op };
-  char err[1024];
-  if (gpu) tune_device_limits(tune_gpu_device(gpu), &gp);
-  if (gpu && tune_gpu_prepare(gpu, gen, &gp, 0, err, sizeof err)) {
-    CHECK(0, "%lldx%lld: prepare: %s", (long long)p->rows, (long long)p->cols, err);
-    goto done;
-  }
+  if (prepare_for(gpu, gen, p->rows, p->cols, p->dtype, p->op)) goto done;
   for (int k = 0; k < NMAKERS; k++) {
     if (!(makers >> k & 1)) continue;
     char what[160];
     tune_Check c = { .first_bad = -1 };
-    snprintf(what, sizeof what, "%lldx%lld %s %s, %s", (long long)p->rows, (long long)p->cols,
-             gen_dtype_name(p->dtype), gen_op_name(p->op), MAKER[k]);
+    label(what, sizeof what, p->rows, p->cols, p->dtype, p->op, MAKER[k]);
     make(p, k, x, y, row, tmp);
     tune_check_rows(xs, y, p->dtype, p->op, p->cols, 0, p->rows, tune_poison(p->dtype), &c);
     const int passed = c.bad == 0 && c.bad_sums == 0;

@@ -132,15 +132,9 @@ static void make(const Prob *p, int maker, const double *y, const double *dy, vo
 static void gpu_agrees(const Prob *p, const void *ys, const void *dys, const void *out, const tune_Check *c, const char *what)
 {
   char err[1024] = "";
-  CUdeviceptr in, dx;
-  CUstream s;
   tune_Check g;
   const size_t n = (size_t)(p->rows * p->cols) * (size_t)gen_dtype_size(p->dtype);
-  memset(&g, 0, sizeof g);
-  tune_gpu_buffers(gpu, &in, &dx, &s);
-  const tune_Driver *d = tune_gpu_driver(gpu);
-  int ok = !d->cuMemcpyHtoDAsync(in, ys, n, s) && !d->cuMemcpyHtoDAsync(tune_gpu_in2(gpu), dys, n, s) &&
-           !d->cuMemcpyHtoDAsync(dx, out, n, s) && !tune_gpu_check(gpu, in, dx, &g, err, sizeof err);
+  const int ok = !gpu_check(gpu, ys, dys, out, n, &g, err, sizeof err);
   CHECK(ok, "%s: GPU check: %s", what, err);
   CHECK(!ok || (g.bad == c->bad && g.first_bad == c->first_bad), "%s: GPU says %lld bad (first %lld), CPU %lld (%lld)", what,
         (long long)g.bad, (long long)g.first_bad, (long long)c->bad, (long long)c->first_bad);
@@ -153,7 +147,6 @@ static void run(const Prob *p, unsigned makers)
   double *y = malloc((size_t)n * sizeof *y), *dy = malloc((size_t)n * sizeof *dy), *row = malloc((size_t)p->cols * sizeof *row);
   float *tmp = malloc((size_t)p->cols * sizeof *tmp);
   void *ys = malloc(bytes), *dys = malloc(bytes), *out = malloc(bytes);
-  char err[1024];
   if (!y || !dy || !row || !tmp || !ys || !dys || !out) {
     CHECK(0, "out of memory");
     goto done;
@@ -163,18 +156,12 @@ static void run(const Prob *p, unsigned makers)
     tune_store_elem(ys, p->dtype, i, y[i]), y[i] = tune_load(ys, p->dtype, i);
     tune_store_elem(dys, p->dtype, i, dy[i]), dy[i] = tune_load(dys, p->dtype, i);
   }
-  gen_Problem gp = { .rows = p->rows, .cols = p->cols, .dtype = p->dtype, .op = p->op };
-  if (gpu) tune_device_limits(tune_gpu_device(gpu), &gp);
-  if (gpu && tune_gpu_prepare(gpu, gen, &gp, 0, err, sizeof err)) {
-    CHECK(0, "%lldx%lld: prepare: %s", (long long)p->rows, (long long)p->cols, err);
-    goto done;
-  }
+  if (prepare_for(gpu, gen, p->rows, p->cols, p->dtype, p->op)) goto done;
   for (int k = 0; k < NMAKERS; k++) {
     if (!(makers >> k & 1)) continue;
     char what[160];
     tune_Check c = { .first_bad = -1 };
-    snprintf(what, sizeof what, "%lldx%lld %s %s, %s", (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype),
-             gen_op_name(p->op), MAKER[k]);
+    label(what, sizeof what, p->rows, p->cols, p->dtype, p->op, MAKER[k]);
     make(p, k, y, dy, out, row, tmp);
     tune_check_rows_bw(ys, dys, out, p->dtype, p->op, p->cols, 0, p->rows, tune_poison(p->dtype), &c);
     CHECK((c.bad == 0) == (k <= RIGHT_F32), "%s: %lld bad (first %lld), max err %.3g ulp", what, (long long)c.bad,
