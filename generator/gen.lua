@@ -94,7 +94,9 @@ local function module(name, ...)
   if not f then error(err, 0) end
   return f(...)
 end
-local S = module("space.lua", module("space_bw.lua"))
+-- (a templates folder without it, as an older one: space.lua runs without backward ops)
+local has_bw = pcall(source, "space_bw.lua")
+local S = module("space.lua", has_bw and module("space_bw.lua") or nil)
 
 local E = {}
 

@@ -517,7 +517,11 @@ end
 -- The backward ops have a space of their own (space_bw.lua, handed in by gen.lua, built on the
 -- rules above): each entry point sends a backward problem there.
 M.BACKWARD = { softmax_backward = true, log_softmax_backward = true }
-local BW = (...)({ check = M.check, launch = M.launch, vars = M.vars, fits = fits, vecs = vecs, POW2 = POW2, KB = KB })
+local function no_bw() error("these templates have no space_bw.lua: no backward ops", 0) end
+local make_bw = ... or function()   -- a templates folder without space_bw.lua (an older one)
+  return { check = no_bw, enumerate = no_bw, full = no_bw, heuristic = no_bw, launch = no_bw, vars = no_bw }
+end
+local BW = make_bw({ check = M.check, launch = M.launch, vars = M.vars, fits = fits, vecs = vecs, POW2 = POW2, KB = KB })
 for name, at in pairs({ check = 2, enumerate = 1, full = 1, heuristic = 1, launch = 2, vars = 2 }) do
   local fwd, bw = M[name], BW[name]
   M[name] = function(...)
