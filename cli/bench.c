@@ -1,7 +1,8 @@
 /*
 ** bench.c — softmax-tune bench: the cached winner, launched through the runtime library
-** (st_softmax), against the copy floor, timed as the tuner times (CUDA events, L2 flushed
-** before each launch, median), after checking its output once against float64.
+** (st_softmax, or st_softmax_backward), against the copy floor (for the backward ops the
+** two-read-one-write floor), timed as the tuner times (CUDA events, L2 flushed before each
+** launch, median), after checking its output once against float64.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,14 +15,19 @@
 typedef struct Bench {
   st_ctx *ctx;
   gen_Problem p;
+  CUdeviceptr dy;           /* backward ops: the second input */
   char err[1024];
 } Bench;
 
 static CUresult call(void *ud, CUdeviceptr in, CUdeviceptr out, CUstream s)
 {
   Bench *b = ud;
-  st_status rc = st_softmax(b->ctx, (st_dtype)b->p.dtype, (st_op)b->p.op, (const void *)in, (void *)out, b->p.rows,
-                            b->p.cols, (struct CUstream_st *)s);
+  const int bw = gen_op_inputs(b->p.op) == 2;
+  const st_op op = (st_op)(bw ? b->p.op - GEN_SOFTMAX_BW : b->p.op);
+  st_status rc = bw ? st_softmax_backward(b->ctx, (st_dtype)b->p.dtype, op, (const void *)in, (const void *)b->dy, (void *)out,
+                                          b->p.rows, b->p.cols, (struct CUstream_st *)s)
+                    : st_softmax(b->ctx, (st_dtype)b->p.dtype, op, (const void *)in, (void *)out, b->p.rows, b->p.cols,
+                                 (struct CUstream_st *)s);
   if (rc) snprintf(b->err, sizeof b->err, "%s", st_error(b->ctx));
   return rc ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
 }
@@ -64,11 +70,15 @@ int cli_bench(cli_Options *o)
   if (gen_open(&g, NULL, o->err, sizeof o->err)) goto done;
   if ((rc = tune_gpu_prepare(gpu, g, &b.p, 1, o->err, sizeof o->err))) goto done;
   rc = 1;
-  if (st_open_ex(&b.ctx, o->gpu, o->cache, &so) || st_config(b.ctx, b.p.dtype, b.p.op, b.p.rows, b.p.cols, config, sizeof config)) {
+  const int bw = gen_op_inputs(b.p.op) == 2;
+  const st_op op = (st_op)(bw ? b.p.op - GEN_SOFTMAX_BW : b.p.op);
+  if (st_open_ex(&b.ctx, o->gpu, o->cache, &so) ||
+      (bw ? st_config_backward : st_config)(b.ctx, b.p.dtype, op, b.p.rows, b.p.cols, config, sizeof config)) {
     snprintf(o->err, sizeof o->err, "%s", st_error(b.ctx));
     goto done;
   }
   tune_gpu_buffers(gpu, &in, &out, &s);
+  b.dy = tune_gpu_in2(gpu);
   if (tune_gpu_fill(gpu, o->err, sizeof o->err)) goto done;
   if (call(&b, in, out, s) || tune_gpu_check(gpu, in, out, &chk, o->err, sizeof o->err)) {
     if (b.err[0]) snprintf(o->err, sizeof o->err, "%s", b.err);
@@ -80,12 +90,12 @@ int cli_bench(cli_Options *o)
     goto done;
   }
   if (measure(gpu, &b, o->reps > 0 ? o->reps : 100, &copy_us, &us, o->err, sizeof o->err)) goto done;
-  const double bytes = 2. * b.p.rows * b.p.cols * gen_dtype_size(b.p.dtype);
+  const double bytes = (gen_op_inputs(b.p.op) + 1.) * b.p.rows * b.p.cols * gen_dtype_size(b.p.dtype);
   printf("%s, %lldx%lld %s %s: %s\n", tune_gpu_device(gpu)->name, (long long)b.p.rows, (long long)b.p.cols,
          gen_dtype_name(b.p.dtype), gen_op_name(b.p.op), config);
   printf("verified against float64 (max err %.2g ulp)\n", chk.max_err);
   printf("%-12s %10s %9s %8s\n", "", "us", "GB/s", "of copy");
-  printf("%-12s %10.2f %9.1f %8.3f\n", "copy", copy_us, bytes / copy_us / 1e3, 1.0);
+  printf("%-12s %10.2f %9.1f %8.3f\n", b.dy ? "add floor" : "copy", copy_us, bytes / copy_us / 1e3, 1.0);
   printf("%-12s %10.2f %9.1f %8.3f\n", "softmax-tune", us, bytes / us / 1e3, copy_us / us);
   rc = 0;
 done:

@@ -25,7 +25,7 @@ struct gen_State {
 };
 
 static const char *const DTYPES[] = { "f32", "f16", "bf16" };
-static const char *const OPS[] = { "softmax", "log_softmax" };
+static const char *const OPS[] = { "softmax", "log_softmax", "softmax_backward", "log_softmax_backward" };
 
 static void seterr(char *err, size_t n, const char *fmt, ...)
 {
@@ -338,6 +338,7 @@ int gen_render(gen_State *g, const gen_Problem *p, const char *config, gen_Kerne
   k->launch.coop = field_int(L, "coop");
   k->launch.workspace = field_int(L, "workspace");
   k->launch.ws_groups = field_int(L, "ws_groups");
+  k->launch.inputs = gen_op_inputs(p->op);
   lua_pop(L, 3);
   if (!k->source) {
     seterr(g->err, sizeof g->err, "out of memory rendering '%s'", config);
@@ -469,6 +470,7 @@ int gen_parse_op(const char *s) { return lookup(OPS, GEN_NOP, s); }
 const char *gen_dtype_name(int d) { return d >= 0 && d < GEN_NDTYPE ? DTYPES[d] : "?"; }
 const char *gen_op_name(int o) { return o >= 0 && o < GEN_NOP ? OPS[o] : "?"; }
 int gen_dtype_size(int d) { return d == GEN_F32 ? 4 : 2; }
+int gen_op_inputs(int o) { return o >= GEN_SOFTMAX_BW ? 2 : 1; }
 
 int gen_parse_arch(const char *s)
 {

@@ -12,7 +12,8 @@
 #include <stdint.h>
 
 enum { GEN_F32, GEN_F16, GEN_BF16, GEN_NDTYPE };
-enum { GEN_SOFTMAX, GEN_LOG_SOFTMAX, GEN_NOP };
+/* backward ops: dx from the forward's output y and the gradient dy (two inputs) */
+enum { GEN_SOFTMAX, GEN_LOG_SOFTMAX, GEN_SOFTMAX_BW, GEN_LOG_SOFTMAX_BW, GEN_NOP };
 
 typedef struct gen_Problem {
   int64_t rows, cols;
@@ -24,7 +25,7 @@ typedef struct gen_Problem {
   const char *only;         /* a config string: gen_space lists that config alone (NULL: not) */
 } gen_Problem;
 
-/* How a kernel f(in, out, rows, workspace) is launched: grid = ceil(rows/rows_per_block) *
+/* How a kernel f(in, out, rows, workspace) (inputs 2: f(y, dy, dx, rows, workspace)) is launched: grid = ceil(rows/rows_per_block) *
 ** blocks_per_row blocks of `threads`, in clusters of `cluster` blocks when nonzero, with `smem`
 ** dynamic shared bytes. coop: a cooperative launch whose grid is capped at the blocks resident
 ** at once, with a workspace of 8 bytes of counters for each of ws_groups groups (zeroed before
@@ -32,6 +33,7 @@ typedef struct gen_Problem {
 ** blocks_per_row blocks. */
 typedef struct gen_Launch {
   int threads, rows_per_block, blocks_per_row, cluster, smem, coop, workspace, ws_groups;
+  int inputs;               /* input tensors: 1, or 2 for the backward ops (gen_op_inputs) */
 } gen_Launch;
 
 typedef struct gen_Kernel {
@@ -102,5 +104,7 @@ int gen_parse_arch(const char *s);        /* "sm_90" or "90" -> 90; -1 if malfor
 const char *gen_dtype_name(int dtype);
 const char *gen_op_name(int op);
 int gen_dtype_size(int dtype);
+/* Input tensors of op: 1 (forward), 2 (backward: y and dy); the tensors moved are inputs + 1. */
+int gen_op_inputs(int op);
 
 #endif

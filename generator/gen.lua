@@ -86,14 +86,17 @@ local function render(name, vars)
   return table.concat(buf)
 end
 
--- The space is plain Lua, not a template: it returns its module table.
-local S
-do
-  local text, chunkname = source("space.lua")
+-- The space is plain Lua, not a template: it returns its module table. space_bw.lua (the
+-- backward ops' space) returns a function space.lua calls with its rules.
+local function module(name, ...)
+  local text, chunkname = source(name)
   local f, err = load(text, chunkname, "t", setmetatable({}, { __index = SAFE }))
   if not f then error(err, 0) end
-  S = f()
+  return f(...)
 end
+-- (a templates folder without it, as an older one: space.lua runs without backward ops)
+local has_bw = pcall(source, "space_bw.lua")
+local S = module("space.lua", has_bw and module("space_bw.lua") or nil)
 
 local E = {}
 

@@ -1,6 +1,6 @@
 /*
-** softmax_tune.h — the runtime library: softmax and log_softmax over the last dimension of a
-** rows x cols tensor on an NVIDIA GPU, with the kernel softmax-tune tuned for that GPU and
+** softmax_tune.h — the runtime library: softmax and log_softmax, and their backward, over the
+** last dimension of a rows x cols tensor on an NVIDIA GPU, with the kernel softmax-tune tuned for that GPU and
 ** shape (loaded from its cache, checksum verified), or, for shapes not tuned, a heuristic
 ** kernel, a tuning run, or an error (the miss policy).
 **
@@ -68,6 +68,18 @@ st_status st_softmax(st_ctx *ctx, st_dtype dtype, st_op op, const void *in, void
 
 /* The config string of the kernel st_softmax uses for this problem (loading it if needed). */
 st_status st_config(st_ctx *ctx, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen);
+
+/* The backward of st_softmax over each row of cols elements, from its output y and the gradient
+** dy (device pointers to rows*cols elements of dtype) into dx:
+**   op ST_SOFTMAX:     dx = y * (dy - sum(dy * y))
+**   op ST_LOG_SOFTMAX: dx = dy - exp(y) * sum(dy)
+** float32 math; dx may alias dy (or y). Same cache look-up and miss policy as st_softmax (its
+** own entries: softmax-tune --op softmax_backward / log_softmax_backward); enqueued on stream. */
+st_status st_softmax_backward(st_ctx *ctx, st_dtype dtype, st_op op, const void *y, const void *dy, void *dx, int64_t rows,
+                              int64_t cols, struct CUstream_st *stream);
+
+/* The config string of the kernel st_softmax_backward uses for this problem. */
+st_status st_config_backward(st_ctx *ctx, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen);
 
 /* The message of the last failed call in this thread; ctx may be NULL. */
 const char *st_error(const st_ctx *ctx);

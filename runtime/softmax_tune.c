@@ -391,27 +391,44 @@ static CUresult workspace(st_ctx *c, CUstream s, size_t n, CUdeviceptr *out)
   return r;
 }
 
-st_status st_softmax(st_ctx *c, st_dtype dtype, st_op op, const void *in, void *out, int64_t rows, int64_t cols,
-                     struct CUstream_st *stream)
+/* Launch problem (dtype, gen op) on in (and in2, the backward ops' dy) into out: fn names the
+** API call in messages. */
+static st_status run(st_ctx *c, const char *fn, int dtype, int op, uintptr_t in, uintptr_t in2, uintptr_t out, int64_t rows,
+                     int64_t cols, struct CUstream_st *stream)
 {
-  const uintptr_t a = (uintptr_t)in, b = (uintptr_t)out;
-  const int es = dtype == ST_F32 ? 4 : 2;
+  const int es = dtype == ST_F32 ? 4 : 2, two = gen_op_inputs(op) == 2;
   Memo m;
   char err[512];
-  st_status s = check_args(c, dtype, op, rows, cols);
-  if (s) return s;
-  if (!in || !out) return fail(ST_EINVAL, "st_softmax: in or out is NULL");
-  if (a % (unsigned)es || b % (unsigned)es) return fail(ST_EINVAL, "st_softmax: pointers not aligned to the %d-byte elements", es);
-  if ((s = lookup(c, dtype, op, (a ^ b) % 16 != 0, rows, cols, &m))) return s;
+  st_status s;
+  if (!in || !out || (two && !in2)) return fail(ST_EINVAL, "%s: a tensor pointer is NULL", fn);
+  if ((in | in2 | out) % (unsigned)es) return fail(ST_EINVAL, "%s: pointers not aligned to the %d-byte elements", fn, es);
+  if ((s = lookup(c, dtype, op, ((in ^ out) | (two ? in2 ^ out : 0)) % 16 != 0, rows, cols, &m))) return s;
   CUcontext cur = NULL;
   CUdeviceptr ws = 0;
   int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
   CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
   if (!r && m.launch.coop) r = workspace(c, (CUstream)stream, tune_workspace(&m.launch, m.resident), &ws);
-  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, (CUdeviceptr)a, (CUdeviceptr)b, rows, ws, m.resident, (CUstream)stream);
+  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, (CUdeviceptr)in, (CUdeviceptr)in2, (CUdeviceptr)out, rows, ws, m.resident,
+                          (CUstream)stream);
   if (push) c->drv.cuCtxPopCurrent(NULL);
-  if (r) return fail(ST_ECUDA, "st_softmax launch (%s): %s", m.config, tune_cu_error(&c->drv, r, err, sizeof err));
+  if (r) return fail(ST_ECUDA, "%s launch (%s): %s", fn, m.config, tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;
+}
+
+st_status st_softmax(st_ctx *c, st_dtype dtype, st_op op, const void *in, void *out, int64_t rows, int64_t cols,
+                     struct CUstream_st *stream)
+{
+  st_status s = check_args(c, dtype, op, rows, cols);
+  return s ? s : run(c, "st_softmax", dtype, op, (uintptr_t)in, 0, (uintptr_t)out, rows, cols, stream);
+}
+
+/* The backward ops are the generator's ops after the forward ones, in the same order. */
+st_status st_softmax_backward(st_ctx *c, st_dtype dtype, st_op op, const void *y, const void *dy, void *dx, int64_t rows,
+                              int64_t cols, struct CUstream_st *stream)
+{
+  st_status s = check_args(c, dtype, op, rows, cols);
+  return s ? s : run(c, "st_softmax_backward", dtype, GEN_SOFTMAX_BW + op, (uintptr_t)y, (uintptr_t)dy, (uintptr_t)dx, rows,
+                     cols, stream);
 }
 
 st_status st_config(st_ctx *c, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen)
@@ -419,6 +436,15 @@ st_status st_config(st_ctx *c, st_dtype dtype, st_op op, int64_t rows, int64_t c
   Memo m;
   st_status s = check_args(c, dtype, op, rows, cols);
   if (!s) s = lookup(c, dtype, op, 0, rows, cols, &m);
+  if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
+  return s;
+}
+
+st_status st_config_backward(st_ctx *c, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen)
+{
+  Memo m;
+  st_status s = check_args(c, dtype, op, rows, cols);
+  if (!s) s = lookup(c, dtype, GEN_SOFTMAX_BW + op, 0, rows, cols, &m);
   if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
   return s;
 }

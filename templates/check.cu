@@ -73,6 +73,17 @@ __device__ __forceinline__ bool check_elem(double o, bool poisoned, double ref, 
   return lo <= o && o <= hi;
 }
 
+// A thread's count of bad elements, the first of them and its largest error, into res.
+__device__ __forceinline__ void report(CheckOut *res, u64 bad, u64 first, double maxerr)
+{
+  maxerr = warp_max(maxerr);
+  if (bad) {
+    atomicAdd(&res->bad, bad);
+    atomicMin(&res->first_bad, first);
+  }
+  if (threadIdx.x % 32 == 0 && maxerr > 0.) atomicMax(&res->max_err, __float_as_uint((float)maxerr));
+}
+
 extern "C" __global__ void __launch_bounds__(256)
 st_check(const elem_t *x, const elem_t *y, i64 rows, u32 poison, CheckOut *res)
 {
@@ -110,12 +121,7 @@ st_check(const elem_t *x, const elem_t *y, i64 rows, u32 poison, CheckOut *res)
       }
     }
     for (int k = 0; k < 4; k++) sums[k] = block_fold<false>(sums[k], sh);
-    maxerr = warp_max(maxerr);
-    if (bad) {
-      atomicAdd(&res->bad, bad);
-      atomicMin(&res->first_bad, first);
-    }
-    if (threadIdx.x % 32 == 0 && maxerr > 0.) atomicMax(&res->max_err, __float_as_uint((float)maxerr));
+    report(res, bad, first, maxerr);
     if (threadIdx.x == 0 && !nanrow) {
       const double slack = COLS * 0x1p-52 * sums[2];   // float64 rounding of the sums
       const double dev = fabs(sums[0] - sums[3]);

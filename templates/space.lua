@@ -13,7 +13,7 @@ local M = {}
 
 local ESIZE = { f32 = 4, f16 = 2, bf16 = 2 }
 local CTYPE = { f32 = "float", f16 = "u16", bf16 = "u16" }
-local OPS = { softmax = true, log_softmax = true }
+local OPS = { softmax = true, log_softmax = true, softmax_backward = true, log_softmax_backward = true }
 
 -- Device limits per arch, for commands run without a GPU; the tuner passes the real ones.
 local KB = 1024
@@ -98,7 +98,7 @@ function M.problem(P)
   if P.checked then return P end
   local function bad(what, v) error(what .. " '" .. tostring(v) .. "'", 0) end
   if not ESIZE[P.dtype] then bad("unknown dtype (f32, f16, bf16)", P.dtype) end
-  if not OPS[P.op] then bad("unknown op (softmax, log_softmax)", P.op) end
+  if not OPS[P.op] then bad("unknown op (softmax, log_softmax, softmax_backward, log_softmax_backward)", P.op) end
   if math.type(P.rows) ~= "integer" or P.rows < 1 then bad("rows must be >= 1, got", P.rows) end
   if math.type(P.cols) ~= "integer" or P.cols < 1 or P.cols > 0x7fffffff then
     bad("cols must be in 1..2147483647, got", P.cols)
@@ -512,6 +512,22 @@ function M.launch(cfg, P)
     ws_groups = cfg.xchg == "global" and WS_GROUPS or 0,
     smem = cfg.hold == "smem" and cfg.rows * f.STAGE * P.es or cfg.hold == "ring" and f.DEPTH * f.RINGB or 0,
   }
+end
+
+-- The backward ops have a space of their own (space_bw.lua, handed in by gen.lua, built on the
+-- rules above): each entry point sends a backward problem there.
+M.BACKWARD = { softmax_backward = true, log_softmax_backward = true }
+local function no_bw() error("these templates have no space_bw.lua: no backward ops", 0) end
+local make_bw = ... or function()   -- a templates folder without space_bw.lua (an older one)
+  return { check = no_bw, enumerate = no_bw, full = no_bw, heuristic = no_bw, launch = no_bw, vars = no_bw }
+end
+local BW = make_bw({ check = M.check, launch = M.launch, vars = M.vars, fits = fits, vecs = vecs, POW2 = POW2, KB = KB })
+for name, at in pairs({ check = 2, enumerate = 1, full = 1, heuristic = 1, launch = 2, vars = 2 }) do
+  local fwd, bw = M[name], BW[name]
+  M[name] = function(...)
+    if M.BACKWARD[select(at, ...).op] then return bw(...) end
+    return fwd(...)
+  end
 end
 
 return M

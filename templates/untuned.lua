@@ -157,6 +157,11 @@ return function(P, unaligned, table_text, name, hash, user)
     if ESIZE[e.dtype] == ESIZE[P.dtype] then e.user, e.from = true, "your cache"; cands[#cands + 1] = e end
   end
   for _, e in ipairs(cands) do e.d = distance(P, e) end
+  -- forward and backward kernels are different families: an entry serves its own direction only
+  local function backward(op) return op:find("_backward$") ~= nil end
+  for i = #cands, 1, -1 do
+    if backward(cands[i].op) ~= backward(P.op) then table.remove(cands, i) end
+  end
   table.sort(cands, function(a, b)
     if a.d ~= b.d then return a.d < b.d end
     return describe(a) < describe(b)
@@ -167,5 +172,5 @@ return function(P, unaligned, table_text, name, hash, user)
       return cfg, string.format("%s entry %s (%s), adapted", e.from, describe(e), e.config), note
     end
   end
-  return E.heuristic(P, unaligned), (#cands > 0 and "rule (no nearby tuned entry fits)" or "rule (no tuned entry for this element size)"), note
+  return E.heuristic(P, unaligned), (#cands > 0 and "rule (no nearby tuned entry fits)" or "rule (no tuned entry of this element size and direction)"), note
 end

@@ -28,6 +28,20 @@
 **
 ** The row rule (the sum of the outputs, of exp(out) for log_softmax, between the sums of the
 ** element bounds) follows from the element rule; the checks keep it as the row's figure.
+**
+** The backward ops (vr_bounds_bw), from the inputs y and dy as the kernels read them (exact in
+** float32), the element rule the same, no row rule. The row's float32 sum s32 of n = cols terms
+** (dy*y for softmax_backward, dy for log_softmax_backward) errs from the float64 s by at most
+**     es = (2 + 4 log2(cols) + sqrt(cols)) u * A,   A = sum |term|
+** (each product rounded once: 1 u of its term; the adds as above: a tree's log2, a running sum's
+** sqrt, and the cluster's fold of the blocks' sums).
+**   softmax_backward, dx = fl(y * fl(dy - s32)): |y| es (1 + 2u) from the sum, 2 roundings of
+**     the result: |y| es + 3 u |ref|.
+**   log_softmax_backward, dx = fl(dy - fl(e * s32)), e = ex2(fl(y * log2e)): e errs from exp(y)
+**     by the argument's two roundings (2|y| u, relative), ex2.approx (2 ulp) and the constant
+**     (|y| u): exp(y) (4 + 3|y|) u, and ftz flushes e below 2^-126 to 0: 2^-126 absolute. So
+**     exp(y) (|s| (5 + 3|y|) u + es) + 2^-126 |s| + 2 u |ref|.
+** Both plus 2^-148 for float32 subnormals rounded absolutely.
 */
 #ifndef VR_FN
 #define VR_FN static inline
@@ -88,3 +102,20 @@ VR_FN void vr_bounds(int dtype, int logsm, double ref, double d, double erow, do
 /* An element's error in units of dtype's spacing at the reference: a correctly rounded output
 ** reads at most 0.5. */
 VR_FN double vr_ulps(double o, double ref, int dtype) { return fabs(o - ref) / vr_ulp(ref, dtype); }
+
+/* The error bound es of a backward row's float32 sum of cols terms whose magnitudes add up to a. */
+VR_FN double vr_sum_err(double cols, double a) { return VR_U * (2. + 4. * log2(cols + 1.) + sqrt(cols)) * a; }
+
+/* The bounds of a backward output of dtype with finite reference ref, from the element's y, the
+** row's sum s and its error es (vr_sum_err); logsm: log_softmax_backward. */
+VR_FN void vr_bounds_bw(int dtype, int logsm, double ref, double y, double s, double es, double *lo, double *hi)
+{
+  double a;
+  if (!logsm) a = fabs(y) * es * (1. + 0x1p-22) + 3. * VR_U * fabs(ref);
+  else {
+    const double e = exp(y), ay = e == 0. ? 0. : fabs(y);   /* exp(-inf) = 0: no 0 * inf */
+    a = e * (fabs(s) * (5. + 3. * ay) * VR_U + es) + 0x1p-126 * fabs(s) + 2. * VR_U * fabs(ref);
+  }
+  *lo = vr_round(ref - a - 0x1p-148, dtype);
+  *hi = vr_round(ref + a + 0x1p-148, dtype);
+}

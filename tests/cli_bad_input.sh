@@ -33,6 +33,11 @@ got '3'|emit --shape 32000x16384 --config threads=256,items=16,vec=3,reduce=shfl
 got '2000'|compile --shape 32000x16384 --arch sm_90 -o /tmp/st_bad.cubin --config threads=2000,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none
 unknown dtype 'f64'|space --shape 32000x16384 --dtype f64
 unknown op 'softmin'|space --shape 32000x16384 --op softmin
+unknown op 'softmax_bw'|space --shape 32000x16384 --op softmax_bw
+unknown op 'log_softmax_backwards'|emit --shape 64x64 --op log_softmax_backwards --config $cfg
+hold=smem|emit --shape 4096x4096 --op softmax_backward --config threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=smem,rows=1,split=1,xchg=none,hint=none
+xchg=dsmem|emit --shape 1024x1048576 --op log_softmax_backward --config threads=512,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=64,xchg=global,hint=none
+max 64|compile --shape 64x4096 --op softmax_backward --arch sm_90 -o /tmp/st_bad.cubin --config threads=128,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none
 bad arch 'hopper'|space --shape 32000x16384 --arch hopper
 sm_75|space --shape 32000x16384 --arch sm_75
 unknown option '--bogus'|space --shape 32000x16384 --bogus

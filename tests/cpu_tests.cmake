@@ -12,6 +12,12 @@ add_test(NAME verify COMMAND test_verify)
 set_tests_properties(verify PROPERTIES LABELS cpu)
 add_test(NAME gpu_verify_rule COMMAND test_verify gpu)
 set_tests_properties(gpu_verify_rule PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+st_test(test_verify_bw)   # the backward ops' rule
+target_include_directories(test_verify_bw PRIVATE ${CMAKE_SOURCE_DIR}/templates)
+add_test(NAME verify_bw COMMAND test_verify_bw)
+set_tests_properties(verify_bw PROPERTIES LABELS cpu)
+add_test(NAME gpu_verify_rule_bw COMMAND test_verify_bw gpu)
+set_tests_properties(gpu_verify_rule_bw PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 add_test(NAME check_py COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/test_check_py.py)
 set_tests_properties(check_py PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
 # the Python package without torch: compiles, finds and loads the library, pip-installs

@@ -1,6 +1,7 @@
 /*
 ** test_compile.c — configs render and compile with NVRTC, with no warnings, for sm_80 and
-** sm_90, cols 1 .. 128256 and all three dtypes (both ops, alternating by shape).
+** sm_90, cols 1 .. 128256 and all three dtypes (both ops, alternating by shape); the backward ops
+** for cols 7 .. 128256.
 **   --all     every config of every space (label long: thousands of compiles)
 **   --sample  per space, a fixed set of configs that together take every value each knob
 **             takes in that space (what CI runs)
@@ -74,6 +75,13 @@ int main(int argc, char **argv)
     for (int d = 0; d < GEN_NDTYPE; d++)
       for (int arch = 80; arch <= 90; arch += 10) {
         gen_Problem p = { .rows = 64, .cols = cols[c], .dtype = d, .op = (int)((c + d) % 2), .arch = arch };
+        add_space(g, &p, all);
+      }
+  static const int64_t bw_cols[] = { 7, 1000, 16384, 128256 };   /* backward.cu: held, two-pass, cluster */
+  for (size_t c = 0; c < sizeof bw_cols / sizeof bw_cols[0]; c++)
+    for (int d = 0; d < GEN_NDTYPE; d++)
+      for (int arch = 80; arch <= 90; arch += 10) {
+        gen_Problem p = { .rows = 64, .cols = bw_cols[c], .dtype = d, .op = GEN_SOFTMAX_BW + (int)((c + d) % 2), .arch = arch };
         add_space(g, &p, all);
       }
   gen_close(g);

@@ -1,11 +1,12 @@
 /*
 ** test_gpu.c — on a real GPU (label gpu; exit 77, skipped, without one): for shapes covering
 ** every family, ragged cols (not a multiple of the vector width, so rows start unaligned),
-** row counts that leave blocks partly empty, and all dtypes and ops, a sample of each space
+** row counts that leave blocks partly empty, and all dtypes and ops (the backward ones too), a sample of each space
 ** that takes every knob value runs and is verified against the float64 reference. The check
 ** kernel itself is held to the CPU reference (tune_gpu_selftest). Every knob value of the
 ** whole sample must have run verified at least once.
 **   test_gpu [--all]   --all: every config of every space, not a sample (label long)
+**   test_gpu --backward  the sample of the backward ops' cases only
 **   test_gpu --sanitize  one config of each kernel family (row held in registers or shared
 **                        memory, two passes, split by cluster, by global exchange, pipelined)
 **                        on small shapes with tails, f32 and bf16: for compute-sanitizer
@@ -27,6 +28,11 @@ static const Case CASES[] = {
   { 257, 16384, GEN_F32, GEN_LOG_SOFTMAX }, { 64, 32000, GEN_F16, GEN_SOFTMAX },
   { 33, 65536, GEN_BF16, GEN_SOFTMAX },   { 16, 128256, GEN_F32, GEN_SOFTMAX },
   { 8, 1048576, GEN_F32, GEN_LOG_SOFTMAX }, { 5, 262147, GEN_BF16, GEN_LOG_SOFTMAX },
+  /* the backward ops (backward.cu): held rows, two passes, cluster splits held and re-read */
+  { 777, 7, GEN_BF16, GEN_SOFTMAX_BW },   { 4099, 1000, GEN_F32, GEN_LOG_SOFTMAX_BW },
+  { 300, 4099, GEN_F16, GEN_SOFTMAX_BW }, { 64, 32003, GEN_BF16, GEN_LOG_SOFTMAX_BW },
+  { 16, 128256, GEN_F32, GEN_SOFTMAX_BW }, { 8, 1048579, GEN_F32, GEN_LOG_SOFTMAX_BW },
+  { 5, 262147, GEN_BF16, GEN_SOFTMAX_BW },
 };
 
 /* Small, ragged shapes for compute-sanitizer: cols 1, 7, 1000, 4099, 128256 and split rows. */
@@ -34,7 +40,8 @@ static const Case SMALL[] = {
   { 9, 1, GEN_F32, GEN_SOFTMAX },        { 9, 7, GEN_BF16, GEN_LOG_SOFTMAX }, { 33, 1000, GEN_F32, GEN_LOG_SOFTMAX },
   { 33, 1000, GEN_BF16, GEN_SOFTMAX },   { 17, 4099, GEN_F32, GEN_SOFTMAX },  { 17, 4099, GEN_BF16, GEN_LOG_SOFTMAX },
   { 5, 128256, GEN_F32, GEN_SOFTMAX },   { 5, 128256, GEN_BF16, GEN_SOFTMAX }, { 3, 1048579, GEN_F32, GEN_SOFTMAX },
-  { 300, 262147, GEN_BF16, GEN_SOFTMAX },
+  { 300, 262147, GEN_BF16, GEN_SOFTMAX }, { 9, 7, GEN_F32, GEN_SOFTMAX_BW },     { 17, 4099, GEN_BF16, GEN_LOG_SOFTMAX_BW },
+  { 5, 128256, GEN_BF16, GEN_SOFTMAX_BW },
 };
 
 /* The family of a config: what the sanitizer run wants one of. */
@@ -117,6 +124,7 @@ int main(int argc, char **argv)
   char err[1024];
   tune_Gpu *gpu;
   int all = argc > 1 && strcmp(argv[1], "--all") == 0, sanitize = argc > 1 && strcmp(argv[1], "--sanitize") == 0;
+  int backward = argc > 1 && strcmp(argv[1], "--backward") == 0;
   if (tune_gpu_open(&gpu, 0, err, sizeof err)) {
     printf("SKIP: no GPU here (%s)\n", err);
     return 77;
@@ -127,12 +135,13 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof SMALL / sizeof SMALL[0]; i++) run_case(&SMALL[i], 0, 0, 1);
     return check_done("test_gpu --sanitize");
   }
-  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) run_case(&CASES[i], all, 0, 0);
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+    if (!backward || gen_op_inputs(CASES[i].op) == 2) run_case(&CASES[i], all, 0, 0);
   for (int i = 0; i < wanted.n; i++) {
     int seen = 0;
     for (int j = 0; j < verified.n && !seen; j++) seen = strcmp(wanted.seen[i], verified.seen[j]) == 0;
     CHECK(seen, "knob value %s never ran verified", wanted.seen[i]);
   }
   printf("knob values verified: %d of %d sampled\n", verified.n, wanted.n);
-  return check_done(all ? "test_gpu --all" : "test_gpu");
+  return check_done(all ? "test_gpu --all" : backward ? "test_gpu --backward" : "test_gpu");
 }

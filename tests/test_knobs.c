@@ -196,6 +196,52 @@ static void test_ring(void)
   free(a), free(b);
 }
 
+/* The backward ops (space_bw.lua, backward.cu): every config of their spaces passes the rules
+** (gen_canon checks them) and stays a short sweep, none needs clusters where there are none;
+** combos outside the backward families are refused; a held row loads y and dy once, the two-pass
+** sum pass loads once a step (y and dy; log_softmax_backward dy only); a cluster swaps its sums by one barrier a row. */
+static void test_backward(void)
+{
+  static const int64_t cols[] = { 1, 7, 128, 1000, 4096, 16384, 32000, 128256, 1048576 };
+  for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
+    for (int d = 0; d < GEN_NDTYPE; d++)
+      for (int op = GEN_SOFTMAX_BW; op < GEN_NOP; op++)
+        for (int arch = 80; arch <= 90; arch += 10) {
+          gen_Problem p = { .rows = 256, .cols = cols[c], .dtype = d, .op = op, .arch = arch };
+          char **list, canon[256];
+          int n = 0;
+          CHECK(gen_space(g, &p, &list, &n) == 0, "%s", gen_error(g));
+          CHECK(n >= 1 && n <= 150, "%lld cols %s %s sm_%d: %d configs", (long long)cols[c], gen_dtype_name(d), gen_op_name(op),
+                arch, n);
+          for (int i = 0; i < n; i++) {
+            CHECK(gen_canon(g, &p, list[i], canon, sizeof canon) == 0, "%s: %s", list[i], gen_error(g));
+            CHECK(arch >= 90 || !strstr(list[i], "xchg=dsmem"), "sm_%d: %s", arch, list[i]);
+            CHECK(!strstr(list[i], "xchg=global") && !strstr(list[i], "hint=keep"), "%s", list[i]);
+          }
+          gen_free_list(list, n);
+        }
+  static const char *const bad[] = {
+    "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=smem,rows=1,split=1,xchg=none,hint=none",
+    "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=keep",
+    "threads=128,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none",
+    "threads=512,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=none",
+    "threads=512,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=global,hint=none",
+  };
+  gen_Problem p = { .rows = 256, .cols = 4096, .dtype = GEN_F32, .op = GEN_SOFTMAX_BW, .arch = 90 };
+  char canon[256];
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK(gen_canon(g, &p, bad[i], canon, sizeof canon) != 0, "accepted %s", bad[i]);
+  const char *held = "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none";
+  const char *two = "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=none";
+  char *a = ptx_of(4096, GEN_F32, GEN_SOFTMAX_BW, held), *b = ptx_of(16384, GEN_F32, GEN_SOFTMAX_BW, two);
+  char *c = ptx_of(16384, GEN_F32, GEN_LOG_SOFTMAX_BW, two);
+  char *e = ptx_of(65536, GEN_BF16, GEN_LOG_SOFTMAX_BW, "threads=512,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none");
+  if (a) { EXPECT(a, "ld.global.v4", 8, ==); EXPECT(a, "st.global.v4", 4, ==); }
+  if (b) EXPECT(b, "ld.global.v4", 16, ==);
+  if (c) { EXPECT(c, "ld.global.v4", 12, >=); EXPECT(c, "ex2.approx", 1, >=); }   /* the dy-only loop may be unrolled */
+  if (e) { EXPECT(e, "barrier.cluster.arrive", 2, ==); EXPECT(e, "ld.shared::cluster", 1, ==); }
+  free(a), free(b), free(c), free(e);
+}
+
 int main(void)
 {
   char err[1024];
@@ -207,6 +253,7 @@ int main(void)
   test_hint();
   test_packed();
   test_ring();
+  test_backward();
   gen_close(g);
   return check_done("test_knobs");
 }

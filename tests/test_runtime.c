@@ -33,6 +33,10 @@ static void test_cpu(void)
   CHECK(st_softmax(NULL, ST_F32, ST_SOFTMAX, buf, buf, 1, 10, NULL) == ST_EINVAL && strstr(st_error(NULL), "ctx is NULL"),
         "NULL ctx: %s", st_error(NULL));
   CHECK(st_softmax(NULL, ST_BF16, ST_SOFTMAX, buf, buf, 1LL << 40, 1LL << 40, NULL) == ST_EINVAL, "huge shape");
+  CHECK(st_softmax_backward(NULL, ST_F32, (st_op)2, buf, buf, buf, 1, 10, NULL) == ST_EINVAL && strstr(st_error(NULL), "op 2"),
+        "backward, bad op: %s", st_error(NULL));
+  CHECK(st_softmax_backward(NULL, ST_F16, ST_LOG_SOFTMAX, buf, buf, buf, 1, 10, NULL) == ST_EINVAL &&
+        strstr(st_error(NULL), "ctx is NULL"), "backward, NULL ctx: %s", st_error(NULL));
   st_options o = { (st_miss)9, NULL, NULL };
   CHECK(st_open_ex(&c, 0, NULL, &o) == ST_EINVAL, "bad miss policy");
   st_close(NULL);
@@ -112,6 +116,41 @@ static void test_dtypes_ops(st_ctx *c)
         CHECK(run(c, &e, e.out, e.out, e.s) == ST_OK, "in == out: %s", st_error(c));
         CHECK(e.d->cuStreamSynchronize(e.s) == CUDA_SUCCESS, "sync");
         expect_correct(&e, e.in, e.out, "in == out, non-default stream");
+      }
+      env_close(&e);
+    }
+}
+
+/* st_softmax_backward through the heuristic miss path, every dtype and op, a ragged shape: dx
+** apart, dx == dy (a copy of dy, the check reading the original), and dx offset by one element
+** (differently aligned: the vector-free kernel). */
+static void test_backward(st_ctx *c)
+{
+  char err[1024];
+  for (int dtype = 0; dtype < 3; dtype++)
+    for (int op = 0; op < 2; op++) {
+      Env e;
+      if (env_open(&e, 257, 1000 + 3 * dtype, dtype, GEN_SOFTMAX_BW + op) == 0) {
+        const size_t n = (size_t)(e.p.rows * e.p.cols * gen_dtype_size(dtype));
+        const CUdeviceptr dy = tune_gpu_in2(e.gpu);
+        CUdeviceptr spare = 0;
+        CHECK(tune_gpu_fill(e.gpu, err, sizeof err) == 0, "%s", err);
+        CHECK(st_softmax_backward(c, (st_dtype)dtype, (st_op)op, (const void *)e.in, (const void *)dy, (void *)e.out, e.p.rows,
+                                  e.p.cols, NULL) == ST_OK, "backward: %s", st_error(c));
+        expect_correct(&e, e.in, e.out, "backward");
+        CHECK(e.d->cuMemAlloc(&spare, n + 16) == CUDA_SUCCESS, "alloc");
+        CHECK(e.d->cuMemcpyDtoD(spare, dy, n) == CUDA_SUCCESS, "copy");
+        CHECK(st_softmax_backward(c, (st_dtype)dtype, (st_op)op, (const void *)e.in, (const void *)spare, (void *)spare,
+                                  e.p.rows, e.p.cols, e.s) == ST_OK, "dx == dy: %s", st_error(c));
+        CHECK(e.d->cuStreamSynchronize(e.s) == CUDA_SUCCESS, "sync");
+        CHECK(e.d->cuMemcpyDtoD(e.out, spare, n) == CUDA_SUCCESS, "copy back");
+        expect_correct(&e, e.in, e.out, "backward, dx == dy");
+        const CUdeviceptr odd = spare + (CUdeviceptr)gen_dtype_size(dtype);
+        CHECK(st_softmax_backward(c, (st_dtype)dtype, (st_op)op, (const void *)e.in, (const void *)dy, (void *)odd, e.p.rows,
+                                  e.p.cols, NULL) == ST_OK, "dx unaligned: %s", st_error(c));
+        CHECK(e.d->cuMemcpyDtoD(e.out, odd, n) == CUDA_SUCCESS, "copy back");
+        expect_correct(&e, e.in, e.out, "backward, dx differently aligned");
+        if (spare) e.d->cuMemFree(spare);
       }
       env_close(&e);
     }
@@ -239,6 +278,7 @@ int main(int argc, char **argv)
     test_dtypes_ops(c);
     test_threads(c);
     test_unaligned(c);
+    test_backward(c);
     st_close(c);
   }
   test_policies();

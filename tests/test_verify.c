@@ -24,6 +24,7 @@
 #include "gen.h"
 #include "ref.h"
 #include "tune.h"
+#include "verify_util.h"
 
 #define SEED 0x5eed2026u
 
@@ -39,15 +40,6 @@ typedef struct Prob { int64_t rows, cols; int dtype, op; } Prob;
 static tune_Gpu *gpu;   /* gpu mode */
 static gen_State *gen;
 
-static uint64_t rng = SEED;
-static double uniform(void)   /* [-1, 1), splitmix64 */
-{
-  uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return (double)((z ^ (z >> 31)) >> 11) * 0x1p-52 - 1.;
-}
-
 /* Row r's inputs, as the GPU's fill draws them: row 0 offset by +1e4 (so the max matters) with
 ** its last element the max by 24 (so it dominates the sum), rows 1..3 the specials (some -inf,
 ** all -inf, a NaN), then the kinds in turn. */
@@ -61,17 +53,6 @@ static void fill_row(double *x, int64_t cols, int64_t r)
   }
   if (r == 0) x[cols - 1] = 1e4 + 24;
   if (r == 3) x[cols / 2] = NAN;
-}
-
-/* Pairwise float sum, as the kernels' trees add. */
-static float tree_sum(const float *v, int64_t n)
-{
-  if (n <= 8) {
-    float s = 0.f;
-    for (int64_t i = 0; i < n; i++) s += v[i];
-    return s;
-  }
-  return tree_sum(v, n / 2) + tree_sum(v + n / 2, n - n / 2);
 }
 
 /* A row computed in float32 as the kernels do; nomax: without subtracting the max; skip >= 0:
@@ -149,15 +130,9 @@ static void make(const Prob *p, int maker, double *x, void *y, double *row, floa
 static void gpu_agrees(const Prob *p, const void *xs, const void *y, const tune_Check *c, const char *what)
 {
   char err[1024] = "";
-  CUdeviceptr in, out;
-  CUstream s;
   tune_Check g;
   const size_t n = (size_t)(p->rows * p->cols) * (size_t)gen_dtype_size(p->dtype);
-  memset(&g, 0, sizeof g);
-  tune_gpu_buffers(gpu, &in, &out, &s);
-  const tune_Driver *d = tune_gpu_driver(gpu);
-  int ok = !d->cuMemcpyHtoDAsync(in, xs, n, s) && !d->cuMemcpyHtoDAsync(out, y, n, s) &&
-           !tune_gpu_check(gpu, in, out, &g, err, sizeof err);
+  const int ok = !gpu_check(gpu, xs, NULL, y, n, &g, err, sizeof err);
   CHECK(ok, "%s: GPU check: %s", what, err);
   CHECK(!ok || (g.bad == c->bad && g.bad_sums == c->bad_sums && g.first_bad == c->first_bad), "%s: GPU says %lld bad"
         " (%lld sums, first %lld), CPU %lld (%lld, %lld)", what, (long long)g.bad, (long long)g.bad_sums,
@@ -178,19 +153,12 @@ static void run(const Prob *p, unsigned makers)
   }
   for (int64_t r = 0; r < p->rows; r++) fill_row(x + r * p->cols, p->cols, r);
   for (int64_t i = 0; i < n; i++) tune_store_elem(xs, p->dtype, i, x[i]), x[i] = tune_load(xs, p->dtype, i);
-  gen_Problem gp = { .rows = p->rows, .cols = p->cols, .dtype = p->dtype, .op = p->op };
-  char err[1024];
-  if (gpu) tune_device_limits(tune_gpu_device(gpu), &gp);
-  if (gpu && tune_gpu_prepare(gpu, gen, &gp, 0, err, sizeof err)) {
-    CHECK(0, "%lldx%lld: prepare: %s", (long long)p->rows, (long long)p->cols, err);
-    goto done;
-  }
+  if (prepare_for(gpu, gen, p->rows, p->cols, p->dtype, p->op)) goto done;
   for (int k = 0; k < NMAKERS; k++) {
     if (!(makers >> k & 1)) continue;
     char what[160];
     tune_Check c = { .first_bad = -1 };
-    snprintf(what, sizeof what, "%lldx%lld %s %s, %s", (long long)p->rows, (long long)p->cols,
-             gen_dtype_name(p->dtype), gen_op_name(p->op), MAKER[k]);
+    label(what, sizeof what, p->rows, p->cols, p->dtype, p->op, MAKER[k]);
     make(p, k, x, y, row, tmp);
     tune_check_rows(xs, y, p->dtype, p->op, p->cols, 0, p->rows, tune_poison(p->dtype), &c);
     const int passed = c.bad == 0 && c.bad_sums == 0;
@@ -232,24 +200,18 @@ static void aux_compiles(void)
 
 int main(int argc, char **argv)
 {
-  char err[1024];
-  if (argc > 1 && strcmp(argv[1], "gpu") == 0) {
-    if (tune_gpu_open(&gpu, 0, err, sizeof err)) {
-      printf("SKIP: no GPU here (%s)\n", err);
-      return 77;
-    }
-    if (gen_open(&gen, NULL, err, sizeof err)) return printf("gen: %s\n", err), 1;
-  }
+  const int rc = gpu_mode(argc, argv, SEED, &gpu, &gen);
+  if (rc) return rc;
   if (!gpu) aux_compiles();
   printf("seed %#x\n", SEED);
   for (int dt = 0; dt < GEN_NDTYPE; dt++)
-    for (int op = 0; op < GEN_NOP; op++) {
+    for (int op = 0; op < GEN_SOFTMAX_BW; op++) {   /* the backward ops: test_verify_bw.c */
       for (int64_t cols = 1; cols <= 64; cols++)   /* on the GPU, a few: each compiles its check kernel */
         if (!gpu || cols <= 2 || cols == 7 || cols == 64) run(&(Prob){ 8, cols, dt, op }, cols >= 2 ? ALL : RIGHT);
       run(&(Prob){ 8, 1000, dt, op }, ALL);
       run(&(Prob){ 8, 70000, dt, op }, ALL);
     }
-  for (int op = 0; op < GEN_NOP; op++) {   /* f16 rows of mostly subnormal outputs */
+  for (int op = 0; op < GEN_SOFTMAX_BW; op++) {   /* f16 rows of mostly subnormal outputs */
     run(&(Prob){ 1, 1000000, GEN_F16, op }, RIGHT);
     run(&(Prob){ 5, 1048576, GEN_F16, op }, ALL);
   }

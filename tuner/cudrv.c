@@ -142,13 +142,14 @@ size_t tune_workspace(const gen_Launch *l, int resident)
   return l->coop ? 8 * (size_t)l->ws_groups + (size_t)(resident / l->blocks_per_row) * (size_t)l->workspace : 0;
 }
 
-CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr out,
-                     int64_t rows, CUdeviceptr ws, int resident, CUstream s)
+CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr in2,
+                     CUdeviceptr out, int64_t rows, CUdeviceptr ws, int resident, CUstream s)
 {
   CUlaunchConfig cfg;
   CUlaunchAttribute attr;
   long long n = rows;
-  void *args[] = { &in, &out, &n, &ws };
+  void *args1[] = { &in, &out, &n, &ws }, *args2[] = { &in, &in2, &out, &n, &ws };
+  void **args = l->inputs == 2 ? args2 : args1;   /* backward kernels: (y, dy, dx, rows, ws) */
   memset(&cfg, 0, sizeof cfg);
   cfg.gridDimX = tune_grid(l, rows, resident);
   cfg.gridDimY = cfg.gridDimZ = 1;

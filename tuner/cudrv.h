@@ -69,8 +69,9 @@ CUresult tune_resident(const tune_Driver *d, CUfunction f, const gen_Launch *l, 
 unsigned tune_grid(const gen_Launch *l, int64_t rows, int resident);
 /* Workspace bytes a launch needs (0 unless coop). */
 size_t tune_workspace(const gen_Launch *l, int resident);
-/* Launch a softmax kernel: f(in, out, rows, ws). */
-CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr out,
-                     int64_t rows, CUdeviceptr ws, int resident, CUstream s);
+/* Launch a softmax kernel: f(in, out, rows, ws), or with l->inputs 2 (backward)
+** f(in, in2, out, rows, ws): in is y, in2 dy, out dx. */
+CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr in2,
+                     CUdeviceptr out, int64_t rows, CUdeviceptr ws, int resident, CUstream s);
 
 #endif

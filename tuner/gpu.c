@@ -1,7 +1,9 @@
 /*
 ** gpu.c — the tuner's GPU backend: buffers for one problem, random inputs drawn on the GPU,
 ** verification by the float64 check kernel (templates/check.cu), event timing with L2 flushed
-** before every launch, and recovery when a config's launch breaks the context.
+** before every launch, and recovery when a config's launch breaks the context. The backward
+** ops (two inputs: in is y, in2 dy; out is dx) have their own fill and check kernels, and their
+** floor is a kernel reading two tensors and writing a third (st_add) instead of the copy.
 */
 #include <math.h>
 #include <stdio.h>
@@ -39,10 +41,11 @@ struct tune_Gpu {
   CUevent ev[2 * MAX_REPS];
   gen_Problem p;
   size_t bytes;             /* one tensor */
-  CUdeviceptr in, out, flush, res, ws;
+  int bw;                   /* a backward op: in2 (dy) is used, and the fill, check and floor differ */
+  CUdeviceptr in, in2, out, flush, res, ws;
   gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
   CUmodule auxmod;
-  CUfunction fill, check;
+  CUfunction fill, check, add;
   Slot *slots;
   int nslots;
   uint64_t seed;
@@ -120,6 +123,7 @@ static void teardown(tune_Gpu *g)
     if (g->ev[i]) d->cuEventDestroy(g->ev[i]);
   if (g->in) d->cuMemFree(g->in);
   if (g->out) d->cuMemFree(g->out);
+  if (g->in2) d->cuMemFree(g->in2);
   if (g->flush) d->cuMemFree(g->flush);
   if (g->res) d->cuMemFree(g->res);
   if (g->ws) d->cuMemFree(g->ws);
@@ -127,7 +131,7 @@ static void teardown(tune_Gpu *g)
   d->cuDevicePrimaryCtxRelease(g->dev.dev);
   g->auxmod = NULL;
   memset(g->ev, 0, sizeof g->ev);
-  g->in = g->out = g->flush = g->res = g->ws = 0;
+  g->in = g->in2 = g->out = g->flush = g->res = g->ws = 0;
   g->stream = NULL;
   g->ctx = NULL;
   g->ready = 0;
@@ -139,7 +143,7 @@ static int setup(tune_Gpu *g, char *err, size_t errlen)
   tune_Driver *d = &g->drv;
   CUresult r;
   size_t free_mem = 0, total = 0;
-  const size_t need = 2 * g->bytes + FLUSH_BYTES + (64u << 20);
+  const size_t need = (size_t)(2 + g->bw) * g->bytes + FLUSH_BYTES + (64u << 20);
   if ((r = d->cuDevicePrimaryCtxRetain(&g->ctx, g->dev.dev)) != CUDA_SUCCESS) {
     g->ctx = NULL;
     return cu_msg(g, "cannot get a context on the GPU", r, err, errlen), 1;
@@ -147,7 +151,7 @@ static int setup(tune_Gpu *g, char *err, size_t errlen)
   if ((r = d->cuCtxSetCurrent(g->ctx)) || (r = d->cuMemGetInfo(&free_mem, &total)))
     return cu_msg(g, "cannot use the GPU", r, err, errlen), 1;
   if (need > free_mem)   /* 2: the shape is too large for this GPU, refused before allocating */
-    return snprintf(err, errlen, "shape %lldx%lld %s needs %.2f GB on the GPU (input, output, L2 flush); %.2f GB of %.2f GB are free",
+    return snprintf(err, errlen, "shape %lldx%lld %s needs %.2f GB on the GPU (inputs, output, L2 flush); %.2f GB of %.2f GB are free",
                     (long long)g->p.rows, (long long)g->p.cols, gen_dtype_name(g->p.dtype), need / 1e9, free_mem / 1e9,
                     total / 1e9), 2;
   if ((r = d->cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING)))
@@ -156,10 +160,13 @@ static int setup(tune_Gpu *g, char *err, size_t errlen)
     if ((r = d->cuEventCreate(&g->ev[i], CU_EVENT_DEFAULT))) return cu_msg(g, "cannot make events", r, err, errlen), 1;
   if ((r = d->cuMemAlloc(&g->in, g->bytes)) || (r = d->cuMemAlloc(&g->out, g->bytes)) ||
       (r = d->cuMemAlloc(&g->flush, FLUSH_BYTES)) || (r = d->cuMemAlloc(&g->res, sizeof(CheckOut))) ||
-      (r = d->cuMemAlloc(&g->ws, WS_BYTES)) || (r = d->cuMemsetD8(g->ws, 0, WS_BYTES)))
+      (r = d->cuMemAlloc(&g->ws, WS_BYTES)) || (r = d->cuMemsetD8(g->ws, 0, WS_BYTES)) ||
+      (g->bw && (r = d->cuMemAlloc(&g->in2, g->bytes))))
     return cu_msg(g, "cannot allocate GPU memory", r, err, errlen), 1;
-  if ((r = d->cuModuleLoadData(&g->auxmod, g->aux.data)) || (r = d->cuModuleGetFunction(&g->fill, g->auxmod, "st_fill")) ||
-      (r = d->cuModuleGetFunction(&g->check, g->auxmod, "st_check")))
+  if ((r = d->cuModuleLoadData(&g->auxmod, g->aux.data)) ||
+      (r = d->cuModuleGetFunction(&g->fill, g->auxmod, g->bw ? "st_fill_bw" : "st_fill")) ||
+      (r = d->cuModuleGetFunction(&g->check, g->auxmod, g->bw ? "st_check_bw" : "st_check")) ||
+      (g->bw && (r = d->cuModuleGetFunction(&g->add, g->auxmod, "st_add"))))
     return cu_msg(g, "cannot load the fill and check kernels", r, err, errlen), 1;
   g->ready = 1;
   return 0;
@@ -169,6 +176,7 @@ int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslo
 {
   char *src;
   g->p = *p;
+  g->bw = gen_op_inputs(p->op) == 2;
   g->bytes = (size_t)(p->rows * p->cols * gen_dtype_size(p->dtype));
   g->seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
   if (!(g->slots = calloc((size_t)nslots, sizeof *g->slots))) return snprintf(err, errlen, "out of memory"), 1;
@@ -306,8 +314,8 @@ static CUresult fresh_input(tune_Gpu *g)
   long long rows = g->p.rows;
   unsigned long long seed = ++g->seed * 0xbf58476d1ce4e5b9ull;
   int specials = 1;
-  void *args[] = { &g->in, &rows, &seed, &specials };
-  CUresult r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL);
+  void *args[] = { &g->in, &rows, &seed, &specials }, *args_bw[] = { &g->in, &g->in2, &rows, &seed, &specials };
+  CUresult r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->bw ? args_bw : args, NULL);
   if (r) return r;
   const uint32_t p = tune_poison(g->p.dtype);
   if (g->p.dtype == GEN_F32) return d->cuMemsetD32Async(g->out, p, g->bytes / 4, g->stream);
@@ -321,16 +329,20 @@ static void describe_bad(tune_Gpu *g, const CheckOut *co, tune_Trial *t)
   char first[160] = "";
   if (co->bad) {
     const int64_t row = (int64_t)(co->first_bad / (uint64_t)cols), col = (int64_t)(co->first_bad % (uint64_t)cols);
-    void *x = malloc((size_t)(cols * es)), *y = malloc((size_t)(cols * es));
+    const CUdeviceptr at = (CUdeviceptr)(row * cols * es);
+    void *x = malloc((size_t)(cols * es)), *y = malloc((size_t)(cols * es)), *dy = malloc((size_t)(cols * es));
     double *xr = malloc((size_t)cols * sizeof *xr), *ref = malloc((size_t)cols * sizeof *ref);
-    if (x && y && xr && ref && !g->drv.cuMemcpyDtoH(x, g->in + (CUdeviceptr)(row * cols * es), (size_t)(cols * es)) &&
-        !g->drv.cuMemcpyDtoH(y, g->out + (CUdeviceptr)(row * cols * es), (size_t)(cols * es))) {
-      for (int64_t j = 0; j < cols; j++) xr[j] = tune_load(x, g->p.dtype, j);
-      tune_ref_row(xr, cols, g->p.op, ref);
+    double *dr = malloc((size_t)cols * sizeof *dr);
+    if (x && y && dy && xr && ref && dr && !g->drv.cuMemcpyDtoH(x, g->in + at, (size_t)(cols * es)) &&
+        !g->drv.cuMemcpyDtoH(y, g->out + at, (size_t)(cols * es)) &&
+        !(g->bw && g->drv.cuMemcpyDtoH(dy, g->in2 + at, (size_t)(cols * es)))) {
+      for (int64_t j = 0; j < cols; j++) xr[j] = tune_load(x, g->p.dtype, j), dr[j] = g->bw ? tune_load(dy, g->p.dtype, j) : 0.;
+      if (g->bw) tune_ref_row_bw(xr, dr, cols, g->p.op, ref);
+      else tune_ref_row(xr, cols, g->p.op, ref);
       snprintf(first, sizeof first, " (first: row %lld col %lld, input %.6g, got %.6g, want %.6g)", (long long)row,
                (long long)col, xr[col], tune_load(y, g->p.dtype, col), ref[col]);
     }
-    free(x), free(y), free(xr), free(ref);
+    free(x), free(y), free(dy), free(xr), free(ref), free(dr);
   }
   float sumdev;
   memcpy(&sumdev, &co->max_sumdev, 4);
@@ -343,12 +355,12 @@ static CUresult check_buffers(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, CheckOu
 {
   long long rows = g->p.rows;
   uint32_t poison = tune_poison(g->p.dtype);
-  void *args[] = { &x, &y, &rows, &poison, &g->res };
+  void *args[] = { &x, &y, &rows, &poison, &g->res }, *args_bw[] = { &x, &g->in2, &y, &rows, &poison, &g->res };
   CUresult r;
   const CheckOut init = { 0, ~0ull, 0, 0, 0 };
   /* in stream order: a plain HtoD from pageable memory may land after the kernel starts */
   if ((r = g->drv.cuMemcpyHtoDAsync(g->res, &init, sizeof init, g->stream)) ||
-      (r = g->drv.cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL)) || (r = wait(g, 60.)))
+      (r = g->drv.cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->bw ? args_bw : args, NULL)) || (r = wait(g, 60.)))
     return r;
   return g->drv.cuMemcpyDtoH(co, g->res, sizeof *co);
 }
@@ -362,7 +374,7 @@ static int gpu_verify(void *ud, int slot, tune_Trial *t)
   CheckOut co;
   CUresult r;
   if ((r = fresh_input(g))) return run_failed(g, "fill", r, NULL);
-  if ((r = tune_launch(&g->drv, s->fn, &s->launch, g->in, g->out, g->p.rows, g->ws, s->resident, g->stream)))
+  if ((r = tune_launch(&g->drv, s->fn, &s->launch, g->in, g->in2, g->out, g->p.rows, g->ws, s->resident, g->stream)))
     return run_failed(g, "launch", r, t);
   if ((r = wait(g, 20.))) return run_failed(g, "run", r, t);
   if ((r = run_check(g, &co))) return run_failed(g, "check", r, NULL);
@@ -391,7 +403,7 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
 {
   const size_t n = g->bytes;
   const int64_t mid = g->p.cols / 2;   /* in row 0: never one of fill's special rows */
-  void *x = malloc(n), *y = malloc(n);
+  void *x = malloc(n), *y = malloc(n), *dy = malloc(n);
   tune_Trial t;
   CheckOut co[3];
   tune_Check cpu[3];
@@ -399,7 +411,7 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
   int rc = 1;
   memset(cpu, 0, sizeof cpu);
   memset(&t, 0, sizeof t);
-  if (!x || !y) snprintf(err, errlen, "out of memory");
+  if (!x || !y || !dy) snprintf(err, errlen, "out of memory");
   else if (gpu_verify(g, slot, &t)) snprintf(err, errlen, "verify: %s", t.reason);
   else {
     for (int k = 0; k < 3; k++) {
@@ -407,7 +419,8 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
       if (k == 1) {   /* y holds the output read back at step 0 */
         v = tune_load(y, g->p.dtype, mid);
         uint32_t bits[2];
-        tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + fabs(v) * 0x1p-12);
+        /* a backward output's bound is relative to dy - sum, not to itself: moved by a quarter */
+        tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + fabs(v) * (g->bw ? 0.25 : 0x1p-12));
         r = poke(g, mid, bits);
       } else if (k == 2) {
         const uint32_t p = tune_poison(g->p.dtype);
@@ -416,12 +429,14 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
       if (!r) r = run_check(g, &co[k]);
       if (!r) r = g->drv.cuMemcpyDtoH(x, g->in, n);
       if (!r) r = g->drv.cuMemcpyDtoH(y, g->out, n);
+      if (!r && g->bw) r = g->drv.cuMemcpyDtoH(dy, g->in2, n);
       if (r) {
         cu_msg(g, "selftest", r, err, errlen);
         break;
       }
       cpu[k].first_bad = -1;
-      tune_check_rows(x, y, g->p.dtype, g->p.op, g->p.cols, 0, g->p.rows, tune_poison(g->p.dtype), &cpu[k]);
+      if (g->bw) tune_check_rows_bw(x, dy, y, g->p.dtype, g->p.op, g->p.cols, 0, g->p.rows, tune_poison(g->p.dtype), &cpu[k]);
+      else tune_check_rows(x, y, g->p.dtype, g->p.op, g->p.cols, 0, g->p.rows, tune_poison(g->p.dtype), &cpu[k]);
       const uint64_t want = k == 0 ? 0 : 1;
       if (co[k].bad != want || (uint64_t)cpu[k].bad != want || co[k].bad_sums != (uint64_t)cpu[k].bad_sums) {
         snprintf(err, errlen, "step %d: GPU check says %llu bad (%llu sums), CPU says %lld bad (%lld sums), want %llu;"
@@ -435,6 +450,7 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
   }
   free(x);
   free(y);
+  free(dy);
   return rc;
 }
 
@@ -463,16 +479,21 @@ static CUresult timed(tune_Gpu *g, CUresult (*go)(tune_Gpu *, void *), void *arg
   return CUDA_SUCCESS;
 }
 
+/* The floor: a copy of the tensor, or for the backward ops out = in + in2 (two reads, a write). */
 static CUresult go_copy(tune_Gpu *g, void *arg)
 {
   (void)arg;
-  return g->drv.cuMemcpyDtoDAsync(g->out, g->in, g->bytes, g->stream);
+  if (!g->bw) return g->drv.cuMemcpyDtoDAsync(g->out, g->in, g->bytes, g->stream);
+  long long n = g->p.rows * g->p.cols;
+  const long long nv = n * gen_dtype_size(g->p.dtype) / 16;
+  void *args[] = { &g->in, &g->in2, &g->out, &n };
+  return g->drv.cuLaunchKernel(g->add, (unsigned)(nv / 1024 + 1), 1, 1, 256, 1, 1, 0, g->stream, args, NULL);
 }
 
 static CUresult go_slot(tune_Gpu *g, void *arg)
 {
   const Slot *s = arg;
-  return tune_launch(&g->drv, s->fn, &s->launch, g->in, g->out, g->p.rows, g->ws, s->resident, g->stream);
+  return tune_launch(&g->drv, s->fn, &s->launch, g->in, g->in2, g->out, g->p.rows, g->ws, s->resident, g->stream);
 }
 
 static int gpu_time(void *ud, int slot, int n, double *us, char *err, size_t errlen)
@@ -492,6 +513,11 @@ static int gpu_time(void *ud, int slot, int n, double *us, char *err, size_t err
 void tune_gpu_buffers(tune_Gpu *g, CUdeviceptr *in, CUdeviceptr *out, CUstream *s)
 {
   *in = g->in, *out = g->out, *s = g->stream;
+}
+
+CUdeviceptr tune_gpu_in2(tune_Gpu *g)
+{
+  return g->in2;
 }
 
 const tune_Driver *tune_gpu_driver(const tune_Gpu *g)

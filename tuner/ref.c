@@ -158,3 +158,58 @@ void tune_check_rows(const void *x, const void *out, int dtype, int op, int64_t 
   free(xr);
   free(ref);
 }
+
+/* The row's sum of terms (dy*y, or dy for log_softmax_backward) and of their magnitudes. */
+static double row_sum_bw(const double *y, const double *dy, int64_t cols, int op, double *a)
+{
+  double s = 0.;
+  *a = 0.;
+  for (int64_t c = 0; c < cols; c++) {
+    const double t = op == GEN_LOG_SOFTMAX_BW ? dy[c] : dy[c] * y[c];
+    s += t, *a += fabs(t);
+  }
+  return s;
+}
+
+void tune_ref_row_bw(const double *y, const double *dy, int64_t cols, int op, double *ref)
+{
+  double a;
+  const double s = row_sum_bw(y, dy, cols, op, &a);
+  for (int64_t c = 0; c < cols; c++) ref[c] = op == GEN_LOG_SOFTMAX_BW ? dy[c] - exp(y[c]) * s : y[c] * (dy[c] - s);
+}
+
+void tune_check_rows_bw(const void *y, const void *dy, const void *dx, int dtype, int op, int64_t cols, int64_t r0,
+                        int64_t r1, uint32_t poison, tune_Check *c)
+{
+  double *yr = malloc((size_t)cols * sizeof *yr), *dr = malloc((size_t)cols * sizeof *dr);
+  double *ref = malloc((size_t)cols * sizeof *ref);
+  if (!yr || !dr || !ref) {
+    c->bad = c->checked = -1;
+    free(yr), free(dr), free(ref);
+    return;
+  }
+  for (int64_t r = r0; r < r1; r++) {
+    double a;
+    for (int64_t j = 0; j < cols; j++) yr[j] = tune_load(y, dtype, r * cols + j), dr[j] = tune_load(dy, dtype, r * cols + j);
+    const double s = row_sum_bw(yr, dr, cols, op, &a), es = vr_sum_err((double)cols, a);
+    tune_ref_row_bw(yr, dr, cols, op, ref);
+    for (int64_t j = 0; j < cols; j++) {
+      const int64_t i = r * cols + j;
+      const double o = tune_load(dx, dtype, i);
+      int ok;
+      if (bits(dx, dtype, i) == poison) ok = 0;
+      else if (isnan(ref[j])) ok = isnan(o);
+      else if (isinf(ref[j])) ok = o == ref[j];
+      else {
+        double lo, hi;
+        vr_bounds_bw(dtype, op == GEN_LOG_SOFTMAX_BW, ref[j], yr[j], s, es, &lo, &hi);
+        const double e = vr_ulps(o, ref[j], dtype);
+        if (e == e && e > c->max_err) c->max_err = e;
+        ok = lo <= o && o <= hi;
+      }
+      c->checked++;
+      if (!ok && c->bad++ == 0) c->first_bad = i;
+    }
+  }
+  free(yr), free(dr), free(ref);
+}

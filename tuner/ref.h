@@ -31,4 +31,11 @@ void tune_ref_row(const double *x, int64_t cols, int op, double *ref);
 void tune_check_rows(const void *x, const void *out, int dtype, int op, int64_t cols, int64_t r0, int64_t r1,
                      uint32_t poison, tune_Check *c);
 
+/* The backward ops (op GEN_SOFTMAX_BW, GEN_LOG_SOFTMAX_BW): the reference dx of one row from
+** y and dy, in float64 (a NaN in the row's sum makes the row NaN, as torch); and the check of
+** rows [r0, r1) of dx against it by verify.h's vr_bounds_bw; adds into c. */
+void tune_ref_row_bw(const double *y, const double *dy, int64_t cols, int op, double *ref);
+void tune_check_rows_bw(const void *y, const void *dy, const void *dx, int dtype, int op, int64_t cols, int64_t r0,
+                        int64_t r1, uint32_t poison, tune_Check *c);
+
 #endif

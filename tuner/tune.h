@@ -125,9 +125,12 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen);
 
 /* For the bench command and the runtime tests: the prepared buffers, a fresh random input
 ** (output poisoned), the check kernel over any input/output pair of the problem's shape, and
-** n calls of fn timed as the sweep times configs (fn NULL: the copy floor). */
+** n calls of fn timed as the sweep times configs (fn NULL: the copy floor, or the backward ops'
+** two-read-one-write floor). */
 typedef CUresult (*tune_Call)(void *ud, CUdeviceptr in, CUdeviceptr out, CUstream s);
 void tune_gpu_buffers(tune_Gpu *g, CUdeviceptr *in, CUdeviceptr *out, CUstream *s);
+/* The backward ops' second input (dy; in is y, out dx), filled with in; 0 for the forward ops. */
+CUdeviceptr tune_gpu_in2(tune_Gpu *g);
 const tune_Driver *tune_gpu_driver(const tune_Gpu *g);
 int tune_gpu_fill(tune_Gpu *g, char *err, size_t errlen);
 int tune_gpu_check(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, tune_Check *c, char *err, size_t errlen);

@@ -1,0 +1,180 @@
+// backward.cu — the backward ops from the forward's output y and the gradient dy, one sum per row:
+//   softmax_backward      dx = y * (dy - sum(dy * y))
+//   log_softmax_backward  dx = dy - exp(y) * sum(dy)
+// in float32 for every dtype. A NaN in y or dy makes its row's sum, and so the row, NaN.
+// Knobs: threads, rows (R rows per block, split=1: G = threads/rows threads per row), items, vec,
+//        reduce (shfl | smem), passes (1, hold=reg: a thread's y and dy vectors held in registers,
+//        one read; 2, hold=none: a sum pass, then y and dy read again for the write; the sum pass
+//        of log_softmax_backward reads dy only), split with xchg (none, or dsmem: a cluster of
+//        `split` blocks per row, sm_90+, each block its part of the row, one float per block
+//        swapped through distributed shared memory, one cluster barrier per row), hint (stream:
+//        the last read of each line and every store evict-first).
+// Regime: split=1 passes=1: rows that fit a group's registers (up to 32 values of y and dy a
+//         thread); split=1 passes=2: long rows, a block each; split>1: few rows or long ones
+//         (32x16384, 2048x128256), a row spread over a cluster (passes=2 where even the
+//         cluster's registers cannot hold it: 256x1048576).
+% team = split > 1 and threads or G
+% include("common.cu")
+#define R $(R)
+#define S $(split)
+
+// One element's term of the row's sum, and its output from the row's sum s.
+% if op == "softmax_backward" then
+__device__ __forceinline__ float term(float y, float d) { return d * y; }
+__device__ __forceinline__ float grad(float y, float d, float s) { return y * (d - s); }
+% else
+__device__ __forceinline__ float term(float y, float d) { return d; }
+// y <= 0 is a log-probability: exp(y) needs no max; y = -inf gives 0
+__device__ __forceinline__ float grad(float y, float d, float s) { return d - ex2(y * LOG2E) * s; }
+% end
+
+template <int N>
+__device__ __forceinline__ float terms(const float *vy, const float *vd)
+{
+  if constexpr (N == 0) return 0.f;
+  else {
+    float t[N];
+    #pragma unroll
+    for (int i = 0; i < N; i++) t[i] = term(vy[i], vd[i]);
+    return tree<N>(t, OpSum());
+  }
+}
+
+template <int N>
+__device__ __forceinline__ void grads(float *vy, const float *vd, float s)
+{
+  #pragma unroll
+  for (int i = 0; i < N; i++) vy[i] = grad(vy[i], vd[i], s);
+}
+
+// This thread's edge elements of y and dy (as edge_load: slot i is edge i*TEAM + lane), 0 where
+// there is none, which adds nothing to the sum.
+__device__ __forceinline__ void edges2(const elem_t *y, const elem_t *d, Geo g, int lane, bool live, float *ey, float *ed)
+{
+  #pragma unroll
+  for (int i = 0; i < EDGE; i++) {
+    const int k = i * TEAM + lane;
+    const bool in = live && k < g.h + g.t;
+    ey[i] = in ? load1(y + edge_pos(g, k)) : 0.f;
+    ed[i] = in ? load1(d + edge_pos(g, k)) : 0.f;
+  }
+}
+
+// ITEMS vectors of y and of dy from body vector `base` (load_step's layout), 0 past `end`.
+template <bool FINAL>
+__device__ __forceinline__ void load2(const elem_t *yb, const elem_t *db, int base, int end, int lane, bool live, float *vy,
+                                      float *vd)
+{
+  load_vectors<VEC>(base, end, lane, live, vy, 0.f, [&](int j, float *f) { ldv<false, FINAL>(yb + (i64)j * VEC, f); });
+  load_vectors<VEC>(base, end, lane, live, vd, 0.f, [&](int j, float *f) { ldv<false, FINAL>(db + (i64)j * VEC, f); });
+}
+
+// passes=2: the thread's share of the sum over body vectors [begin, end), ITEMS vectors a step.
+__device__ __forceinline__ float stream_sum(const elem_t *yb, const elem_t *db, int begin, int end, int lane, bool live)
+{
+  float a = 0.f;
+  for (int base = begin; base < end; base += ITEMS * TEAM) {
+    float vd[ITEMS * VEC];
+% if op == "softmax_backward" then
+    float vy[ITEMS * VEC];
+    load2<false>(yb, db, base, end, lane, live, vy, vd);
+    a += terms<ITEMS * VEC>(vy, vd);
+% else
+    load_vectors<VEC>(base, end, lane, live, vd, 0.f, [&](int j, float *f) { ldv<false, false>(db + (i64)j * VEC, f); });
+    a += tree<ITEMS * VEC>(vd, OpSum());
+% end
+  }
+  return a;
+}
+
+// passes=2: body vectors [begin, end) read again and written out.
+__device__ __forceinline__ void stream_out(const elem_t *yb, const elem_t *db, elem_t *xb, int begin, int end, int lane,
+                                          bool live, float s)
+{
+  for (int base = begin; base < end; base += ITEMS * TEAM) {
+    float vy[ITEMS * VEC], vd[ITEMS * VEC];
+    load2<true>(yb, db, base, end, lane, live, vy, vd);
+    grads<ITEMS * VEC>(vy, vd, s);
+    store_step(xb, base, end, lane, live, vy);
+  }
+}
+
+// One row's part: body vectors [begin, end) and (edges) the row's head and tail, at y, dy, dx.
+// reduce(t) turns a thread's share of the sum into the row's.
+template <class Reduce>
+__device__ __forceinline__ void row_part(const elem_t *y, const elem_t *d, elem_t *dx, Geo g, int begin, int end, int lane,
+                                         bool live, bool edges, Reduce reduce)
+{
+  float ey[EDGE_SLOTS], ed[EDGE_SLOTS];
+  edges2(y, d, g, lane, live && edges, ey, ed);
+% if passes == 1 then
+  float vy[ITEMS * VEC], vd[ITEMS * VEC];
+  load2<true>(y + g.h, d + g.h, begin, end, lane, live, vy, vd);
+  const float s = reduce(terms<ITEMS * VEC>(vy, vd) + terms<EDGE>(ey, ed));
+  grads<ITEMS * VEC>(vy, vd, s);
+  store_step(dx + g.h, begin, end, lane, live, vy);
+% else
+  const float s = reduce(stream_sum(y + g.h, d + g.h, begin, end, lane, live) + terms<EDGE>(ey, ed));
+  stream_out(y + g.h, d + g.h, dx + g.h, begin, end, lane, live, s);
+% end
+  grads<EDGE>(ey, ed, s);
+  edge_store(dx, g, lane, live && edges, ey);
+}
+% if split > 1 then
+
+__device__ __forceinline__ void cluster_sync()
+{
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// The sum of `slot` over the cluster's S blocks, in one fixed order: every thread of every
+// block gets the same bits.
+__device__ __forceinline__ float cluster_sum(float *slot)
+{
+  const int lane = threadIdx.x % 32;
+  float v = 0.f;
+  if (lane < S) {
+    u32 a;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((u32)__cvta_generic_to_shared(slot)), "r"(lane));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
+  }
+  return lanes_reduce<32>(v, OpSum());
+}
+% end
+
+extern "C" __global__ void __launch_bounds__($(threads))
+$(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *ws)
+{
+% if split == 1 then
+  const int lane = threadIdx.x % $(G), grp = threadIdx.x / $(G);
+  const i64 nblocks = (rows + R - 1) / R;
+  for (i64 blk = blockIdx.x; blk < nblocks; blk += gridDim.x) {
+    const i64 row = blk * R + grp;
+    const bool live = row < rows;   // dead groups still take part in the block's barriers
+    const i64 at = (live ? row : 0) * COLS;
+    const Geo g = geometry(yin + at);
+    row_part(yin + at, dyin + at, dxout + at, g, 0, g.nv, lane, live, true,
+             [&](float t) { return group_reduce(t, OpSum()); });
+  }
+% else
+  // a cluster's blocks are consecutive: rank is the block's part; block 0 also owns the edges.
+  // Sums are double-buffered by row parity: a block writes row k+2's slot only after the
+  // barrier of row k+1, which every block passes only once it has read row k's.
+  const u32 rank = blockIdx.x % S;
+  const i64 ngroups = gridDim.x / S;
+  __shared__ float slot[2];
+  int k = 0;
+  for (i64 row = blockIdx.x / S; row < rows; row += ngroups, k++) {
+    const i64 at = row * COLS;
+    const Geo g = geometry(yin + at);
+    const int begin = min((int)rank * $(CV), g.nv), end = min(begin + $(CV), g.nv);
+    row_part(yin + at, dyin + at, dxout + at, g, begin, end, threadIdx.x, true, rank == 0, [&](float t) {
+      t = group_reduce(t, OpSum());
+      if (threadIdx.x == 0) slot[k & 1] = t;
+      cluster_sync();
+      return cluster_sum(&slot[k & 1]);
+    });
+  }
+  cluster_sync();   // no block leaves while another may still read its slots
+% end
+}
