@@ -23,6 +23,7 @@ typedef struct Worker {     /* one unit's thread and what it owns */
   gen_State *g;
   cache_Db *db;
   tune_Ahead *ahead;
+  int swept;                /* problems this unit has swept: the GPU is warm after the first */
   pthread_t th;
   char err[1024];
 } Worker;
@@ -160,6 +161,7 @@ static void tune_item(Worker *w, int i)
   outer = tune_ahead_backend(w->ahead, &inner);
   opt.progress = on_config, opt.progress_ud = w;
   opt.threads = 2;   /* the sweep's own pool only waits for the queue's cubins, in order */
+  if (w->swept++) opt.warmup_ms = 0;   /* the last sweep kept the clocks up */
   rc = tune_sweep(w->g, &p, &outer, &opt, &r, w->err, sizeof w->err);
   u->release(u->ud);
   if (rc) finish(w, i, TUNE_ITEM_FAILED, w->err);
