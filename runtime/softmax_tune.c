@@ -431,20 +431,23 @@ st_status st_softmax_backward(st_ctx *c, st_dtype dtype, st_op op, const void *y
                      cols, stream);
 }
 
-st_status st_config(st_ctx *c, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen)
+/* The config string of the kernel problem (dtype, gen op) launches. */
+static st_status config_of(st_ctx *c, st_dtype dtype, st_op op, int gen_op, int64_t rows, int64_t cols, char *out,
+                           int outlen)
 {
   Memo m;
   st_status s = check_args(c, dtype, op, rows, cols);
-  if (!s) s = lookup(c, dtype, op, 0, rows, cols, &m);
+  if (!s) s = lookup(c, dtype, gen_op, 0, rows, cols, &m);
   if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
   return s;
 }
 
+st_status st_config(st_ctx *c, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen)
+{
+  return config_of(c, dtype, op, (int)op, rows, cols, out, outlen);
+}
+
 st_status st_config_backward(st_ctx *c, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen)
 {
-  Memo m;
-  st_status s = check_args(c, dtype, op, rows, cols);
-  if (!s) s = lookup(c, dtype, GEN_SOFTMAX_BW + op, 0, rows, cols, &m);
-  if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
-  return s;
+  return config_of(c, dtype, op, GEN_SOFTMAX_BW + (int)op, rows, cols, out, outlen);
 }
