@@ -70,6 +70,9 @@ class _Options(ctypes.Structure):
 
 def context(device):
     """The st_ctx* of CUDA device `device` (an ordinal), opened on first use."""
+    ctx = _contexts.get(device)   # opened ones need no lock: an entry is set once, whole
+    if ctx is not None:
+        return ctx
     with _lock:
         ctx = _contexts.get(device)
         if ctx is None:
