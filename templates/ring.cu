@@ -10,11 +10,16 @@
 % --   ring_tail()           role_sync, edge_in (a row's edge element, or what adds nothing)
 % --   ring_groups()         the kernel's group counter and parts in the workspace
 % --   ring_setup()          the kernel's ring: stages, barriers, part(s) and stage(s)
-% --   ring_loader()         warp 0's loop: each row's part (y and dy: two copies) into a stage
+% --   ring_loader()         warp 0's loop: each row's part (y and dy: two copies) into a stage;
+% --                         then a reducer's loop up to its row's stage
+% --   ring_handover()       a reducer's post of the block's part; a finisher's loop up to the
+% --                         row's folded parts (`all`)
 % --   ring_depart()         the group's last block out zeroes its parts for the next launch
 % local bw = op == "softmax_backward" or op == "log_softmax_backward"
 % local part_t = bw and "float" or "MS"   -- what a block posts for a row
 % local src = bw and "yin" or "in"        -- the (first) input
+% local function add(a, b) return bw and a .. " + " .. b or "combine(" .. a .. ", " .. b .. ")" end
+% local zero = bw and "0.f" or "MS{ NEG_INF, 0.f }"   -- what adds nothing
 %
 % function ring_barriers(bar_scope)
 // mbarriers: the ring's stages (bulk copies), the cluster's pair slots (remote stores)
@@ -49,7 +54,7 @@ __device__ __forceinline__ void bar_expect(u64 *b, u32 bytes)
 % end
 %
 % function ring_words()
-// A group's counters; the first $(WS_GROUPS) of them lead the workspace, then the groups' pairs
+// A group's counters; the first $(WS_GROUPS) of them lead the workspace, then the groups' $(bw and "sums" or "pairs")
 % if bw then
 // in NB buffers, row k in buffer k % NB: the block's sum in the low word, the tag alone in the
 // high one's top bit (a sum may be negative, so it cannot carry the tag), which flips each time
@@ -75,8 +80,8 @@ __device__ __forceinline__ void post_part(u64 *p, $(part_t) t, u64 k)
   asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" :: "l"(p), "l"(w) : "memory");
 }
 
-// The pair at p once it carries row k's tag. One 8-byte access is single-copy atomic, so the
-// pair read is whole; a block only rewrites it after every block posted the next row.
+// The $(bw and "sum" or "pair") at p once it carries row k's tag. One 8-byte access is single-copy atomic, so the
+// $(bw and "word" or "pair") read is whole; a block only rewrites it after every block posted the next row.
 __device__ __forceinline__ $(part_t) wait_part(const u64 *p, u64 k)
 {
   u64 w;
@@ -196,6 +201,47 @@ __device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return
       bulk_load(stage(s) + CV * VEC, dyin + (x - yin) + g.h + (i64)begin * VEC, (u32)(end - begin) * $(VB), &full[s % DEPTH]);
 % end
     }
+  } else if (warp <= NR) {
+    const int r = threadIdx.x - 32;   // reducer thread r of NR * 32
+    for (i64 s = 0; s < steps; s++) {
+      const elem_t *x;
+      Geo g;
+      int begin, end;
+      part(s, &x, &g, &begin, &end);
+      bar_wait(&full[s % DEPTH], (u32)(s / DEPTH) & 1);
+      const elem_t *st = stage(s);
+% end
+%
+% function ring_handover()
+      __syncwarp();
+      if (lane32 == 0) bar_arrive(&empty[s % DEPTH]);   // this warp's reads of the stage are done
+      t = warp_reduce(t, $(bw and "OpSum" or "OpMS")());
+      if (lane32 == 0) red[s & 1][warp - 1] = t;
+      role_sync(1, NR * 32);
+      if (r == 0) {
+        $(part_t) a = red[s & 1][0];
+        for (int w = 1; w < NR; w++) a = $(add("a", "red[s & 1][w]"));
+        post_part(&xp->part[s % NB][rank], a, s);
+      }
+    }
+  } else {
+    const int fw = warp - 1 - NR, q = threadIdx.x - 32 * (1 + NR);   // finisher warp, thread
+    for (i64 j = 0; j < steps; j++) {
+      const elem_t *x;
+      Geo g;
+      int begin, end;
+      part(j, &x, &g, &begin, &end);
+      const u64 *parts = xp->part[j % NB];
+      for (int c = fw; c < CHUNKS; c += NF) {
+        const $(part_t) a = fold<(S < 32 ? S : 32)>([&](int i) {
+          return c * 32 + i < S ? wait_part(&parts[c * 32 + i], j) : $(zero);
+        });
+        if (lane32 == 0) folded[j & 1][c] = a;
+      }
+      role_sync(2, NF * 32);
+      $(part_t) all = folded[j & 1][0];
+      #pragma unroll
+      for (int c = 1; c < CHUNKS; c++) all = $(add("all", "folded[j & 1][c]"));
 % end
 %
 % function ring_depart()

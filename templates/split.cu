@@ -188,15 +188,8 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % if hold == "ring" then
 % ring_setup()
 % ring_loader()
-  } else if (warp <= NR) {
-    const int r = threadIdx.x - 32;   // reducer thread r of NR * 32
-    for (i64 s = 0; s < steps; s++) {
-      const elem_t *x;
-      Geo g;
-      int begin, end;
-      part(s, &x, &g, &begin, &end);
-      bar_wait(&full[s % DEPTH], (u32)(s / DEPTH) & 1);
-      const elem_t *st = stage(s);
+%   -- ring_loader() ends in a reducer's loop at row s's stage st; ring_handover() posts the
+%   -- block's pair t and goes on into a finisher's loop, up to row j's pair `all`
       float f[VEC], e = edges && r < 32 ? edge_in(x, g, r) : NEG_INF;
       MS t;
       t.m = stage_max(st, r, end - begin, e);
@@ -206,35 +199,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
         ldv<true, false>(st + v * VEC, f);
         t.s += exp_sum<VEC, false, true>(f, t.m);
       }
-      __syncwarp();
-      if (lane32 == 0) bar_arrive(&empty[s % DEPTH]);   // this warp's reads of the stage are done
-      t = warp_reduce(t, OpMS());
-      if (lane32 == 0) red[s & 1][warp - 1] = t;
-      role_sync(1, NR * 32);
-      if (r == 0) {
-        MS a = red[s & 1][0];
-        for (int w = 1; w < NR; w++) a = combine(a, red[s & 1][w]);
-        post_part(&xp->part[s % NB][rank], a, s);
-      }
-    }
-  } else {
-    const int fw = warp - 1 - NR, q = threadIdx.x - 32 * (1 + NR);   // finisher warp, thread
-    for (i64 j = 0; j < steps; j++) {
-      const elem_t *x;
-      Geo g;
-      int begin, end;
-      part(j, &x, &g, &begin, &end);
-      const u64 *parts = xp->part[j % NB];
-      for (int c = fw; c < CHUNKS; c += NF) {
-        const MS a = fold<(S < 32 ? S : 32)>([&](int i) {
-          return c * 32 + i < S ? wait_part(&parts[c * 32 + i], j) : MS{ NEG_INF, 0.f };
-        });
-        if (lane32 == 0) folded[j & 1][c] = a;
-      }
-      role_sync(2, NF * 32);
-      MS all = folded[j & 1][0];
-      #pragma unroll
-      for (int c = 1; c < CHUNKS; c++) all = combine(all, folded[j & 1][c]);
+% ring_handover()
       const float k = row_k(all);
       elem_t *y = out + (first + j * ngroups) * COLS;
       if (edges && q < 32) {
