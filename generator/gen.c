@@ -378,18 +378,20 @@ int gen_sources(gen_State *g, char **text, size_t *len)
     const char *base = strrchr(e->name, '/') + 1;
     /* which kernel an untuned shape gets changes no kernel: its rules and table stay out */
     if (strcmp(e->name, "templates/untuned.lua") == 0 || strncmp(e->name, "templates/defaults/", 19) == 0) continue;
+    const char *data = (const char *)e->data;
+    size_t n = e->size;
+    char *t = NULL;
+    if (g->dir && strncmp(e->name, "templates/", 10) == 0) {
+      t = read_file(lua_pushfstring(L, "%s/%s", g->dir, base), &n);
+      lua_pop(L, 1);
+      if (!t) continue;   /* a file the folder lacks (one older than this build): left out, as its own build did */
+      data = t;
+    }
     luaL_addstring(&b, e->name);
     luaL_addchar(&b, '\0');
-    if (g->dir && strncmp(e->name, "templates/", 10) == 0) {
-      size_t n;
-      char *t = read_file(lua_pushfstring(L, "%s/%s", g->dir, base), &n);
-      lua_pop(L, 1);
-      if (t) luaL_addlstring(&b, t, n);
-      free(t);
-    } else {
-      luaL_addlstring(&b, (const char *)e->data, e->size);
-    }
+    luaL_addlstring(&b, data, n);
     luaL_addchar(&b, '\0');
+    free(t);
   }
   luaL_pushresult(&b);
   size_t n;

@@ -7,12 +7,16 @@
 //        one read; 2, hold=none: a sum pass, then y and dy read again for the write; the sum pass
 //        of log_softmax_backward reads dy only), split with xchg (none, or dsmem: a cluster of
 //        `split` blocks per row, sm_90+, each block its part of the row, one float per block
-//        swapped through distributed shared memory, one cluster barrier per row), hint (stream:
-//        the last read of each line and every store evict-first).
+//        swapped through distributed shared memory, one cluster barrier per row; or global with
+//        hold=ring, sm_90+: a persistent cooperative grid, `split` blocks per row, each bulk-copying
+//        its part of y and of dy into a ring of DEPTH stages in shared memory and posting its sum
+//        to a workspace in global memory, as split.cu's ring; its pieces are ring.cu's), hint
+//        (stream: the last read of each line and every store evict-first).
 // Regime: split=1 passes=1: rows that fit a group's registers (up to 32 values of y and dy a
 //         thread); split=1 passes=2: long rows, a block each; split>1: few rows or long ones
 //         (32x16384, 2048x128256), a row spread over a cluster (passes=2 where even the
-//         cluster's registers cannot hold it: 256x1048576).
+//         cluster's registers cannot hold it); hold=ring: long rows that not even a cluster
+//         holds (y and dy 256 KB a row and more: 256x1048576, 2048x128256), read from DRAM once.
 % team = split > 1 and threads or G
 % include("common.cu")
 #define R $(R)
@@ -120,7 +124,7 @@ __device__ __forceinline__ void row_part(const elem_t *y, const elem_t *d, elem_
   grads<EDGE>(ey, ed, s);
   edge_store(dx, g, lane, live && edges, ey);
 }
-% if split > 1 then
+% if xchg == "dsmem" then
 
 __device__ __forceinline__ void cluster_sync()
 {
@@ -140,9 +144,42 @@ __device__ __forceinline__ float cluster_sum(float *slot)
   }
   return lanes_reduce<32>(v, OpSum());
 }
+% elseif hold == "ring" then
+% include("ring.cu")
+#define CV $(CV)
+
+% ring_barriers("cta")
+% ring_words()
+
+% ring_fold()
+
+// hold=ring: split.cu's ring with two inputs. A stage holds the block's part of y, then its part
+// of dy (two bulk copies on the stage's `full` barrier); NR reducer warps sum the part's terms and
+// post the block's sum; the other warps fold the row's sums and write dx from the stage.
+% ring_defs()
+% ring_tail()
+// The term()s of the stage's vectors r, r + NR*32, ... below n (a reducer's share), y's at st and
+// dy's at sd, added to a (log_softmax_backward's terms are dy alone: y is not read).
+__device__ __forceinline__ float stage_sum(const elem_t *st, const elem_t *sd, int r, int n, float a)
+{
+  for (int v = r; v < n; v += NR * 32) {
+    float fd[VEC];
+    ldv<true, false>(sd + v * VEC, fd);
+% if op == "softmax_backward" then
+    float fy[VEC];
+    ldv<true, false>(st + v * VEC, fy);
+    a += terms<VEC>(fy, fd);
+% else
+    a += tree<VEC>(fd, OpSum());
+% end
+  }
+  return a;
+}
 % end
 
-extern "C" __global__ void __launch_bounds__($(threads))
+% -- the ring: blocks per SM as its stages' share of shared memory allows (without it NVRTC's ptxas
+% -- settles on 32 registers and spills in some f32 configs)
+extern "C" __global__ void __launch_bounds__($(threads)$(hold == "ring" and ", " .. 1024 // threads or ""))
 $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *ws)
 {
 % if split == 1 then
@@ -156,6 +193,36 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
     row_part(yin + at, dyin + at, dxout + at, g, 0, g.nv, lane, live, true,
              [&](float t) { return group_reduce(t, OpSum()); });
   }
+% elseif hold == "ring" then
+  const u32 rank = blockIdx.x % S;   // the block's part of each row
+  const bool edges = rank == 0;      // block 0 also owns the row's unaligned head and tail
+  const i64 ngroups = gridDim.x / S;
+% ring_groups()
+% ring_setup()
+% ring_loader()
+%   -- ring_loader() ends in a reducer's loop at row s's stage st; ring_handover() posts the
+%   -- block's sum t and goes on into a finisher's loop, up to row j's sum `all`
+      float t = edges && r < 32 ? term(edge_in(x, g, r), edge_in(dyin + (x - yin), g, r)) : 0.f;
+      t = stage_sum(st, st + CV * VEC, r, end - begin, t);
+% ring_handover()
+      const i64 at = x - yin;
+      if (edges && q < g.h + g.t)   // read again: dx may be y or dy
+        store1(dxout + at + edge_pos(g, q), grad(edge_in(x, g, q), edge_in(dyin + at, g, q), all));
+      bar_wait(&full[j % DEPTH], (u32)(j / DEPTH) & 1);   // the copies' bytes, seen by this thread too
+      const elem_t *st = stage(j);
+      elem_t *xb = dxout + at + g.h + (i64)begin * VEC;
+      for (int v = q; v < end - begin; v += NF * 32) {
+        float fy[VEC], fd[VEC];
+        ldv<true, false>(st + v * VEC, fy);
+        ldv<true, false>(st + (CV + v) * VEC, fd);
+        grads<VEC>(fy, fd, all);
+        stv<false>(xb + (i64)v * VEC, fy);
+      }
+      __syncwarp();
+      if (lane32 == 0) bar_arrive(&empty[j % DEPTH]);
+    }
+  }
+% ring_depart()
 % else
   // a cluster's blocks are consecutive: rank is the block's part; block 0 also owns the edges.
   // Sums are double-buffered by row parity: a block writes row k+2's slot only after the

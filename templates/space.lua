@@ -158,8 +158,9 @@ local function facts(cfg, P)
   if cfg.hold == "ring" then
     -- hold=ring: DEPTH stages of a block's part in shared memory (a 1024-thread block has the
     -- SM's, smaller ones a share); a block's reducers run at most DEPTH rows ahead of its
-    -- finishers, so a block may post row k while another's finishers still read row k-2*DEPTH-1
-    f.RINGB = f.CV * cfg.vec * P.es
+    -- finishers, so a block may post row k while another's finishers still read row k-2*DEPTH-1.
+    -- A backward op's stage holds the part of y and that of dy: twice the bytes
+    f.RINGB = f.CV * cfg.vec * P.es * (M.BACKWARD[P.op] and 2 or 1)
     f.BUDGET = P.smem_block * math.min(cfg.threads, 1024) // 1024 - KB
     f.DEPTH = math.min(8, f.BUDGET // math.max(f.RINGB, 1))
     f.NB = 2 * f.DEPTH + 2
@@ -521,7 +522,8 @@ local function no_bw() error("these templates have no space_bw.lua: no backward 
 local make_bw = ... or function()   -- a templates folder without space_bw.lua (an older one)
   return { check = no_bw, enumerate = no_bw, full = no_bw, heuristic = no_bw, launch = no_bw, vars = no_bw }
 end
-local BW = make_bw({ check = M.check, launch = M.launch, vars = M.vars, fits = fits, vecs = vecs, POW2 = POW2, KB = KB })
+local BW = make_bw({ check = M.check, launch = M.launch, vars = M.vars, fits = fits, vecs = vecs, POW2 = POW2, KB = KB,
+                     is_split = function(v) return isvalue(KNOB.split, v) end })
 for name, at in pairs({ check = 2, enumerate = 1, full = 1, heuristic = 1, launch = 2, vars = 2 }) do
   local fwd, bw = M[name], BW[name]
   M[name] = function(...)

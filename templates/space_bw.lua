@@ -13,6 +13,11 @@
 --   split  split=2..16 xchg=dsmem (sm_90+): a cluster per row, each block a part, one float per
 --          block exchanged through distributed shared memory; passes=1 hold=reg holds the part,
 --          passes=2 hold=none reads it again (rows too long for the cluster's registers)
+--   ring   split=32..132 xchg=global passes=1 hold=ring (sm_90+): a persistent cooperative grid,
+--          a block per SM or more per row; each block bulk-copies its part of y and of dy into a
+--          ring of stages in shared memory, posts its sum to a workspace in global memory and
+--          writes dx once the row's sums are in: long rows (y and dy 256 KB a row and more) that
+--          a cluster cannot hold (256x1048576)
 
 return function(H)   -- H: space.lua's forward rules (check, launch, vars) and helpers
   local B = {}
@@ -22,8 +27,12 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
   function B.check(cfg, P)
     local why = H.check(cfg, P)
     if why then return why end
-    if cfg.hold ~= "reg" and cfg.hold ~= "none" then return "backward ops hold y and dy in registers (hold=reg) or re-read them (hold=none)" end
-    if cfg.xchg == "global" then return "backward ops exchange through a cluster (xchg=dsmem) or not at all" end
+    if cfg.hold ~= "reg" and cfg.hold ~= "none" and cfg.hold ~= "ring" then
+      return "backward ops hold y and dy in registers (hold=reg), in a ring of stages (hold=ring) or re-read them (hold=none)"
+    end
+    if cfg.xchg == "global" and cfg.hold ~= "ring" then
+      return "backward ops exchange through a cluster (xchg=dsmem), through global memory with hold=ring, or not at all"
+    end
     if cfg.hint == "keep" then return "backward ops take hint=none or stream" end
     if cfg.hold == "reg" and 2 * cfg.items * cfg.vec > 64 then
       return string.format("hold=reg holds y and dy: %d values per thread (max 64)", 2 * cfg.items * cfg.vec)
@@ -69,6 +78,23 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     end
   end
 
+  -- The ring (H.check's rules: sm_90+, 16-byte vectors, stages that fit): a block's stage (its
+  -- part of y and of dy) of 8 KB and more, a block on every SM or half of them where that is a
+  -- knob value.
+  local function ring(list, P, vec)
+    local bytes, seen = 2 * P.cols * P.es, {}
+    for _, split in ipairs({ 32, 64, 128, P.sms // 2, P.sms }) do
+      if H.is_split(split) and bytes // split >= 8 * KB and not seen[split] then
+        seen[split] = true
+        for _, threads in ipairs({ 256, 512, 1024 }) do
+          local items = (P.cols // vec + split - 1) // split
+          push(list, P, { threads = threads, items = (items + threads - 1) // threads, vec = vec, passes = 1,
+                          hold = "ring", split = split, xchg = "global" }, { "none", "stream" })
+        end
+      end
+    end
+  end
+
   function B.enumerate(P)
     local list, vs = {}, H.vecs(P)
     for i, vec in ipairs(vs) do
@@ -84,6 +110,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
         end
       end
     end
+    if 2 * bytes >= 256 * KB then ring(list, P, vs[1]) end
     return list
   end
 

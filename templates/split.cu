@@ -29,40 +29,15 @@
 //         ring: many long rows (256x1048576), a block per SM, no block waiting on its row's slowest.
 % team = threads
 % include("common.cu")
+% -- the pieces the backward ops' ring shares (mbarriers, the workspace's tagged words, fold, the
+% -- ring's roles and loader) are ring.cu's, emitted by its functions (not a comment of the kernel's:
+% -- the kernels' text stays as it was before they moved, and the default table with it)
+% include("ring.cu")
 #define S $(split)
 #define CV $(CV)
 
 % if hold == "ring" or xchg == "dsmem" then
-% local bar_scope = xchg == "dsmem" and "cluster" or "cta"   -- dsmem: the bytes come from other blocks of the cluster
-// mbarriers: the ring's stages (bulk copies), the cluster's pair slots (remote stores)
-__device__ __forceinline__ u32 smem_addr(const void *p) { return (u32)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ void bar_init(u64 *b, u32 count)
-{
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_addr(b)), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void bar_arrive(u64 *b)
-{
-  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" :: "r"(smem_addr(b)) : "memory");
-}
-
-// Until the barrier's phase of this parity has completed.
-__device__ __forceinline__ void bar_wait(u64 *b, u32 parity)
-{
-  u32 done;
-  do {
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.acquire.$(bar_scope).shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(done) : "r"(smem_addr(b)), "r"(parity) : "memory");
-  } while (!done);
-}
-
-// One arrival on b that also expects `bytes` more of asynchronous copies or stores on it.
-__device__ __forceinline__ void bar_expect(u64 *b, u32 bytes)
-{
-  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" :: "r"(smem_addr(b)), "r"(bytes) : "memory");
-}
-
+% ring_barriers(xchg == "dsmem" and "cluster" or "cta")   -- dsmem: the bytes come from other blocks of the cluster
 % end
 
 % if xchg == "dsmem" then
@@ -99,57 +74,10 @@ __device__ __forceinline__ void post_remote(MS *slot, u64 *got, u32 rank, MS t)
                :: "r"(rs), "r"(__float_as_uint(t.m)), "r"(__float_as_uint(t.s)), "r"(rb) : "memory");
 }
 % else
-// A group's counters; the first $(WS_GROUPS) of them lead the workspace, then the groups' pairs
-// in NB buffers, row k in buffer k % NB: m in the low word, s in the high one with its sign bit
-// replaced by the tag, which flips each time a buffer is reused. s is never below zero (or is a
-// NaN, whose sign means nothing), and a zeroed pair has tag 0, which rows 0..NB-1 do not take.
-#define NB $(NB)
-struct Count { u32 spare, depart; };
-struct Parts { u64 part[NB][S]; };
-
-__device__ __forceinline__ u32 tag_of(u64 k) { return (u32)(~(k / NB)) & 1u; }
-
-__device__ __forceinline__ void post_part(u64 *p, MS t, u64 k)
-{
-  const u64 w = (u64)(__float_as_uint(t.s) & 0x7fffffffu | tag_of(k) << 31) << 32 | __float_as_uint(t.m);
-  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" :: "l"(p), "l"(w) : "memory");
-}
-
-// The pair at p once it carries row k's tag. One 8-byte access is single-copy atomic, so the
-// pair read is whole; a block only rewrites it after every block posted the next row.
-__device__ __forceinline__ MS wait_part(const u64 *p, u64 k)
-{
-  u64 w;
-  for (;;) {
-    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
-    if ((u32)(w >> 63) == tag_of(k)) break;
-    __nanosleep(20);
-  }
-  MS r;
-  r.m = __uint_as_float((u32)w);
-  r.s = __uint_as_float((u32)(w >> 32) & 0x7fffffffu);
-  return r;
-}
+% ring_words()
 % end
 
-// N pairs folded by a warp in one fixed order, every lane gets the result: every warp that
-// folds (all of them with dsmem, warp 0 of each block with global) gets bit-identical (max, sum).
-template <int N, class Get>
-__device__ __forceinline__ MS fold(Get get)
-{
-  const int lane = threadIdx.x % 32;
-  MS a = lane < N ? get(lane) : MS{ NEG_INF, 0.f };   // not combine()d into an empty pair: an exp saved
-  for (int r = lane + 32; r < N; r += 32) a = combine(a, get(r));
-  return lanes_reduce<32>(a, OpMS());
-}
-
-// This block's part [begin, end) of row `row`, by vectors of its body.
-__device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *begin, int *end)
-{
-  *g = geometry(x);
-  *begin = min((int)rank * CV, g->nv);
-  *end = min(*begin + CV, g->nv);
-}
+% ring_fold()
 % if hold == "pipe" then
 
 // This block's part of the row at x into v (pipe: a row ahead of the one being finished).
@@ -203,20 +131,7 @@ __device__ __forceinline__ MS group_pairs(const u64 *parts, u64 k)
 // normalize the stage into the output. Each reducer and finisher warp marks the stage free on
 // its `empty` barrier once done reading it. So the loads run DEPTH rows ahead, and waiting for
 // a row's slowest block stalls no load and no reduction.
-#define DEPTH $(DEPTH)
-#define NR $(math.max(1, (threads // 32 - 1) // 3))   // a third of the warps reduce: 10 of 31 beat 7 by 3-10% in bf16, level in f32
-#define NF ($(threads // 32) - 1 - NR)
-#define CHUNKS ((S + 31) / 32)
-
-// `bytes` from global src into the stage dst; completes on barrier b (the copy's arrival).
-__device__ __forceinline__ void bulk_load(void *dst, const void *src, u32 bytes, u64 *b)
-{
-  bar_expect(b, bytes);
-  if (bytes)
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 :: "r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b)) : "memory");
-}
-
+% ring_defs()
 // The max of m and the stage's vectors r, r + NR*32, ... below n (a reducer's share); 16-bit
 // values by pairs of the raw words, unpacked once at the end.
 __device__ __forceinline__ float stage_max(const elem_t *st, int r, int n, float m)
@@ -241,12 +156,7 @@ __device__ __forceinline__ float stage_max(const elem_t *st, int r, int n, float
 % end
 }
 
-// A barrier over the n threads of one role (ids 1 and 2; 0 is __syncthreads).
-__device__ __forceinline__ void role_sync(u32 id, u32 n) { asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory"); }
-
-// The edge elements of a row (head, then tail): element k for k < h + t, by lane k of a role.
-__device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return k < g.h + g.t ? load1(x + edge_pos(g, k)) : NEG_INF; }
-
+% ring_tail()
 % end
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
 $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
@@ -266,8 +176,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 %   end
   u32 k = 0;
 % else
-  Count *const xg = (Count *)ws + blockIdx.x / S;
-  Parts *const xp = (Parts *)((Count *)ws + $(WS_GROUPS)) + blockIdx.x / S;
+% ring_groups()
 %   if hold ~= "ring" then
   u64 k = 0;
 %   end
@@ -277,43 +186,10 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   if ((i64)(blockIdx.x / S) < rows) load_part(in + (i64)(blockIdx.x / S) * COLS, rank, lane, v);
 % end
 % if hold == "ring" then
-  extern __shared__ __align__(128) unsigned char ring_bytes[];
-  __shared__ __align__(8) u64 full[DEPTH], empty[DEPTH];
-  __shared__ MS red[2][NR], folded[2][CHUNKS];   // by row parity: a role's next row needs no second barrier
-  elem_t *const ring = (elem_t *)ring_bytes;
-  (void)lane;   // the roles index their own threads
-  const i64 first = blockIdx.x / S;
-  const i64 steps = first < rows ? (rows - first + ngroups - 1) / ngroups : 0;
-  const int warp = threadIdx.x / 32, lane32 = threadIdx.x % 32;
-  if (threadIdx.x < DEPTH) {
-    bar_init(&full[threadIdx.x], 1);
-    bar_init(&empty[threadIdx.x], NR + NF);   // a stage is free once every reducer and finisher warp is done with it
-  }
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  __syncthreads();
-  auto part = [&](i64 s, const elem_t **x, Geo *g, int *begin, int *end) {
-    *x = in + (first + s * ngroups) * COLS;
-    part_of(*x, rank, g, begin, end);
-  };
-  auto stage = [&](i64 s) { return ring + (int)(s % DEPTH) * (CV * VEC); };
-  if (warp == 0) {
-    for (i64 s = 0; lane32 == 0 && s < steps; s++) {
-      const elem_t *x;
-      Geo g;
-      int begin, end;
-      part(s, &x, &g, &begin, &end);
-      if (s >= DEPTH) bar_wait(&empty[s % DEPTH], (u32)(s / DEPTH - 1) & 1);
-      bulk_load(stage(s), x + g.h + (i64)begin * VEC, (u32)(end - begin) * $(VB), &full[s % DEPTH]);
-    }
-  } else if (warp <= NR) {
-    const int r = threadIdx.x - 32;   // reducer thread r of NR * 32
-    for (i64 s = 0; s < steps; s++) {
-      const elem_t *x;
-      Geo g;
-      int begin, end;
-      part(s, &x, &g, &begin, &end);
-      bar_wait(&full[s % DEPTH], (u32)(s / DEPTH) & 1);
-      const elem_t *st = stage(s);
+% ring_setup()
+% ring_loader()
+%   -- ring_loader() ends in a reducer's loop at row s's stage st; ring_handover() posts the
+%   -- block's pair t and goes on into a finisher's loop, up to row j's pair `all`
       float f[VEC], e = edges && r < 32 ? edge_in(x, g, r) : NEG_INF;
       MS t;
       t.m = stage_max(st, r, end - begin, e);
@@ -323,35 +199,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
         ldv<true, false>(st + v * VEC, f);
         t.s += exp_sum<VEC, false, true>(f, t.m);
       }
-      __syncwarp();
-      if (lane32 == 0) bar_arrive(&empty[s % DEPTH]);   // this warp's reads of the stage are done
-      t = warp_reduce(t, OpMS());
-      if (lane32 == 0) red[s & 1][warp - 1] = t;
-      role_sync(1, NR * 32);
-      if (r == 0) {
-        MS a = red[s & 1][0];
-        for (int w = 1; w < NR; w++) a = combine(a, red[s & 1][w]);
-        post_part(&xp->part[s % NB][rank], a, s);
-      }
-    }
-  } else {
-    const int fw = warp - 1 - NR, q = threadIdx.x - 32 * (1 + NR);   // finisher warp, thread
-    for (i64 j = 0; j < steps; j++) {
-      const elem_t *x;
-      Geo g;
-      int begin, end;
-      part(j, &x, &g, &begin, &end);
-      const u64 *parts = xp->part[j % NB];
-      for (int c = fw; c < CHUNKS; c += NF) {
-        const MS a = fold<(S < 32 ? S : 32)>([&](int i) {
-          return c * 32 + i < S ? wait_part(&parts[c * 32 + i], j) : MS{ NEG_INF, 0.f };
-        });
-        if (lane32 == 0) folded[j & 1][c] = a;
-      }
-      role_sync(2, NF * 32);
-      MS all = folded[j & 1][0];
-      #pragma unroll
-      for (int c = 1; c < CHUNKS; c++) all = combine(all, folded[j & 1][c]);
+% ring_handover()
       const float k = row_k(all);
       elem_t *y = out + (first + j * ngroups) * COLS;
       if (edges && q < 32) {
@@ -491,14 +339,6 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   }
 % end
 % if xchg == "global" then
-  // the last block of the group out zeroes its pairs and counter: everyone has stopped reading
-  __shared__ u32 last;
-  __syncthreads();   // every warp is past its last read of `folded`
-  if (threadIdx.x == 0) last = atomicAdd(&xg->depart, 1u) == S - 1;
-  __syncthreads();
-  if (last) {
-    for (int i = threadIdx.x; i < NB * S; i += $(threads)) xp->part[i / S][i % S] = 0;
-    if (threadIdx.x == 0) atomicExch(&xg->depart, 0u);
-  }
+% ring_depart()
 % end
 }

@@ -1,7 +1,8 @@
 /*
 ** test_compile.c — configs render and compile with NVRTC, with no warnings, for sm_80 and
 ** sm_90, cols 1 .. 128256 and all three dtypes (both ops, alternating by shape); the backward ops
-** for cols 7 .. 128256.
+** for cols 7 .. 128256, and every config of their ring (hold=ring, sm_90) for 256x1048576 and
+** 2048x128256.
 **   --all     every config of every space (label long: thousands of compiles)
 **   --sample  per space, a fixed set of configs that together take every value each knob
 **             takes in that space (what CI runs)
@@ -44,14 +45,15 @@ static void *worker(void *arg)
   }
 }
 
-static void add_space(gen_State *g, const gen_Problem *p, int all)
+/* The configs of p's space (all, or the sample), those naming `only` where it is given. */
+static void add_space(gen_State *g, const gen_Problem *p, int all, const char *only)
 {
   char **list;
   int n;
   Cover cover = { .n = 0 };
   CHECK(gen_space(g, p, &list, &n) == 0, "%s", gen_error(g));
   for (int i = 0; i < n; i++) {
-    if (!all && !cover_adds(&cover, list[i])) continue;
+    if ((only && !strstr(list[i], only)) || (!all && !cover_adds(&cover, list[i]))) continue;
     Job *j = &jobs[njobs];
     j->arch = p->arch;
     if (gen_render(g, p, list[i], &j->k)) {
@@ -75,14 +77,22 @@ int main(int argc, char **argv)
     for (int d = 0; d < GEN_NDTYPE; d++)
       for (int arch = 80; arch <= 90; arch += 10) {
         gen_Problem p = { .rows = 64, .cols = cols[c], .dtype = d, .op = (int)((c + d) % 2), .arch = arch };
-        add_space(g, &p, all);
+        add_space(g, &p, all, NULL);
       }
   static const int64_t bw_cols[] = { 7, 1000, 16384, 128256 };   /* backward.cu: held, two-pass, cluster */
   for (size_t c = 0; c < sizeof bw_cols / sizeof bw_cols[0]; c++)
     for (int d = 0; d < GEN_NDTYPE; d++)
       for (int arch = 80; arch <= 90; arch += 10) {
         gen_Problem p = { .rows = 64, .cols = bw_cols[c], .dtype = d, .op = GEN_SOFTMAX_BW + (int)((c + d) % 2), .arch = arch };
-        add_space(g, &p, all);
+        add_space(g, &p, all, NULL);
+      }
+  /* the backward ring (sm_90): every config of the long rows it is for, both ops */
+  static const int64_t ring_shapes[][2] = { { 256, 1048576 }, { 2048, 128256 } };
+  for (size_t s = 0; s < sizeof ring_shapes / sizeof ring_shapes[0]; s++)
+    for (int d = 0; d < GEN_NDTYPE; d++)
+      for (int op = GEN_SOFTMAX_BW; op < GEN_NOP; op++) {
+        gen_Problem p = { .rows = ring_shapes[s][0], .cols = ring_shapes[s][1], .dtype = d, .op = op, .arch = 90 };
+        add_space(g, &p, 1, "hold=ring");
       }
   gen_close(g);
 

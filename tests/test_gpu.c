@@ -28,11 +28,13 @@ static const Case CASES[] = {
   { 257, 16384, GEN_F32, GEN_LOG_SOFTMAX }, { 64, 32000, GEN_F16, GEN_SOFTMAX },
   { 33, 65536, GEN_BF16, GEN_SOFTMAX },   { 16, 128256, GEN_F32, GEN_SOFTMAX },
   { 8, 1048576, GEN_F32, GEN_LOG_SOFTMAX }, { 5, 262147, GEN_BF16, GEN_LOG_SOFTMAX },
-  /* the backward ops (backward.cu): held rows, two passes, cluster splits held and re-read */
+  /* the backward ops (backward.cu): held rows, two passes, cluster splits held and re-read, the ring */
   { 777, 7, GEN_BF16, GEN_SOFTMAX_BW },   { 4099, 1000, GEN_F32, GEN_LOG_SOFTMAX_BW },
   { 300, 4099, GEN_F16, GEN_SOFTMAX_BW }, { 64, 32003, GEN_BF16, GEN_LOG_SOFTMAX_BW },
   { 16, 128256, GEN_F32, GEN_SOFTMAX_BW }, { 8, 1048579, GEN_F32, GEN_LOG_SOFTMAX_BW },
   { 5, 262147, GEN_BF16, GEN_SOFTMAX_BW },
+  /* the ring (hold=ring): rows enough that its stages and workspace buffers wrap many times */
+  { 600, 262147, GEN_F16, GEN_LOG_SOFTMAX_BW },
 };
 
 /* Small, ragged shapes for compute-sanitizer: cols 1, 7, 1000, 4099, 128256 and split rows. */
@@ -41,7 +43,7 @@ static const Case SMALL[] = {
   { 33, 1000, GEN_BF16, GEN_SOFTMAX },   { 17, 4099, GEN_F32, GEN_SOFTMAX },  { 17, 4099, GEN_BF16, GEN_LOG_SOFTMAX },
   { 5, 128256, GEN_F32, GEN_SOFTMAX },   { 5, 128256, GEN_BF16, GEN_SOFTMAX }, { 3, 1048579, GEN_F32, GEN_SOFTMAX },
   { 300, 262147, GEN_BF16, GEN_SOFTMAX }, { 9, 7, GEN_F32, GEN_SOFTMAX_BW },     { 17, 4099, GEN_BF16, GEN_LOG_SOFTMAX_BW },
-  { 5, 128256, GEN_BF16, GEN_SOFTMAX_BW },
+  { 5, 128256, GEN_BF16, GEN_SOFTMAX_BW }, { 300, 262147, GEN_BF16, GEN_LOG_SOFTMAX_BW },
 };
 
 /* The family of a config: what the sanitizer run wants one of. */

@@ -199,7 +199,8 @@ static void test_ring(void)
 /* The backward ops (space_bw.lua, backward.cu): every config of their spaces passes the rules
 ** (gen_canon checks them) and stays a short sweep, none needs clusters where there are none;
 ** combos outside the backward families are refused; a held row loads y and dy once, the two-pass
-** sum pass loads once a step (y and dy; log_softmax_backward dy only); a cluster swaps its sums by one barrier a row. */
+** sum pass loads once a step (y and dy; log_softmax_backward dy only); a cluster swaps its sums by one barrier a row;
+** the ring (xchg=global, sm_90 only) comes for long rows and copies y and dy into each stage. */
 static void test_backward(void)
 {
   static const int64_t cols[] = { 1, 7, 128, 1000, 4096, 16384, 32000, 128256, 1048576 };
@@ -209,16 +210,22 @@ static void test_backward(void)
         for (int arch = 80; arch <= 90; arch += 10) {
           gen_Problem p = { .rows = 256, .cols = cols[c], .dtype = d, .op = op, .arch = arch };
           char **list, canon[256];
-          int n = 0;
+          int n = 0, rings = 0;
           CHECK(gen_space(g, &p, &list, &n) == 0, "%s", gen_error(g));
           CHECK(n >= 1 && n <= 150, "%lld cols %s %s sm_%d: %d configs", (long long)cols[c], gen_dtype_name(d), gen_op_name(op),
                 arch, n);
           for (int i = 0; i < n; i++) {
             CHECK(gen_canon(g, &p, list[i], canon, sizeof canon) == 0, "%s: %s", list[i], gen_error(g));
             CHECK(arch >= 90 || !strstr(list[i], "xchg=dsmem"), "sm_%d: %s", arch, list[i]);
-            CHECK(!strstr(list[i], "xchg=global") && !strstr(list[i], "hint=keep"), "%s", list[i]);
+            CHECK(!strstr(list[i], "xchg=global") == !strstr(list[i], "hold=ring") && !strstr(list[i], "hint=keep"), "%s", list[i]);
+            CHECK(arch >= 90 || !strstr(list[i], "hold=ring"), "sm_%d: %s", arch, list[i]);
+            rings += strstr(list[i], "hold=ring") != NULL;
           }
           gen_free_list(list, n);
+          /* the ring: y and dy of 256 KB a row and more (1048576 cols; 128256 but for f16 and bf16), sm_90 */
+          int want = arch >= 90 && cols[c] * (d == GEN_F32 ? 4 : 2) * 2 >= 256 * 1024;
+          CHECK(want == (rings > 0), "%lld cols %s %s sm_%d: %d ring configs", (long long)cols[c], gen_dtype_name(d),
+                gen_op_name(op), arch, rings);
         }
   static const char *const bad[] = {
     "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=smem,rows=1,split=1,xchg=none,hint=none",
@@ -226,6 +233,7 @@ static void test_backward(void)
     "threads=128,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none",
     "threads=512,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=none",
     "threads=512,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=global,hint=none",
+    "threads=1024,items=1,vec=4,reduce=shfl,passes=1,hold=ring,rows=1,split=8,xchg=dsmem,hint=none",
   };
   gen_Problem p = { .rows = 256, .cols = 4096, .dtype = GEN_F32, .op = GEN_SOFTMAX_BW, .arch = 90 };
   char canon[256];
@@ -240,6 +248,18 @@ static void test_backward(void)
   if (c) { EXPECT(c, "ld.global.v4", 12, >=); EXPECT(c, "ex2.approx", 1, >=); }   /* the dy-only loop may be unrolled */
   if (e) { EXPECT(e, "barrier.cluster.arrive", 2, ==); EXPECT(e, "ld.shared::cluster", 1, ==); }
   free(a), free(b), free(c), free(e);
+  /* the ring: two bulk copies a row (y and dy) on one barrier, one tagged word posted; sm_80 refuses it */
+  const char *ring = "threads=1024,items=1,vec=8,reduce=shfl,passes=1,hold=ring,rows=1,split=132,xchg=global,hint=none";
+  char *r = ptx_of(1048576, GEN_BF16, GEN_SOFTMAX_BW, ring), *l = ptx_of(1048576, GEN_BF16, GEN_LOG_SOFTMAX_BW, ring);
+  if (r) {
+    EXPECT(r, "cp.async.bulk.shared::cluster.global", 2, ==);
+    EXPECT(r, "st.relaxed.gpu.global.b64", 1, ==);
+    EXPECT(r, "ld.global.v4", 0, ==);
+  }
+  if (l) EXPECT(l, "ex2.approx", 1, >=);
+  free(r), free(l);
+  gen_Problem old = { .rows = 256, .cols = 1048576, .dtype = GEN_BF16, .op = GEN_SOFTMAX_BW, .arch = 80 };
+  CHECK(gen_canon(g, &old, ring, canon, sizeof canon) != 0, "sm_80 accepted %s", ring);
 }
 
 int main(void)
