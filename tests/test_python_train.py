@@ -66,6 +66,10 @@ if not _lib.has_backward():
     finish("test_python_train")
 print("backward config for 64x1000 f32:", softmax_tune.config(x, backward=True))
 
+# no double backward: an error, never a silent wrong second derivative (eager path and custom op)
+g, = torch.autograd.grad(softmax_tune.softmax(x)[:, 0].sum(), x, create_graph=True)
+raises(lambda: g.sum().backward(), RuntimeError, "double backward through softmax_tune.softmax", "")
+
 for dtype in DTYPES:
     for log in (False, True):
         name = "%s %s" % (str(dtype)[6:], "log_softmax" if log else "softmax")

@@ -16,8 +16,9 @@ shows it; SOFTMAX_TUNE_MISS=tune tunes them on first use, =error refuses), on x'
 library's backward kernel (st_softmax_backward). Another dim than the last is moved last (a
 copy) and the result is returned as a view with it moved back; non-contiguous inputs are
 copied. Anything else (a CPU tensor, float64, an empty or 0-d tensor) is torch's own softmax.
-With requires_grad (and grad enabled) or under torch.compile the call goes through the custom
-op softmax_tune::softmax (softmax_tune/ops.py); otherwise straight to the library.
+Under torch.compile the call goes through the custom op softmax_tune::softmax
+(softmax_tune/ops.py); eager calls go straight to the library (with requires_grad, through an
+autograd.Function whose backward runs the same backward kernel).
 See docs/python.md; the library is found as softmax_tune/_lib.py says.
 """
 
@@ -64,8 +65,10 @@ def softmax(x, dim=-1, log=False, out=None, *, dtype=None):
         return torch.log_softmax(x, dim) if log else torch.softmax(x, dim)
     last = dim == x.dim() - 1
     xt = x if last else x.movedim(dim, -1)
-    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and x.requires_grad):
+    if torch.compiler.is_compiling():
         y = ops.softmax(xt, log)
+    elif torch.is_grad_enabled() and x.requires_grad:   # eager training: autograd, no dispatcher
+        y = ops.Eager.apply(xt, log)
     else:   # inference: no dispatcher on the way
         xt = xt.contiguous()
         y = ops.run_forward(xt, torch.empty_like(xt), log)
