@@ -114,11 +114,28 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     return list
   end
 
+  -- Rows whose y and dy take 256 KB and more, aligned, on sm_90+: the ring with the most blocks a
+  -- row whose stages are still 12 KB, 1024 threads from 32 KB (the H100's backward winners:
+  -- 256x1048576 split 128-132, 2048x128256 split 32-66 with 512 threads).
+  local function ring_rule(P, vec)
+    local list, pick = {}, nil
+    if 2 * P.cols * P.es < 256 * KB then return nil end
+    ring(list, P, vec)
+    for _, c in ipairs(list) do
+      local stage = 2 * P.cols * P.es // c.split
+      if c.hint == "none" and stage >= 12 * KB and c.threads == (stage >= 32 * KB and 1024 or 512) and
+         (not pick or c.split > pick.split) then pick = c end
+    end
+    return pick
+  end
+
   -- Without measuring: the held family's row in a group's registers when y and dy fit in 32
   -- values a thread (threads = max(G, 256)), else two passes with one 512-thread block per row.
   function B.heuristic(P, unaligned)
     local vec = unaligned and 1 or 16 // P.es
     while vec > P.cols do vec = vec // 2 end
+    local r = not unaligned and ring_rule(P, vec)
+    if r then return r end
     local list = {}
     held(list, P, vec, 1, { "none" })
     for _, c in ipairs(list) do
