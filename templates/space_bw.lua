@@ -115,7 +115,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
   end
 
   -- Rows whose y and dy take 256 KB and more, aligned, on sm_90+: the ring with the most blocks a
-  -- row whose stages are still 12 KB, 1024 threads from 32 KB (the H100's backward winners:
+  -- row whose stages are still 12 KB, 1024 threads from 24 KB (the H100's backward winners:
   -- 256x1048576 split 128-132, 2048x128256 split 32-66 with 512 threads).
   local function ring_rule(P, vec)
     local list, pick = {}, nil
@@ -123,7 +123,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     ring(list, P, vec)
     for _, c in ipairs(list) do
       local stage = 2 * P.cols * P.es // c.split
-      if c.hint == "none" and stage >= 12 * KB and c.threads == (stage >= 32 * KB and 1024 or 512) and
+      if c.hint == "none" and stage >= 12 * KB and c.threads == (stage >= 24 * KB and 1024 or 512) and
          (not pick or c.split > pick.split) then pick = c end
     end
     return pick
