@@ -174,3 +174,42 @@ int tune_fast_list(const gen_Problem *p, char **list, int *n, int keep, char *er
   free(kept);
   return 0;
 }
+
+/* Whether configs a and b (canonical: the same knobs in the same order) differ in the xchg or
+** the hint knob (or both) and nowhere else. */
+static int sibling(const char *a, const char *b)
+{
+  int diff = 0;
+  while (*a && *b) {
+    size_t la = strcspn(a, ","), lb = strcspn(b, ",");
+    if (la != lb || memcmp(a, b, la) != 0) {
+      size_t k = strcspn(a, "=");
+      if (k != strcspn(b, "=") || memcmp(a, b, k) != 0) return 0;   /* not canonical alike */
+      if (!(k == 4 && memcmp(a, "xchg", 4) == 0) && !(k == 4 && memcmp(a, "hint", 4) == 0)) return 0;
+      diff++;
+    }
+    a += la + (a[la] == ','), b += lb + (b[lb] == ',');
+  }
+  return !*a && !*b && diff > 0;
+}
+
+static int listed(const char *c, char *const *list, int n)
+{
+  for (int i = 0; i < n; i++)
+    if (list[i] && strcmp(list[i], c) == 0) return 1;
+  return 0;
+}
+
+int tune_fast_siblings(char *const *leaders, int nl, char *const *all, int nall, char *const *have, int nhave, int *out,
+                       int max)
+{
+  int m = 0;
+  for (int l = 0; l < nl; l++)
+    for (int i = 0; i < nall && m < max; i++) {
+      if (!sibling(leaders[l], all[i]) || listed(all[i], have, nhave)) continue;
+      int dup = 0;
+      for (int k = 0; k < m; k++) dup |= out[k] == i;
+      if (!dup) out[m++] = i;
+    }
+  return m;
+}

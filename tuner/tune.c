@@ -27,6 +27,7 @@ void tune_default_options(tune_Options *o)
 void tune_fast_options(tune_Options *o)
 {
   set_options(o, 48, 4., 5, 50, 8, 30, 200.);
+  o->siblings = 8;
 }
 
 static double now_s(void)
@@ -222,12 +223,65 @@ static tune_Options sane(const tune_Options *in)
   return o;
 }
 
+/* Compile threads for the configs [pool->next, pool->n); how many started. */
+static int pool_start(Pool *pool, pthread_t *th, int nthreads)
+{
+  int started = 0;
+  while (started < nthreads && pthread_create(&th[started], NULL, compile_worker, pool) == 0) started++;
+  return started;
+}
+
+static void pool_stop(Pool *pool, pthread_t *th, int started)
+{
+  pthread_mutex_lock(&pool->mu);
+  pool->stop = 1;
+  pthread_mutex_unlock(&pool->mu);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  pool->stop = 0;
+}
+
+/* Configs [from, to) loaded, verified and timed in order; *best the fastest so far. */
+static int sweep_range(const tune_Backend *b, const tune_Options *o, Pool *pool, tune_Result *r, int from, int to,
+                       int total, int *best, char *err, size_t errlen)
+{
+  for (int i = from; i < to; i++) {
+    if (o->cancel && *o->cancel) return r->cancelled = 1, 0;
+    int rc = run_config(b, o, pool, i, &r->trials[i], err, errlen);
+    if (rc) return rc;
+    if (r->trials[i].status == TUNE_OK && (*best < 0 || r->trials[i].us < r->trials[*best].us)) *best = i;
+    if (o->progress) o->progress(o->progress_ud, i + 1, total, &r->trials[i], *best >= 0 ? &r->trials[*best] : NULL);
+  }
+  return 0;
+}
+
+/* The fast sweep's second round: the xchg/hint siblings of the first round's three leaders
+** (not picked by the prior) rendered into slots n.. of the sweep; returns how many. */
+static int add_siblings(gen_State *g, const gen_Problem *p, const tune_Options *o, tune_Result *r, gen_Kernel *kernels,
+                        Pool *pool, int n)
+{
+  char **all = NULL, *lead[3], **have = malloc(sizeof *have * (size_t)n);
+  int nall = 0, lidx[3], nl = tune_top(r, lidx, 3), out[64], m = 0;
+  if (!have || gen_space(g, p, &all, &nall)) return free(have), 0;   /* no second round, the first stands */
+  for (int k = 0; k < nl; k++) lead[k] = r->trials[lidx[k]].config;
+  for (int i = 0; i < n; i++) have[i] = r->trials[i].config;
+  m = tune_fast_siblings(lead, nl, all, nall, have, n, out, o->siblings < 64 ? o->siblings : 64);
+  for (int j = 0; j < m; j++) {
+    tune_Trial *t = &r->trials[n + j];
+    snprintf(t->config, sizeof t->config, "%s", all[out[j]]);
+    if (gen_render(g, p, all[out[j]], &kernels[n + j]))
+      snprintf(pool->errs[n + j], sizeof pool->errs[n + j], "render: %s", gen_error(g));
+  }
+  gen_free_list(all, nall);
+  free(have);
+  return m;
+}
+
 int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const tune_Options *opt, tune_Result *r,
                char *err, size_t errlen)
 {
   const tune_Options opts = sane(opt), *o = &opts;
   char **list = NULL;
-  int n = 0, rc = 0, nthreads = o->threads;
+  int n = 0, rc = 0, nthreads = o->threads, space;
   double t0 = now_s();
   Pool pool;
   pthread_t th[64];
@@ -236,21 +290,22 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
   r->winner = -1;
   r->bytes = (gen_op_inputs(p->op) + 1) * p->rows * p->cols * gen_dtype_size(p->dtype);   /* read + written */
   if (gen_space(g, p, &list, &n)) return snprintf(err, errlen, "%s", gen_error(g)), 1;
-  r->space = n;
+  r->space = space = n;
   if (tune_fast_list(p, list, &n, o->keep, err, errlen)) return gen_free_list(list, n), 1;
   if (n == 0) {
     gen_free_list(list, n);
     return snprintf(err, errlen, "the space is empty for %lldx%lld %s", (long long)p->rows, (long long)p->cols,
                     gen_dtype_name(p->dtype)), 1;
   }
+  const int extra = n < space && o->siblings > 0 ? (o->siblings < 64 ? o->siblings : 64) : 0, cap = n + extra;
   memset(&pool, 0, sizeof pool);
-  r->trials = calloc((size_t)n, sizeof *r->trials);
-  gen_Kernel *kernels = calloc((size_t)n, sizeof *kernels);
-  pool.cubins = calloc((size_t)n, sizeof *pool.cubins);
-  pool.state = calloc((size_t)n, sizeof *pool.state);
-  pool.errs = calloc((size_t)n, sizeof *pool.errs);
+  r->trials = calloc((size_t)cap, sizeof *r->trials);
+  gen_Kernel *kernels = calloc((size_t)cap, sizeof *kernels);
+  pool.cubins = calloc((size_t)cap, sizeof *pool.cubins);
+  pool.state = calloc((size_t)cap, sizeof *pool.state);
+  pool.errs = calloc((size_t)cap, sizeof *pool.errs);
   if (!r->trials || !kernels || !pool.cubins || !pool.state || !pool.errs) {
-    snprintf(err, errlen, "out of memory for %d configs", n);
+    snprintf(err, errlen, "out of memory for %d configs", cap);
     rc = 1;
     goto done;
   }
@@ -266,27 +321,21 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
   pthread_cond_init(&pool.cv, NULL);
   if (nthreads <= 0) nthreads = (int)sysconf(_SC_NPROCESSORS_ONLN);
   nthreads = nthreads < 1 ? 1 : nthreads > 64 ? 64 : nthreads;
-  int started = 0;
-  while (started < nthreads && pthread_create(&th[started], NULL, compile_worker, &pool) == 0) started++;
+  int started = pool_start(&pool, th, nthreads), best = -1;
   if (started == 0) {
     snprintf(err, errlen, "cannot start compile threads");
     rc = 1;
   }
-  int best = -1;
   if (!rc && o->warmup_ms > 0) rc = warm_up(b, o, err, errlen);
-  for (int i = 0; i < n && !rc; i++) {
-    if (o->cancel && *o->cancel) {
-      r->cancelled = 1;
-      break;
-    }
-    if ((rc = run_config(b, o, &pool, i, &r->trials[i], err, errlen)) != 0) break;
-    if (r->trials[i].status == TUNE_OK && (best < 0 || r->trials[i].us < r->trials[best].us)) best = i;
-    if (o->progress) o->progress(o->progress_ud, i + 1, n, &r->trials[i], best >= 0 ? &r->trials[best] : NULL);
+  if (!rc) rc = sweep_range(b, o, &pool, r, 0, n, n, &best, err, errlen);
+  pool_stop(&pool, th, started);
+  int more = !rc && !r->cancelled && extra > 0 ? add_siblings(g, p, o, r, kernels, &pool, n) : 0;
+  if (more > 0) {   /* the same pool, grown: its threads compile the siblings, the GPU times each as it is ready */
+    pool.n = r->ntrials = n + more;
+    started = pool_start(&pool, th, nthreads < more ? nthreads : more);
+    rc = started ? sweep_range(b, o, &pool, r, n, n + more, n + more, &best, err, errlen) : 0;
+    pool_stop(&pool, th, started);
   }
-  pthread_mutex_lock(&pool.mu);
-  pool.stop = 1;
-  pthread_mutex_unlock(&pool.mu);
-  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
   pthread_mutex_destroy(&pool.mu);
   pthread_cond_destroy(&pool.cv);
   if (!rc && !r->cancelled && pick_winner(b, o, r, err, errlen)) rc = 1;
@@ -297,11 +346,11 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
     memset(&kernels[r->winner], 0, sizeof kernels[0]);
     memset(&pool.cubins[r->winner], 0, sizeof pool.cubins[0]);
   }
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < r->ntrials; i++)
     if (r->trials[i].status == TUNE_OK) b->unload(b->ud, i);
 done:
-  for (int i = 0; kernels && i < n; i++) gen_kernel_free(&kernels[i]);
-  for (int i = 0; pool.cubins && i < n; i++) gen_cubin_free(&pool.cubins[i]);
+  for (int i = 0; kernels && i < cap; i++) gen_kernel_free(&kernels[i]);
+  for (int i = 0; pool.cubins && i < cap; i++) gen_cubin_free(&pool.cubins[i]);
   free(kernels);
   free(pool.cubins);
   free(pool.state);

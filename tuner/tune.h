@@ -59,6 +59,8 @@ typedef struct tune_Options {
                             ** first compiles run, so that the first configs meet the GPU at its clocks */
   int keep;                 /* > 0: the fast sweep: only the keep best-ranked configs and each
                             ** family's best-ranked (fast.c); 0: every config of the space */
+  int siblings;             /* fast sweep: after the first round, up to this many xchg/hint
+                            ** siblings of its three leaders, compiled and timed too */
   volatile sig_atomic_t *cancel;   /* set (by a signal handler) to stop between configs */
   /* After each config (done of total); t is its trial. */
   void (*progress)(void *ud, int done, int total, const tune_Trial *t, const tune_Trial *best);
@@ -102,6 +104,11 @@ int tune_fast_pick(const gen_Problem *p, char **list, int n, int keep, int *idx)
 ** are timed last, on a GPU long at its clocks (the others freed), *n their number; nothing changes
 ** when keep is 0 or covers the list, or p is the full grid or one config. */
 int tune_fast_list(const gen_Problem *p, char **list, int *n, int keep, char *err, size_t errlen);
+/* The fast sweep's second round: indices into all[0..nall) of configs not in have[0..nhave)
+** that differ from one of the leaders in the xchg or hint knob (or both) alone, at most max, in
+** leader order; returns how many. */
+int tune_fast_siblings(char *const *leaders, int nl, char *const *all, int nall, char *const *have, int nhave, int *out,
+                       int max);
 
 /* The cache key for problem p on dev, with the generator's fingerprint and NVRTC version. */
 int tune_key(gen_State *g, const tune_Device *dev, const gen_Problem *p, cache_Key *k, char *err, size_t errlen);
