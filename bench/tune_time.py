@@ -7,6 +7,8 @@ the full pruned sweep (--sweep full) of the same problems in one list process pe
 deadline: what it finished is kept). Then, while time is left, both winners of each public
 problem are timed again through the runtime (softmax-tune bench, each from its own cache), so
 the two are compared outside the tuner's own noisy figures. Writes a TSV and prints a summary.
+Cold means no kept cubins either: SOFTMAX_TUNE_CUBINS=none for every process (bench/kept_cubins.py
+measures what a kept folder saves).
 
   python3 bench/tune_time.py BIN OUTDIR [--shapes FILE] [--limit SECONDS] [--tsv PATH]
 """
@@ -57,6 +59,7 @@ def bench(binary, db, shape, dtype, op):
 
 def main():
     o = args()
+    os.environ['SOFTMAX_TUNE_CUBINS'] = 'none'   # cold: every config compiled
     t_start = time.time()
     left = lambda: o['limit'] - (time.time() - t_start)
     os.makedirs(o['out'] + '/fast', exist_ok=True)

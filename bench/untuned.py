@@ -7,7 +7,7 @@
 phase untuned: with $SOFTMAX_TUNE_CACHE an empty cache and SOFTMAX_TUNE_MISS=heuristic, each
 problem's first call through the Python binding, timed with its compile (first_call_ms: the
 wall time of softmax_tune.softmax(x) and a synchronize; a warm-up shape opens the library
-first), its output checked by softmax-tune's rule (python/softmax_tune_check.py), then
+first; no kept cubins unless $SOFTMAX_TUNE_CUBINS says where), its output checked by softmax-tune's rule (python/softmax_tune_check.py), then
 triton.testing.do_bench medians of softmax-tune, a torch copy of the same tensor, and
 torch.softmax / log_softmax. phase tuned: the same with the cache the tuner filled
 (`softmax-tune --shapes FILE`). merge: the table (fractions of copy, each against its own
@@ -37,6 +37,7 @@ def problems(path):
 
 
 def phase(args):
+    os.environ.setdefault("SOFTMAX_TUNE_CUBINS", "none")   # first_call_ms with the compile, not a kept cubin
     import torch
     import triton
     here = os.path.dirname(os.path.abspath(__file__))

@@ -66,8 +66,7 @@ static int sql_fail(cache_Db *c, const char *what)
   return fail(c, CACHE_ERROR, "cache '%s': %s: %s", c->path, what, sqlite3_errmsg(c->db));
 }
 
-/* mkdir -p for the folder holding path. */
-static int make_parents(const char *path, char *err, size_t errlen)
+int cache_make_parents(const char *path, char *err, size_t errlen)
 {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
@@ -91,7 +90,7 @@ int cache_path(const char *opt, int create, char *out, size_t n, char *err, size
     if (xdg && *xdg == '/') made = snprintf(out, n, "%s/softmax-tune/cache.db", xdg);
     else if (home && *home) made = snprintf(out, n, "%s/.cache/softmax-tune/cache.db", home);
     else return snprintf(err, errlen, "no place for the cache: set --cache PATH, SOFTMAX_TUNE_CACHE or HOME"), 1;
-    if (made < (int)n && create && make_parents(out, err, errlen)) return 1;
+    if (made < (int)n && create && cache_make_parents(out, err, errlen)) return 1;
   }
   if (made <= 0 || made >= (int)n) return snprintf(err, errlen, "cache path too long"), 1;
   return 0;

@@ -60,6 +60,8 @@ typedef struct cache_Db cache_Db;
 
 /* The database path: opt, else $SOFTMAX_TUNE_CACHE, else $XDG_CACHE_HOME/softmax-tune/cache.db,
 ** else ~/.cache/softmax-tune/cache.db. Default folders are made when create is set. */
+/* mkdir -p for the folder holding path. */
+int cache_make_parents(const char *path, char *err, size_t errlen);
 int cache_path(const char *opt, int create, char *out, size_t n, char *err, size_t errlen);
 /* 0 if the cache at path can be written (the file, or its folder to make it and SQLite's
 ** -wal and -shm files beside it), else 1 with the reason in err. */
@@ -97,5 +99,24 @@ int cache_clear(cache_Db *db, const cache_Key *filter, int *n);
 /* A key that matches everything: the filter to fill in. */
 void cache_filter_all(cache_Key *k);
 void cache_sha256(const void *data, size_t n, char hex[65]);
+
+/* Kept cubins (cubins.c): a folder of compiled kernels, each file named by the SHA-256 of what
+** made it (source, file name, arch, NVRTC's version and options), shared by every process:
+** the tuner and the runtime compile a source once, not once per problem or per process (rows
+** are a launch argument, so problems of the same cols share their sources). A file is written
+** atomically (a temporary file, then rename) and its checksum is checked on every read; a
+** missing or bad one is compiled again and rewritten. */
+#define CACHE_CUBINS_MAX ((int64_t)512 << 20)   /* bytes the folder keeps; the least recently used go */
+/* The folder: opt, else $SOFTMAX_TUNE_CUBINS, else $XDG_CACHE_HOME/softmax-tune/cubins, else
+** ~/.cache/softmax-tune/cubins; "none" (either way) or no HOME: *out = "", nothing kept. */
+void cache_cubin_dir(const char *opt, char *out, size_t n);
+/* gen_compile through the folder dir ("" or NULL: gen_compile alone). A file that cannot be
+** written is not an error: the compile stands. The first use of a folder in a process trims it
+** to CACHE_CUBINS_MAX. */
+int cache_compile(const char *dir, const char *source, const char *name, int arch, gen_Cubin *out, char *err,
+                  size_t errlen);
+/* Remove the least recently used kept cubins of dir until it holds at most max_bytes * 3/4,
+** when it holds more than max_bytes; *removed (may be NULL) says how many went. */
+int cache_cubins_trim(const char *dir, int64_t max_bytes, int *removed);
 
 #endif

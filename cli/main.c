@@ -51,6 +51,9 @@ static const char *const USAGE =
   "  --gpu-model NAME cache: only entries of that GPU model, as cache list shows it\n"
   "  --cache PATH     cache database (default $SOFTMAX_TUNE_CACHE, else\n"
   "                   $XDG_CACHE_HOME/softmax-tune/cache.db, else ~/.cache/softmax-tune/cache.db)\n"
+  "  --cubins DIR     compiled kernels kept for any later process (default $SOFTMAX_TUNE_CUBINS,\n"
+  "                   else $XDG_CACHE_HOME/softmax-tune/cubins, else ~/.cache/softmax-tune/cubins;\n"
+  "                   none: compile every kernel)\n"
   "  --force          tune again even when the cache has the answer\n"
   "  --space S        pruned (default): the space's rules; full: every valid config of the\n"
   "                   knob grid, to measure what pruning loses (tune implies --force)\n"
@@ -98,7 +101,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
        O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
-       O_SWEEP, O_RESTAMP };
+       O_SWEEP, O_RESTAMP, O_CUBINS };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -114,6 +117,7 @@ static const struct option LONGOPTS[] = {
   { "shapes", required_argument, 0, O_SHAPES },      { "grid", required_argument, 0, O_GRID },
   { "from-cache", no_argument, 0, O_FROM_CACHE },   { "unaligned", no_argument, 0, O_UNALIGNED },
   { "sweep", required_argument, 0, O_SWEEP },       { "restamp", required_argument, 0, O_RESTAMP },
+  { "cubins", required_argument, 0, O_CUBINS },
   { 0, 0, 0, 0 },
 };
 
@@ -176,6 +180,9 @@ static int parse_options(int argc, char **argv, cli_Options *o)
       break;
     case 'o': o->output = optarg; break;
     case O_CACHE: o->cache = optarg; break;
+    case O_CUBINS:   /* the tuner and the runtime read the folder from the environment */
+      if (!*optarg || setenv("SOFTMAX_TUNE_CUBINS", optarg, 1) != 0) return usage_error("bad --cubins '%s': expected a folder or none", optarg);
+      break;
     case O_FORCE: o->force = 1; break;
     case O_QUIET: o->quiet = 1; break;
     case O_TEMPLATES: o->templates = optarg; break;

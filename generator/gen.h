@@ -51,6 +51,7 @@ typedef struct gen_Cubin {
   char options[256];        /* the options compiled with, space separated */
   int regs, stack, spill_stores, spill_loads;   /* from ptxas -v; -1 when not reported */
   double ms;                /* compile time */
+  int kept;                 /* 1: read from a kept file (cache_compile), without log or PTX */
 } gen_Cubin;
 
 typedef struct gen_State gen_State;
@@ -94,6 +95,8 @@ int gen_knobs(gen_State *g, char **text);
 /* NVRTC; safe to call from several threads at once. arch as in gen_Problem. */
 int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen);
 void gen_cubin_free(gen_Cubin *c);
+/* The options gen_compile gives NVRTC for arch, space separated (part of a kept cubin's key). */
+void gen_compile_options(int arch, char *text, size_t n);
 int gen_nvrtc_version(int *major, int *minor);
 
 /* Parsing shared by the CLI and the library; err names the bad value. */

@@ -46,20 +46,36 @@ static int nvrtc_fail(nvrtcResult r, const char *what, char *err, size_t errlen)
   return 1;
 }
 
+#define NOPTS 4
+
+/* NVRTC's options for arch: into opts (archopt holds the first) and, space separated, text. */
+static void options(int arch, char archopt[48], const char *opts[NOPTS], char *text, size_t n)
+{
+  snprintf(archopt, 48, "--gpu-architecture=sm_%d", arch);
+  opts[0] = archopt, opts[1] = "--std=c++17", opts[2] = "-lineinfo", opts[3] = "--ptxas-options=-v";
+  for (int i = 0, at = 0; i < NOPTS && at < (int)n; i++)
+    at += snprintf(text + at, n - (size_t)at, "%s%s", i ? " " : "", opts[i]);
+}
+
+void gen_compile_options(int arch, char *text, size_t n)
+{
+  char archopt[48];
+  const char *opts[NOPTS];
+  options(arch, archopt, opts, text, n);
+}
+
 int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen)
 {
   char archopt[48];
-  const char *opts[] = { archopt, "--std=c++17", "-lineinfo", "--ptxas-options=-v" };
-  const int nopts = (int)(sizeof opts / sizeof opts[0]);
+  const char *opts[NOPTS];
+  const int nopts = NOPTS;
   nvrtcProgram prog;
   nvrtcResult r;
   size_t n;
   double t0 = now_ms();
 
   memset(out, 0, sizeof *out);
-  snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
-  for (int i = 0, at = 0; i < nopts; i++)
-    at += snprintf(out->options + at, sizeof out->options - (size_t)at, "%s%s", i ? " " : "", opts[i]);
+  options(arch, archopt, opts, out->options, sizeof out->options);
 
   if ((r = nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL)) != NVRTC_SUCCESS)
     return nvrtc_fail(r, "create", err, errlen);

@@ -232,9 +232,10 @@ static st_status compile_config(st_ctx *c, Memo *m, const gen_Problem *p, const 
 {
   gen_Kernel k;
   gen_Cubin cb;
-  char err[1024];
+  char err[1024], kept[4096];
   if (gen_render(c->gen, p, config, &k)) return fail(ST_ECOMPILE, "%s", gen_error(c->gen));
-  int rc = gen_compile(k.source, "softmax.cu", p->arch, &cb, err, sizeof err);
+  cache_cubin_dir(NULL, kept, sizeof kept);   /* a source compiled before, by any process, is read back */
+  int rc = cache_compile(kept, k.source, "softmax.cu", p->arch, &cb, err, sizeof err);
   st_status s = rc ? fail(ST_ECOMPILE, "%s", err) : load(c, m, cb.data, k.name, &k.launch, k.config);
   gen_cubin_free(&cb);
   gen_kernel_free(&k);

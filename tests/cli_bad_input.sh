@@ -18,6 +18,7 @@ while IFS='|' read -r want args; do
   fi
 done <<EOT
 '0x5'|space --shape 0x5
+bad --cubins ''|--shape 64x64 --cubins ''
 '32000x'|space --shape 32000x
 'axb'|space --shape axb
 and --space full do not go together|--shape 64x64 --config $cfg --space full

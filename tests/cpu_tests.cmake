@@ -38,3 +38,6 @@ st_test(test_batch ${CMAKE_SOURCE_DIR}/cli/list.c ${CMAKE_SOURCE_DIR}/cli/batch.
 target_include_directories(test_batch PRIVATE ${CMAKE_SOURCE_DIR}/cli)
 add_test(NAME batch COMMAND test_batch)
 set_tests_properties(batch PROPERTIES LABELS cpu TIMEOUT 120)
+st_test(test_cubins)   # kept cubins (cache/cubins.c): NVRTC without a GPU
+add_test(NAME cubins COMMAND test_cubins)
+set_tests_properties(cubins PROPERTIES LABELS cpu)

@@ -44,6 +44,7 @@ struct tune_Gpu {
   int bw;                   /* a backward op: in2 (dy) is used, and the fill, check and floor differ */
   CUdeviceptr in, in2, out, flush, res, ws;
   gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
+  char cubins[4096];        /* the kept cubins' folder (cache_compile), "" for none */
   CUmodule auxmod;
   CUfunction fill, check, add;
   Slot *slots;
@@ -96,6 +97,7 @@ int tune_gpu_open(tune_Gpu **out, int ordinal, char *err, size_t errlen)
     free(g);
     return 1;
   }
+  cache_cubin_dir(NULL, g->cubins, sizeof g->cubins);
   *out = g;
   return 0;
 }
@@ -575,7 +577,7 @@ static void gpu_unload(void *ud, int slot)
 static int gpu_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, size_t errlen)
 {
   tune_Gpu *g = ud;
-  return gen_compile(k->source, "softmax.cu", g->dev.arch, c, err, errlen);
+  return cache_compile(g->cubins, k->source, "softmax.cu", g->dev.arch, c, err, errlen);
 }
 
 tune_Backend tune_gpu_backend(tune_Gpu *g)
