@@ -1,6 +1,6 @@
 /*
 ** test_cubins.c — kept cubins (cache/cubins.c) without a GPU: a compile is kept and read back
-** byte for byte; another source, name or arch is another file; a spoiled or cut file is compiled
+** byte for byte; another source, name or arch is another file; a spoiled, cut or lying file is compiled
 ** again and rewritten; a folder that cannot be written costs nothing but the keeping; threads
 ** compiling one source at once leave one whole file; the folder's place follows opt, the
 ** environment and HOME; trimming removes the least recently used, and dead writers' leftovers.
@@ -113,6 +113,42 @@ static void test_keep(void)
   gen_cubin_free(&first);
 }
 
+/* Hostile files under a source's name (a header that lies about the size, the checksum or the
+** format, bytes past the end): never handed out; compiled again and rewritten. */
+static void test_hostile(void)
+{
+  char d[300], path[600], sum[65], bad[65];
+  gen_Cubin good, c;
+  snprintf(d, sizeof d, "%s/hostile", dir);
+  if (compile(d, SRC, 90, &good)) return;
+  int found = kept_file(d, path, sizeof path);
+  CHECK(found, "nothing kept in %s", d);
+  cache_sha256(good.data, good.size, sum);
+  snprintf(bad, sizeof bad, "%c%s", sum[0] == '0' ? '1' : '0', sum + 1);
+  for (int i = 0; i < 6 && found; i++) {
+    FILE *f = fopen(path, "wb");
+    if (!f) continue;
+    switch (i) {
+    case 0: fprintf(f, "softmax-tune cubin 1 %zu %s 8 0 0 0\n", good.size, sum); break;   /* + a byte past the end */
+    case 1: fprintf(f, "softmax-tune cubin 1 0 %s 8 0 0 0\n", sum); break;
+    case 2: fprintf(f, "softmax-tune cubin 1 99999999999 %s 8 0 0 0\n", sum); break;
+    case 3: fprintf(f, "softmax-tune cubin 2 %zu %s 8 0 0 0\n", good.size, sum); break;
+    case 4: fprintf(f, "softmax-tune cubin 1 %zu %s 8 0 0 0\n", good.size, bad); break;
+    case 5: fprintf(f, "softmax-tune cubin 1 %zu %s\n", good.size, sum); break;
+    }
+    fwrite(good.data, 1, good.size, f);
+    if (i == 0) fputc('x', f);
+    fclose(f);
+    if (compile(d, SRC, 90, &c)) continue;
+    CHECK(!c.kept && same(&good, &c), "hostile file %d: kept %d", i, c.kept);
+    gen_cubin_free(&c);
+    if (compile(d, SRC, 90, &c)) continue;
+    CHECK(c.kept && same(&good, &c), "hostile file %d: not rewritten", i);
+    gen_cubin_free(&c);
+  }
+  gen_cubin_free(&good);
+}
+
 /* A folder under a regular file cannot be made: the compile stands, nothing is kept. */
 static void test_unwritable(void)
 {
@@ -221,6 +257,7 @@ int main(void)
   snprintf(dir, sizeof dir, "%s/st-cubins-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
   test_keep();
+  test_hostile();
   test_unwritable();
   test_threads();
   test_trim();
