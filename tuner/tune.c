@@ -333,7 +333,8 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
   if (more > 0) {   /* the same pool, grown: its threads compile the siblings, the GPU times each as it is ready */
     pool.n = r->ntrials = n + more;
     started = pool_start(&pool, th, nthreads < more ? nthreads : more);
-    rc = started ? sweep_range(b, o, &pool, r, n, n + more, n + more, &best, err, errlen) : 0;
+    if (started) rc = sweep_range(b, o, &pool, r, n, n + more, n + more, &best, err, errlen);
+    else pool.n = r->ntrials = n;   /* no threads: the first round stands */
     pool_stop(&pool, th, started);
   }
   pthread_mutex_destroy(&pool.mu);
