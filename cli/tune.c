@@ -73,8 +73,12 @@ static void print_result(const tune_Result *r)
     const tune_Trial *t = &r->trials[top[i]];
     printf("  %-3d %-74s %10.1f %9.1f %8.3f%s\n", i + 1, t->config, t->us, t->gbps, t->frac, t->finalist ? "" : "  (first round)");
   }
-  printf("swept %d configs in %.1f s: %d verified, %d pruned, %d failed\n", r->ntrials, r->seconds, r->verified,
+  int kept = 0;
+  for (int i = 0; i < r->ntrials; i++) kept += r->trials[i].kept;
+  printf("swept %d configs in %.1f s: %d verified, %d pruned, %d failed", r->ntrials, r->seconds, r->verified,
          r->pruned, r->failed);
+  if (kept) printf("; %d compiled before (kept cubins)", kept);
+  putchar('\n');
   if (r->ntrials < r->space)
     printf("(the fast sweep: %d of the space's %d configs, ranked by a prior; --sweep full: all)\n", r->ntrials, r->space);
 }

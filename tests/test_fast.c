@@ -46,6 +46,7 @@ static int s_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, siz
   if (i < 0 || !(c->data = malloc(sizeof i))) return snprintf(err, errlen, "fake: %s", k->config), 1;
   memcpy(c->data, &i, sizeof i);
   c->size = sizeof i, c->ms = 1;
+  c->kept = i % 2;   /* as if every odd config of the space had been compiled before */
   return 0;
 }
 
@@ -213,6 +214,9 @@ static void test_fast_sweep(void)
         s.singles[fast], s.singles[decoy], s.copy_singles);
   CHECK(s.singles[slow] == 0 && r.verified == r.ntrials, "an unpicked config was timed");
   CHECK(s.warmups >= 1, "no warm-up: the first time call was a config's");
+  int kept_ok = 1;
+  for (int i = 0; i < r.ntrials; i++) kept_ok &= r.trials[i].kept == find(&s, r.trials[i].config) % 2;
+  CHECK(kept_ok, "a trial's kept flag is not its cubin's");
   tune_result_free(&r);
   free(idx), free(near);
   script_free(&s);

@@ -125,6 +125,7 @@ static int run_config(const tune_Backend *b, const tune_Options *o, Pool *pool, 
     return 0;
   }
   t->compile_ms = pool->cubins[i].ms;
+  t->kept = pool->cubins[i].kept;
   if ((rc = b->load(b->ud, i, &pool->kernels[i], &pool->cubins[i], t))) {
     t->status = rc == TUNE_EFATAL ? TUNE_FAILED : TUNE_PRUNED;
     return rc == TUNE_EFATAL ? (snprintf(err, errlen, "%s", t->reason), TUNE_EFATAL) : 0;

@@ -27,6 +27,7 @@ typedef struct tune_Trial {
   int regs, local_bytes, smem, blocks_sm;
   double occupancy;         /* resident threads / the SM's maximum */
   double compile_ms;
+  int kept;                 /* the cubin was read back from the kept folder, not compiled */
   double us, gbps, frac;    /* median time, GB/s (read + write), copy time / this time */
   double max_err;           /* largest |out - ref| in ulps of the dtype at ref (templates/verify.h) */
   int finalist;
