@@ -114,7 +114,9 @@ void tune_device_limits(const tune_Device *dev, gen_Problem *p)
 CUresult tune_func_setup(const tune_Driver *d, CUfunction f, const gen_Launch *l)
 {
   CUresult r = CUDA_SUCCESS;
-  if (l->smem > 48 * 1024) r = d->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l->smem);
+  /* static shared memory counts toward the 48 KB a launch gets without opting in: a ring of
+     48 KB and its barriers need it too, so opt in for any dynamic size */
+  if (l->smem > 0) r = d->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l->smem);
   if (r == CUDA_SUCCESS && l->cluster > 8) r = d->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
   return r;
 }
