@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # device_run.sh [tests] [tune] [sass] [full] [peers] [train] — on the GPU machine, from the repository
 # root, with .carry/ packed by bench/carry.sh: the GPU tests, tuning of the nine peer shapes in
-# f32 and bf16 (time per shape), the winners' SASS (16-byte accesses, local memory), sweeps of
+# f32, bf16 and f16 ($TUNE_DTYPES; time per shape), the winners' SASS (16-byte accesses, local memory), sweeps of
 # the full grid for the problems in $FULL (dtype:shape ..., the pruning loss; $FULL_LIMIT seconds
 # each, default 280), bench/peers.py against them, the cache-hit latency; train: bench/train_step.py
 # and bench/backward.py --quick (the backward kernels, not run by default). Logs go to $OUT (or
@@ -34,7 +34,7 @@ run_tests() {
 run_tune() {
   : >"$out/tune_times.tsv"
   mkdir -p /tmp/st_tune
-  for d in f32 bf16; do
+  for d in ${TUNE_DTYPES:-f32 bf16 f16}; do
     for s in $SHAPES; do
       start=$(date +%s%N)
       $B --shape "$s" --dtype "$d" --quiet >"/tmp/st_tune/${d}_$s.log" 2>&1
