@@ -68,6 +68,28 @@ static void user_first(gen_State *g, const char *hash, const char *table)
   CHECK(strstr(ch.config, "threads=512,") && strstr(ch.config, "reduce=smem"), "config: %s", ch.config);
 }
 
+/* The row family on an odd short row: fewer threads a row, each with more vectors, when fewer
+** slots stay idle; blocks then hold more rows, but no fewer than two a SM are left. */
+static void fewer_threads(gen_State *g, const char *hash)
+{
+  static const char *T = "dtype\top\trows\tcols\tfrac\tconfig\n"
+    "f32\tsoftmax\t65536\t128\t1.0\tthreads=128,items=1,vec=4,reduce=shfl,passes=1,hold=reg,rows=4,split=1,xchg=none,hint=none\n"
+    "bf16\tsoftmax\t256\t8192\t1.0\tthreads=512,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none\n";
+  gen_Problem odd = { .rows = 200000, .cols = 99, .dtype = GEN_F32, .op = GEN_SOFTMAX, .arch = 90, .sms = 132 };
+  gen_Problem few = { .rows = 268, .cols = 9196, .dtype = GEN_BF16, .op = GEN_SOFTMAX, .arch = 90, .sms = 132 };
+  gen_Problem pow2 = { .rows = 65536, .cols = 256, .dtype = GEN_F32, .op = GEN_SOFTMAX, .arch = 90, .sms = 132 };
+  gen_Choice ch;
+  /* 24 vectors: 8 threads of 3 (24 slots), not 32 of 1 (32 slots) */
+  CHECK(gen_untuned(g, &odd, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+  CHECK(strstr(ch.config, "threads=128,items=3,vec=4,") && strstr(ch.config, "rows=16,"), "200000x99: %s", ch.config);
+  /* 1149 vectors: 512 threads of 3 (up to twice the entry's 2), one row a block: 268 blocks */
+  CHECK(gen_untuned(g, &few, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+  CHECK(strstr(ch.config, "threads=512,items=3,vec=8,") && strstr(ch.config, "rows=1,"), "268x9196: %s", ch.config);
+  /* a row the entry's threads fill exactly keeps them */
+  CHECK(gen_untuned(g, &pow2, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+  CHECK(strstr(ch.config, "threads=128,items=1,vec=4,") && strstr(ch.config, "rows=2,"), "65536x256: %s", ch.config);
+}
+
 static void bad_tables(gen_State *g, const char *hash)
 {
   gen_Problem p = { .rows = 64, .cols = 4096, .dtype = GEN_F32, .op = GEN_SOFTMAX, .arch = 90 };
@@ -127,6 +149,7 @@ int main(int argc, char **argv)
   table_fresh(g, hash, table);
   user_first(g, hash, table[0]);
   bad_tables(g, hash);
+  fewer_threads(g, hash);
   random_valid(g, hash, table[0], n);
   printf("%.1f s\n", (double)(clock() - t) / CLOCKS_PER_SEC);
   free(table[0]);
