@@ -80,16 +80,23 @@ int cache_make_parents(const char *path, char *err, size_t errlen)
   return 0;
 }
 
+int cache_default_place(const char *leaf, char *out, size_t n)
+{
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (xdg && *xdg == '/') return snprintf(out, n, "%s/softmax-tune/%s", xdg, leaf);
+  if (home && *home) return snprintf(out, n, "%s/.cache/softmax-tune/%s", home, leaf);
+  return 0;
+}
+
 int cache_path(const char *opt, int create, char *out, size_t n, char *err, size_t errlen)
 {
-  const char *env = getenv("SOFTMAX_TUNE_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  const char *env = getenv("SOFTMAX_TUNE_CACHE");
   int made = 0;
   if (opt && *opt) made = snprintf(out, n, "%s", opt);
   else if (env && *env) made = snprintf(out, n, "%s", env);
   else {
-    if (xdg && *xdg == '/') made = snprintf(out, n, "%s/softmax-tune/cache.db", xdg);
-    else if (home && *home) made = snprintf(out, n, "%s/.cache/softmax-tune/cache.db", home);
-    else return snprintf(err, errlen, "no place for the cache: set --cache PATH, SOFTMAX_TUNE_CACHE or HOME"), 1;
+    if ((made = cache_default_place("cache.db", out, n)) == 0)
+      return snprintf(err, errlen, "no place for the cache: set --cache PATH, SOFTMAX_TUNE_CACHE or HOME"), 1;
     if (made < (int)n && create && cache_make_parents(out, err, errlen)) return 1;
   }
   if (made <= 0 || made >= (int)n) return snprintf(err, errlen, "cache path too long"), 1;

@@ -58,10 +58,13 @@ typedef struct cache_Run {
 
 typedef struct cache_Db cache_Db;
 
-/* The database path: opt, else $SOFTMAX_TUNE_CACHE, else $XDG_CACHE_HOME/softmax-tune/cache.db,
-** else ~/.cache/softmax-tune/cache.db. Default folders are made when create is set. */
 /* mkdir -p for the folder holding path. */
 int cache_make_parents(const char *path, char *err, size_t errlen);
+/* $XDG_CACHE_HOME/softmax-tune/leaf, else ~/.cache/softmax-tune/leaf, into out: what snprintf
+** returned, 0 when neither variable gives a place. */
+int cache_default_place(const char *leaf, char *out, size_t n);
+/* The database path: opt, else $SOFTMAX_TUNE_CACHE, else the default place of cache.db.
+** Default folders are made when create is set. */
 int cache_path(const char *opt, int create, char *out, size_t n, char *err, size_t errlen);
 /* 0 if the cache at path can be written (the file, or its folder to make it and SQLite's
 ** -wal and -shm files beside it), else 1 with the reason in err. */

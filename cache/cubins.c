@@ -30,13 +30,11 @@ static double now_ms(void)
 
 void cache_cubin_dir(const char *opt, char *out, size_t n)
 {
-  const char *env = getenv("SOFTMAX_TUNE_CUBINS"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  const char *env = getenv("SOFTMAX_TUNE_CUBINS");
   const char *pick = opt && *opt ? opt : env && *env ? env : NULL;
   int made;
   if (pick) made = strcmp(pick, "none") == 0 ? 0 : snprintf(out, n, "%s", pick);
-  else if (xdg && *xdg == '/') made = snprintf(out, n, "%s/softmax-tune/cubins", xdg);
-  else if (home && *home) made = snprintf(out, n, "%s/.cache/softmax-tune/cubins", home);
-  else made = 0;
+  else made = cache_default_place("cubins", out, n);
   if (made <= 0 || made >= (int)n) out[0] = '\0';
 }
 

@@ -257,15 +257,15 @@ static int sweep_range(const tune_Backend *b, const tune_Options *o, Pool *pool,
 
 /* The fast sweep's second round: the xchg/hint siblings of the first round's three leaders
 ** (not picked by the prior) rendered into slots n.. of the sweep; returns how many. */
-static int add_siblings(gen_State *g, const gen_Problem *p, const tune_Options *o, tune_Result *r, gen_Kernel *kernels,
-                        Pool *pool, int n)
+static int add_siblings(gen_State *g, const gen_Problem *p, tune_Result *r, gen_Kernel *kernels, Pool *pool, int n,
+                        int max)
 {
   char **all = NULL, *lead[3], **have = malloc(sizeof *have * (size_t)n);
   int nall = 0, lidx[3], nl = tune_top(r, lidx, 3), out[64], m = 0;
   if (!have || gen_space(g, p, &all, &nall)) return free(have), 0;   /* no second round, the first stands */
   for (int k = 0; k < nl; k++) lead[k] = r->trials[lidx[k]].config;
   for (int i = 0; i < n; i++) have[i] = r->trials[i].config;
-  m = tune_fast_siblings(lead, nl, all, nall, have, n, out, o->siblings < 64 ? o->siblings : 64);
+  m = tune_fast_siblings(lead, nl, all, nall, have, n, out, max < 64 ? max : 64);
   for (int j = 0; j < m; j++) {
     tune_Trial *t = &r->trials[n + j];
     snprintf(t->config, sizeof t->config, "%s", all[out[j]]);
@@ -330,7 +330,7 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
   if (!rc && o->warmup_ms > 0) rc = warm_up(b, o, err, errlen);
   if (!rc) rc = sweep_range(b, o, &pool, r, 0, n, n, &best, err, errlen);
   pool_stop(&pool, th, started);
-  int more = !rc && !r->cancelled && extra > 0 ? add_siblings(g, p, o, r, kernels, &pool, n) : 0;
+  int more = !rc && !r->cancelled && extra > 0 ? add_siblings(g, p, r, kernels, &pool, n, extra) : 0;
   if (more > 0) {   /* the same pool, grown: its threads compile the siblings, the GPU times each as it is ready */
     pool.n = r->ntrials = n + more;
     started = pool_start(&pool, th, nthreads < more ? nthreads : more);
