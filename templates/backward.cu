@@ -203,7 +203,7 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
 %   -- ring_loader() ends in a reducer's loop at row s's stage st; ring_handover() posts the
 %   -- block's sum t and goes on into a finisher's loop, up to row j's sum `all`
       float t = edges && r < 32 ? term(edge_in(x, g, r), edge_in(dyin + (x - yin), g, r)) : 0.f;
-      t = stage_sum(st, st + CV * VEC, r, end - begin, t);
+      t = stage_sum(st, st + RV * VEC, r, end - begin, t);
 % ring_handover()
       const i64 at = x - yin;
       if (edges && q < g.h + g.t)   // read again: dx may be y or dy
@@ -214,7 +214,7 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
       for (int v = q; v < end - begin; v += NF * 32) {
         float fy[VEC], fd[VEC];
         ldv<true, false>(st + v * VEC, fy);
-        ldv<true, false>(st + (CV + v) * VEC, fd);
+        ldv<true, false>(st + (RV + v) * VEC, fd);
         grads<VEC>(fy, fd, all);
         stv<false>(xb + (i64)v * VEC, fy);
       }

@@ -76,8 +76,8 @@ __device__ __forceinline__ u32 pack(const float *f)
 
 #define NW $(NW)
 
-// One $(VB)-byte access of NW raw words, global (SH false) or generic into the shared-memory
-// stage (SH true); FINAL marks the last read of the data (cache operator "$(ld_final)").
+// One $(VB)-byte access of NW raw words, global (SH false) or into the shared-memory stage (SH
+// true: by its 32-bit shared address, no generic address to form and translate); FINAL marks the last read of the data (cache operator "$(ld_final)").
 // volatile keeps loads and stores in program order: in == out is allowed.
 %   if hint == "keep" then
 // An L2 policy that keeps the lines a load brings in ahead of others (evict-last).
@@ -91,7 +91,7 @@ __device__ __forceinline__ u64 keep_policy()
 template <bool SH, bool FINAL>
 __device__ __forceinline__ void ldw(const elem_t *p, u32 *w)
 {
-  if (SH) asm volatile("ld$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
+  if (SH) asm volatile("ld.shared$(sfx) $(list), [%$(NW)];" : $(outs) : "r"((u32)__cvta_generic_to_shared(p)));
   else if (FINAL) asm volatile("ld.global$(ld_final)$(sfx) $(list), [%$(NW)];" : $(outs) : "l"(p));
 %   if hint == "keep" then
   else asm volatile("ld.global.L2::cache_hint$(sfx) $(list), [%$(NW)], %$(NW + 1);" : $(outs) : "l"(p), "l"(keep_policy()));
@@ -103,7 +103,7 @@ __device__ __forceinline__ void ldw(const elem_t *p, u32 *w)
 template <bool SH>
 __device__ __forceinline__ void stw(elem_t *p, const u32 *w)
 {
-  if (SH) asm volatile("st$(sfx) [%0], $(slist);" :: "l"(p), $(ins) : "memory");
+  if (SH) asm volatile("st.shared$(sfx) [%0], $(slist);" :: "r"((u32)__cvta_generic_to_shared(p)), $(ins) : "memory");
   else asm volatile("st.global$(st_op)$(sfx) [%0], $(slist);" :: "l"(p), $(ins) : "memory");
 }
 

@@ -124,13 +124,30 @@ __device__ __forceinline__ $(part_t) fold(Get get)
 % end
 }
 
-// This block's part [begin, end) of row `row`, by vectors of its body.
+% if hold == "ring" then
+// hold=ring: parts begin and end on 128-byte lines of the row's body (LV vectors a line), split
+// as evenly as lines allow, so no two blocks' bulk copies share a line whatever the split (a
+// block on each SM: split=132); a part has at most RV vectors, a stage's room.
+#define LV $(LV)
+#define RV $(RV)
+
+// This block's part [begin, end) of the row at x, by vectors of its body.
+__device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *begin, int *end)
+{
+  *g = geometry(x);
+  const u32 lines = (u32)(g->nv + LV - 1) / LV;
+  *begin = min((int)(rank * lines / S) * LV, g->nv);
+  *end = min((int)((rank + 1) * lines / S) * LV, g->nv);
+}
+% else
+// This block's part [begin, end) of the row at x, by vectors of its body.
 __device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *begin, int *end)
 {
   *g = geometry(x);
   *begin = min((int)rank * CV, g->nv);
   *end = min(*begin + CV, g->nv);
 }
+% end
 % end
 %
 % function ring_defs()
@@ -185,7 +202,7 @@ __device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return
     *x = $(src) + (first + s * ngroups) * COLS;
     part_of(*x, rank, g, begin, end);
   };
-  auto stage = [&](i64 s) { return ring + (int)(s % DEPTH) * ($(bw and "2 * " or "")CV * VEC); };
+  auto stage = [&](i64 s) { return ring + (int)(s % DEPTH) * ($(bw and "2 * " or "")RV * VEC); };
 % end
 %
 % function ring_loader()
@@ -198,7 +215,7 @@ __device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return
       if (s >= DEPTH) bar_wait(&empty[s % DEPTH], (u32)(s / DEPTH - 1) & 1);
       bulk_load(stage(s), x + g.h + (i64)begin * VEC, (u32)(end - begin) * $(VB), &full[s % DEPTH]);
 % if bw then
-      bulk_load(stage(s) + CV * VEC, dyin + (x - yin) + g.h + (i64)begin * VEC, (u32)(end - begin) * $(VB), &full[s % DEPTH]);
+      bulk_load(stage(s) + RV * VEC, dyin + (x - yin) + g.h + (i64)begin * VEC, (u32)(end - begin) * $(VB), &full[s % DEPTH]);
 % end
     }
   } else if (warp <= NR) {

@@ -159,8 +159,11 @@ local function facts(cfg, P)
     -- hold=ring: DEPTH stages of a block's part in shared memory (a 1024-thread block has the
     -- SM's, smaller ones a share); a block's reducers run at most DEPTH rows ahead of its
     -- finishers, so a block may post row k while another's finishers still read row k-2*DEPTH-1.
-    -- A backward op's stage holds the part of y and that of dy: twice the bytes
-    f.RINGB = f.CV * cfg.vec * P.es * (M.BACKWARD[P.op] and 2 or 1)
+    -- Parts end on 128-byte lines (LV vectors), so a part takes at most RV vectors. A backward
+    -- op's stage holds the part of y and that of dy: twice the bytes
+    f.LV = 128 // (cfg.vec * P.es)
+    f.RV = ((f.NVMAX + f.LV - 1) // f.LV + cfg.split - 1) // cfg.split * f.LV
+    f.RINGB = f.RV * cfg.vec * P.es * (M.BACKWARD[P.op] and 2 or 1)
     f.BUDGET = P.smem_block * math.min(cfg.threads, 1024) // 1024 - KB
     f.DEPTH = math.min(8, f.BUDGET // math.max(f.RINGB, 1))
     f.NB = 2 * f.DEPTH + 2
@@ -474,7 +477,7 @@ function M.vars(cfg, P)
     for k, x in pairs(cfg) do v[k] = x end
     v.R, v.rows = cfg.rows, nil      -- rows per block; the problem's rows are a kernel argument
     v.G, v.NVMAX, v.CV, v.STAGE = f.G, f.NVMAX, f.CV, f.STAGE
-    v.DEPTH, v.NB = f.DEPTH, f.NB
+    v.DEPTH, v.NB, v.LV, v.RV = f.DEPTH, f.NB, f.LV, f.RV
     v.VB = cfg.vec * P.es
     v.template = cfg.split > 1 and "split.cu" or "row.cu"
     v.WS_GROUPS = WS_GROUPS

@@ -83,12 +83,12 @@ static void test_reduce_rows(void)
 
 static void test_passes_hold(void)
 {
-  /* two passes read the row twice; smem hold stages it (generic ld/st into the stage) */
+  /* two passes read the row twice; smem hold stages it (ld/st.shared into the stage) */
   char *a = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=none");
   char *b = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=smem,rows=1,split=1,xchg=none,hint=none");
   char *c = ptx_of(16384, GEN_F32, GEN_SOFTMAX, "threads=1024,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none");
   if (a) { EXPECT(a, "ld.global.v4.u32", 8, >=); EXPECT(a, "st.global.v4.u32", 4, >=); EXPECT(a, ".shared .align 4 .b8 _ZZ", 1, >=); }
-  if (b) { EXPECT(b, "ld.global.v4.u32", 4, ==); EXPECT(b, "st.v4.u32", 4, ==); EXPECT(b, "ld.v4.u32", 8, ==); EXPECT(b, ".extern .shared", 1, ==); }
+  if (b) { EXPECT(b, "ld.global.v4.u32", 4, ==); EXPECT(b, "st.shared.v4.u32", 4, ==); EXPECT(b, "ld.shared.v4.u32", 8, ==); EXPECT(b, ".extern .shared", 1, ==); }
   if (c) { EXPECT(c, "ld.global.v4.u32", 4, ==); EXPECT(c, ".extern .shared", 0, ==); }
   free(a), free(b), free(c);
 }
@@ -193,7 +193,27 @@ static void test_ring(void)
     EXPECT(a, "mbarrier.arrive.release.cta", 2, ==);
   }
   if (b) { EXPECT(b, "max.bf16x2", 0, ==); EXPECT(b, "mbarrier.arrive.release.cta", 2, ==); }
+  if (a) { EXPECT(a, "ld.shared.v4.u32", 3, ==); EXPECT(a, "ld.v4.u32", 0, ==); }   /* stage reads by shared addresses */
   free(a), free(b);
+}
+
+/* hold=ring parts end on 128-byte lines: with a block on each of 132 SMs, f32 1048576 columns
+** (32768 lines) take parts of 248 or 249 lines, so a stage holds 249 (1992 vectors) and seven
+** of them fit in 227 KB; every split's stage is a whole number of lines */
+static void test_ring_lines(void)
+{
+  const char *cfg[] = { "threads=1024,items=2,vec=4,reduce=shfl,passes=1,hold=ring,rows=1,split=132,xchg=global,hint=none",
+                        "threads=1024,items=2,vec=8,reduce=shfl,passes=1,hold=ring,rows=1,split=66,xchg=global,hint=none",
+                        "threads=1024,items=4,vec=8,reduce=shfl,passes=1,hold=ring,rows=1,split=32,xchg=global,hint=none" };
+  const int dtype[] = { GEN_F32, GEN_BF16, GEN_BF16 }, smem[] = { 7 * 249 * 128, 7 * 249 * 128, 3 * 65536 };
+  for (int i = 0; i < 3; i++) {
+    gen_Problem p = { .rows = 256, .cols = 1048576, .dtype = dtype[i], .op = GEN_SOFTMAX, .arch = 90 };
+    gen_Kernel k;
+    if (gen_render(g, &p, cfg[i], &k)) { CHECK(0, "%s: %s", cfg[i], gen_error(g)); continue; }
+    CHECK(k.launch.smem == smem[i], "%s: %d bytes of stages, want %d", cfg[i], k.launch.smem, smem[i]);
+    CHECK(k.launch.smem % 128 == 0 && strstr(k.source, "#define LV 8\n"), "%s: stages of whole lines", cfg[i]);
+    gen_kernel_free(&k);
+  }
 }
 
 /* The backward ops (space_bw.lua, backward.cu): every config of their spaces passes the rules
@@ -273,6 +293,7 @@ int main(void)
   test_hint();
   test_packed();
   test_ring();
+  test_ring_lines();
   test_backward();
   gen_close(g);
   return check_done("test_knobs");
