@@ -131,23 +131,20 @@ __device__ __forceinline__ $(part_t) fold(Get get)
 #define LV $(LV)
 #define RV $(RV)
 
+% end
 // This block's part [begin, end) of the row at x, by vectors of its body.
 __device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *begin, int *end)
 {
   *g = geometry(x);
+% if hold == "ring" then
   const u32 lines = (u32)(g->nv + LV - 1) / LV;
   *begin = min((int)(rank * lines / S) * LV, g->nv);
   *end = min((int)((rank + 1) * lines / S) * LV, g->nv);
-}
 % else
-// This block's part [begin, end) of the row at x, by vectors of its body.
-__device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *begin, int *end)
-{
-  *g = geometry(x);
   *begin = min((int)rank * CV, g->nv);
   *end = min(*begin + CV, g->nv);
-}
 % end
+}
 % end
 %
 % function ring_defs()
