@@ -5,6 +5,8 @@
 ** zeroed workspace, input 1.0 everywhere (bf16, or f16 with the flag, by ES=2; f32 by ES=4); the
 ** L2 flushed before each launch; the median of REPS (default 30) against a D2D copy of the same
 ** bytes timed the same way. Never a benchmark of record: the tuner's figures are verified.
+** THREADS, GRID and SMEM are the launch `softmax-tune` would use (gen_Launch; the ring: one
+** block a SM in groups of split, DEPTH stages of RV vectors), given by hand.
 ** Build: cc -O2 bench/rawtime.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda */
 #include <cuda.h>
 #include <stdio.h>
@@ -13,9 +15,14 @@
 static int cmp(const void *a, const void *b) { float x = *(float *)a, y = *(float *)b; return x < y ? -1 : x > y; }
 int main(int argc, char **argv)
 {
-  if (argc < 8) { fprintf(stderr, "usage\n"); return 2; }
+  if (argc < 8) { fprintf(stderr, "usage: rawtime CUBIN THREADS GRID SMEM ROWS COLS ES [REPS [f16]]\n"); return 2; }
   int threads = atoi(argv[2]), grid = atoi(argv[3]), smem = atoi(argv[4]), reps = argc > 8 ? atoi(argv[8]) : 30;
   long long rows = atoll(argv[5]), cols = atoll(argv[6]), es = atoll(argv[7]);
+  if (threads < 1 || grid < 1 || smem < 0 || rows < 1 || cols < 1 || (es != 2 && es != 4) || reps < 1) {
+    fprintf(stderr, "rawtime: bad argument (threads %d, grid %d, smem %d, rows %lld, cols %lld, es %lld, reps %d)\n",
+            threads, grid, smem, rows, cols, es, reps);
+    return 2;
+  }
   CUdevice dev; CUcontext ctx; CUmodule m; CUfunction f;
   CK(cuInit(0)); CK(cuDeviceGet(&dev, 0)); CK(cuDevicePrimaryCtxRetain(&ctx, dev)); CK(cuCtxSetCurrent(ctx));
   CK(cuModuleLoad(&m, argv[1])); CK(cuModuleGetFunction(&f, m, "st_softmax"));
@@ -29,6 +36,7 @@ int main(int argc, char **argv)
   CUevent a, b; CK(cuEventCreate(&a, 0)); CK(cuEventCreate(&b, 0));
   void *args[] = { &in, &out, &rows, &ws };
   float *tk = malloc(reps * sizeof(float)), *tc = malloc(reps * sizeof(float));
+  if (!tk || !tc) { fprintf(stderr, "rawtime: out of memory for %d repetitions\n", reps); return 1; }
   for (int i = -3; i < reps; i++) {
     for (int w = 0; w < 2; w++) {
       CK(cuMemsetD32Async(fl, i, flushn / 4, st));
