@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # multi_gpu.sh [PHASE...] — issue 19's measurement on a machine with several GPUs of one model:
-# the 18 public problems (9 shapes, f32 and bf16) tuned with --gpu 0 from an empty cache
-# (phase one), then with --gpu all from another empty cache (phase all); the winners of the
+# the 18 public problems (9 shapes, f32 and bf16) tuned once with --gpu all into a scratch cache
+# that is thrown away (phase warm: a fresh VM faults its host memory in on first use, about 3 s
+# per 8 GiB, and the float64 references need GBs, so whichever run came first paid for it), then
+# with --gpu 0 from an empty cache (phase one), then with --gpu all from another empty cache (phase all); the winners of the
 # --gpu all cache checked again against float64 on every GPU through the runtime (phase check,
 # softmax-tune bench); then the report (phase report): the wall time of each run, their ratio
 # (target: at most 0.55 on 2 GPUs), and whether every winner is verified (in each run's log
-# its trial passed verification; and the re-check). No phase given: all four in turn. Phases
+# its trial passed verification; and the re-check). No phase given: all five in turn. Phases
 # can run in separate commands (each well under 10 minutes); they keep their state in
 # $MULTI_GPU_WORK (default build/multi_gpu). Everything is appended to $MULTI_GPU_OUT
 # (default bench/results/multi-gpu-DATE.txt). $SOFTMAX_TUNE_BIN: the command (build/softmax-tune).
@@ -80,13 +82,14 @@ report() {
   echo "--gpu all winners re-verified through the runtime on every GPU: $(cat "$work/check" 2>/dev/null || echo 'not run')"
 }
 
-[ $# -gt 0 ] || set -- one all check report
+[ $# -gt 0 ] || set -- warm one all check report
 for phase in "$@"; do
   case $phase in
+    warm) tune warm all >/dev/null; echo; echo "## warm-up run (--gpu all, thrown away): $(cat "$work/warm.s") s" ;;
     one) tune one 0 ;;
     all) tune all all ;;
     check) check ;;
     report) report ;;
-    *) echo "multi_gpu.sh: unknown phase '$phase' (one, all, check, report)"; exit 2 ;;
+    *) echo "multi_gpu.sh: unknown phase '$phase' (warm, one, all, check, report)"; exit 2 ;;
   esac
 done
