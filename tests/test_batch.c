@@ -154,6 +154,7 @@ static void check_batch(gen_State *g)
   int seen = 0;
   for (int i = 0; i < 6; i++) seen |= 1 << b.order[i];
   CHECK(seen == 63, "the order is not the problems: %x", seen);
+  CHECK(b.order[0] == 5 && b.order[5] == 0, "not the largest first: %d ... %d", b.order[0], b.order[5]);
   tune_batch_free(&b);
 
   /* again: every problem from the cache, nothing swept */

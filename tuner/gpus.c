@@ -3,6 +3,7 @@
 ** primary context alive for the whole batch (so a problem's setup does not make a context
 ** afresh), and opens the GPU backend for one problem at a time, in the worker's thread.
 */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,21 +81,66 @@ static int count_gpus(int *n, char *err, size_t errlen)
   return r || *n == 0;
 }
 
+typedef struct Opener {     /* one unit opened (or closed) in its own thread */
+  tune_Unit *u;
+  int ordinal, rc;
+  pthread_t th;
+  char err[512];
+} Opener;
+
+static void *open_thread(void *arg)
+{
+  Opener *o = arg;
+  o->rc = open_unit(o->u, o->ordinal, o->err, sizeof o->err);
+  return NULL;
+}
+
+static void *close_thread(void *arg)
+{
+  close_unit(((Opener *)arg)->u->ud);
+  return NULL;
+}
+
+/* Run fn on every opener, each in a thread (a context costs a few hundred ms: the GPUs make
+** theirs at once); where a thread cannot start, fn runs here. */
+static void each_unit(Opener *o, int n, void *(*fn)(void *))
+{
+  int started[n > 0 ? n : 1];
+  for (int i = 0; i < n; i++)
+    if (!(started[i] = n > 1 && pthread_create(&o[i].th, NULL, fn, &o[i]) == 0)) fn(&o[i]);
+  for (int i = 0; i < n; i++)
+    if (started[i]) pthread_join(o[i].th, NULL);
+}
+
 int tune_gpu_units(const int *ordinals, int n, tune_Unit **units, int *nunits, char *err, size_t errlen)
 {
-  int all = n == 0;
+  int all = n == 0, bad = -1, good = 0;
   *units = NULL, *nunits = 0;
   if (all && count_gpus(&n, err, errlen)) return 1;
   tune_Unit *u = calloc((size_t)n, sizeof *u);
-  if (!u) return snprintf(err, errlen, "out of memory"), 1;
+  Opener *o = calloc((size_t)n, sizeof *o);
+  if (!u || !o) return free(u), free(o), snprintf(err, errlen, "out of memory"), 1;
+  for (int i = 0; i < n; i++) o[i].u = &u[i], o[i].ordinal = all ? i : ordinals[i];
+  each_unit(o, n, open_thread);
   for (int i = 0; i < n; i++)
-    if (open_unit(&u[i], all ? i : ordinals[i], err, errlen)) return tune_gpu_units_free(u, i), 1;
+    if (o[i].rc && bad < 0) bad = i;
+    else if (!o[i].rc) o[good++] = o[i];   /* the opened ones, to close on failure */
+  if (bad >= 0) {
+    snprintf(err, errlen, "%s", o[bad].err);
+    each_unit(o, good, close_thread);
+    return free(u), free(o), 1;
+  }
+  free(o);
   *units = u, *nunits = n;
   return 0;
 }
 
 void tune_gpu_units_free(tune_Unit *units, int n)
 {
-  for (int i = 0; units && i < n; i++) close_unit(units[i].ud);
+  Opener *o = units && n > 0 ? calloc((size_t)n, sizeof *o) : NULL;
+  for (int i = 0; units && !o && i < n; i++) close_unit(units[i].ud);   /* no memory for threads */
+  for (int i = 0; o && i < n; i++) o[i].u = &units[i];
+  if (o) each_unit(o, n, close_thread);
+  free(o);
   free(units);
 }
