@@ -4,7 +4,7 @@
 # NOTESTS=1), then the public shapes tuned for softmax_backward and log_softmax_backward in each
 # DTYPE (default f32 bf16), one line per problem: the winner's fraction of the two-read-one-write
 # floor, its config and the sweep counts (0 failed expected). Logs and the cache under $OUT; a
-# TSV of the problems in $OUT/backward.tsv.
+# TSV of the problems in $OUT/backward.tsv. $SWEEP (fast or full) is passed on as --sweep.
 set -u
 out=${OUT:-/tmp/st_out}
 carry=${CARRY:-.carry}
@@ -27,7 +27,7 @@ printf "dtype\top\tshape\tfrac_of_floor\twinner_us\tfloor_us\tconfig\tsweep\n" >
 for s in $SHAPES; do
   for d in $DTYPES; do
     for op in softmax_backward log_softmax_backward; do
-      timeout ${TUNE_S:-60} $B --shape "$s" --dtype "$d" --op "$op" --cache "$out/st.db" --quiet >"$out/tune.log" 2>&1
+      timeout ${TUNE_S:-60} $B --shape "$s" --dtype "$d" --op "$op" ${SWEEP:+--sweep "$SWEEP"} --cache "$out/st.db" --quiet >"$out/tune.log" 2>&1
       rc=$?
       w=$(grep -aE '^winner' "$out/tune.log"); f=$(grep -aE '^copy floor' "$out/tune.log" | awk '{print $3}')
       sw=$(grep -aE '^swept' "$out/tune.log")

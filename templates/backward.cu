@@ -4,16 +4,18 @@
 // in float32 for every dtype. A NaN in y or dy makes its row's sum, and so the row, NaN.
 // Knobs: threads, rows (R rows per block, split=1: G = threads/rows threads per row), items, vec,
 //        reduce (shfl | smem), passes (1, hold=reg: a thread's y and dy vectors held in registers,
-//        one read; 2, hold=none: a sum pass, then y and dy read again for the write; the sum pass
+//        one read; hold=packed (f16, bf16): the same as the raw words the loads gave, half the
+//        registers; 2, hold=none: a sum pass, then y and dy read again for the write; the sum pass
 //        of log_softmax_backward reads dy only), split with xchg (none, or dsmem: a cluster of
 //        `split` blocks per row, sm_90+, each block its part of the row, one float per block
 //        swapped through distributed shared memory, one cluster barrier per row; or global with
 //        hold=ring, sm_90+: a persistent cooperative grid, `split` blocks per row, each bulk-copying
 //        its part of y and of dy into a ring of DEPTH stages in shared memory and posting its sum
 //        to a workspace in global memory, as split.cu's ring; its pieces are ring.cu's), hint
-//        (stream: the last read of each line and every store evict-first).
+//        (stream: the last read of each line and every store evict-first; keep, passes=2: as
+//        stream, and the sum pass's loads evict-last in L2, so the second pass finds them).
 // Regime: split=1 passes=1: rows that fit a group's registers (up to 32 values of y and dy a
-//         thread); split=1 passes=2: long rows, a block each; split>1: few rows or long ones
+//         thread, 64 packed); split=1 passes=2: long rows, a block each; split>1: few rows or long ones
 //         (32x16384, 2048x128256), a row spread over a cluster (passes=2 where even the
 //         cluster's registers cannot hold it); hold=ring: long rows that not even a cluster
 //         holds (y and dy 256 KB a row and more: 256x1048576, 2048x128256), read from DRAM once.
@@ -103,15 +105,67 @@ __device__ __forceinline__ void stream_out(const elem_t *yb, const elem_t *db, e
   }
 }
 
+% if hold == "packed" then
+// hold=packed: ITEMS vectors of y and of dy from body vector `base` as raw words (0 past `end`,
+// which adds nothing to the sum).
+__device__ __forceinline__ void load_words(const elem_t *yb, const elem_t *db, int base, int end, int lane, bool live,
+                                           u32 *wy, u32 *wd)
+{
+  load_vectors<NW>(base, end, lane, live, wy, 0u, [&](int j, u32 *w) { ldw<false, true>(yb + (i64)j * VEC, w); });
+  load_vectors<NW>(base, end, lane, live, wd, 0u, [&](int j, u32 *w) { ldw<false, true>(db + (i64)j * VEC, w); });
+}
+
+// The terms of HELD word pairs, unpacked one word at a time.
+__device__ __forceinline__ float word_terms(const u32 *wy, const u32 *wd)
+{
+  float t[HELD];
+  #pragma unroll
+  for (int i = 0; i < HELD; i++) {
+    float fy[PER_WORD], fd[PER_WORD];
+    unpack(wy[i], fy);
+    unpack(wd[i], fd);
+    t[i] = terms<PER_WORD>(fy, fd);
+  }
+  return tree<HELD>(t, OpSum());
+}
+
+// dx of the held vectors [begin, end) from the row's sum s, unpacked again from the words xor z
+// (0, but ptxas cannot tell: it would otherwise reuse the sum's unpacked floats, keeping all of
+// them live across the reduction, twice the registers; opaque() is a mov it sees through).
+__device__ __forceinline__ void word_out(elem_t *xb, int begin, int end, int lane, bool live, const u32 *wy,
+                                         const u32 *wd, float s, u32 z)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = begin + i * TEAM + lane;
+    u32 o[NW];
+    #pragma unroll
+    for (int q = 0; q < NW; q++) {
+      float fy[PER_WORD], fd[PER_WORD];
+      unpack(wy[i * NW + q] ^ z, fy);
+      unpack(wd[i * NW + q] ^ z, fd);
+      grads<PER_WORD>(fy, fd, s);
+      o[q] = pack(fy);
+    }
+    if (live && j < end) stw<false>(xb + (i64)j * VEC, o);
+  }
+}
+
+% end
 // One row's part: body vectors [begin, end) and (edges) the row's head and tail, at y, dy, dx.
-// reduce(t) turns a thread's share of the sum into the row's.
+// reduce(t) turns a thread's share of the sum into the row's; z is 0 (hold=packed's word_out).
 template <class Reduce>
 __device__ __forceinline__ void row_part(const elem_t *y, const elem_t *d, elem_t *dx, Geo g, int begin, int end, int lane,
-                                         bool live, bool edges, Reduce reduce)
+                                         bool live, bool edges, Reduce reduce, u32 z)
 {
   float ey[EDGE_SLOTS], ed[EDGE_SLOTS];
   edges2(y, d, g, lane, live && edges, ey, ed);
-% if passes == 1 then
+% if hold == "packed" then
+  u32 wy[HELD], wd[HELD];
+  load_words(y + g.h, d + g.h, begin, end, lane, live, wy, wd);
+  const float s = reduce(word_terms(wy, wd) + terms<EDGE>(ey, ed));
+  word_out(dx + g.h, begin, end, lane, live, wy, wd, s, z);
+% elseif passes == 1 then
   float vy[ITEMS * VEC], vd[ITEMS * VEC];
   load2<true>(y + g.h, d + g.h, begin, end, lane, live, vy, vd);
   const float s = reduce(terms<ITEMS * VEC>(vy, vd) + terms<EDGE>(ey, ed));
@@ -191,7 +245,7 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
     const i64 at = (live ? row : 0) * COLS;
     const Geo g = geometry(yin + at);
     row_part(yin + at, dyin + at, dxout + at, g, 0, g.nv, lane, live, true,
-             [&](float t) { return group_reduce(t, OpSum()); });
+             [&](float t) { return group_reduce(t, OpSum()); }, (u32)(rows >> 63));
   }
 % elseif hold == "ring" then
   const u32 rank = blockIdx.x % S;   // the block's part of each row
@@ -240,7 +294,7 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
       if (threadIdx.x == 0) slot[k & 1] = t;
       cluster_sync();
       return cluster_sum(&slot[k & 1]);
-    });
+    }, (u32)(rows >> 63));
   }
   cluster_sync();   // no block leaves while another may still read its slots
 % end

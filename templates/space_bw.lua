@@ -7,11 +7,12 @@
 --
 -- Families (a subset of the forward's knob values):
 --   row    split=1 passes=1 hold=reg: a group of G = threads/rows threads per row holds its y and
---          dy vectors in registers (2*items*vec values per thread), one sum, then dx
+--          dy vectors in registers (2*items*vec values per thread), one sum, then dx; hold=packed
+--          (f16, bf16): as raw 16-bit words, two to a register, so twice the row fits
 --   row    split=1 passes=2 hold=none: a block per row, a sum pass, then a pass that reads y and
 --          dy again for the write (log_softmax_backward's sum pass reads dy only): long rows
 --   split  split=2..16 xchg=dsmem (sm_90+): a cluster per row, each block a part, one float per
---          block exchanged through distributed shared memory; passes=1 hold=reg holds the part,
+--          block exchanged through distributed shared memory; passes=1 hold=reg (or packed) holds the part,
 --          passes=2 hold=none reads it again (rows too long for the cluster's registers)
 --   ring   split=32..132 xchg=global passes=1 hold=ring (sm_90+): a persistent cooperative grid,
 --          a block per SM or more per row; each block bulk-copies its part of y and of dy into a
@@ -27,15 +28,18 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
   function B.check(cfg, P)
     local why = H.check(cfg, P)
     if why then return why end
-    if cfg.hold ~= "reg" and cfg.hold ~= "none" and cfg.hold ~= "ring" then
-      return "backward ops hold y and dy in registers (hold=reg), in a ring of stages (hold=ring) or re-read them (hold=none)"
+    if cfg.hold ~= "reg" and cfg.hold ~= "packed" and cfg.hold ~= "none" and cfg.hold ~= "ring" then
+      return "backward ops hold y and dy in registers (hold=reg or packed), in a ring of stages (hold=ring) or re-read them (hold=none)"
     end
     if cfg.xchg == "global" and cfg.hold ~= "ring" then
       return "backward ops exchange through a cluster (xchg=dsmem), through global memory with hold=ring, or not at all"
     end
-    if cfg.hint == "keep" then return "backward ops take hint=none or stream" end
+    if cfg.hint == "keep" and cfg.hold ~= "none" then return "backward ops take hint=keep only with passes=2 hold=none" end
     if cfg.hold == "reg" and 2 * cfg.items * cfg.vec > 64 then
       return string.format("hold=reg holds y and dy: %d values per thread (max 64)", 2 * cfg.items * cfg.vec)
+    end
+    if cfg.hold == "packed" and 2 * cfg.items * cfg.vec * P.es // 4 > 64 then
+      return string.format("hold=packed holds y and dy: %d words per thread (max 64)", 2 * cfg.items * cfg.vec * P.es // 4)
     end
     return nil
   end
@@ -49,30 +53,37 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
   end
 
   -- y and dy of a row (or of a block's part, split > 1) held in registers: threads sharing it
-  -- hold 2 * items * vec values each.
+  -- hold 2 * items * vec values each, as floats (hold=reg) or, for 16-bit types, as the raw
+  -- words (hold=packed: half the registers, so fewer threads a row or more rows in flight;
+  -- where a thread holds 8 words and more).
   local function held(list, P, vec, split, hints)
     local nv = (P.cols // vec + split - 1) // split
     for _, G in ipairs(split == 1 and H.POW2 or { 64, 128, 256, 512, 1024 }) do
       local items = (nv + G - 1) // G
       for _, threads in ipairs(split == 1 and { 128, 256, 512, 1024 } or { G }) do
         -- a split part may leave a few threads of the block idle (G < 2 * nv)
-        if (G <= nv or split > 1 and G < 2 * nv) and threads >= G and (G >= 32 or threads <= 512) and
-           H.fits(threads, 2 * items * vec) then
-          push(list, P, { threads = threads, items = items, vec = vec, passes = 1, hold = "reg", rows = threads // G,
-                          split = split, xchg = split > 1 and "dsmem" or "none" }, hints)
+        if (G <= nv or split > 1 and G < 2 * nv) and threads >= G and (G >= 32 or threads <= 512) then
+          local words = 2 * items * vec * P.es // 4
+          for _, hold in ipairs(P.es == 2 and words >= 8 and { "reg", "packed" } or { "reg" }) do
+            if H.fits(threads, hold == "reg" and 2 * items * vec or words) then
+              push(list, P, { threads = threads, items = items, vec = vec, passes = 1, hold = hold, rows = threads // G,
+                              split = split, xchg = split > 1 and "dsmem" or "none" }, hints)
+            end
+          end
         end
       end
     end
   end
 
-  -- A sum pass, then a pass reading y and dy again: a block per row, or a cluster.
+  -- A sum pass, then a pass reading y and dy again: a block per row, or a cluster; hint=keep
+  -- marks the sum pass's lines evict-last so that the second pass finds them in L2.
   local function two_pass(list, P, vec, split)
     local nv = (P.cols // vec + split - 1) // split
     for _, threads in ipairs({ 256, 512, 1024 }) do
       for _, items in ipairs({ 2, 4, 8 }) do
         if nv >= threads * items then
           push(list, P, { threads = threads, items = items, vec = vec, passes = 2, hold = "none", split = split,
-                          xchg = split > 1 and "dsmem" or "none" }, { "none", "stream" })
+                          xchg = split > 1 and "dsmem" or "none" }, { "none", "stream", "keep" })
         end
       end
     end
@@ -139,7 +150,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     local list = {}
     held(list, P, vec, 1, { "none" })
     for _, c in ipairs(list) do
-      if 2 * c.items * c.vec <= 32 and c.threads == math.max(256, c.threads // c.rows) then return c end
+      if c.hold == "reg" and 2 * c.items * c.vec <= 32 and c.threads == math.max(256, c.threads // c.rows) then return c end
     end
     return { threads = 512, items = 4, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1,
              xchg = "none", hint = "none" }

@@ -230,18 +230,24 @@ static void test_backward(void)
         for (int arch = 80; arch <= 90; arch += 10) {
           gen_Problem p = { .rows = 256, .cols = cols[c], .dtype = d, .op = op, .arch = arch };
           char **list, canon[256];
-          int n = 0, rings = 0;
+          int n = 0, rings = 0, packs = 0;
           CHECK(gen_space(g, &p, &list, &n) == 0, "%s", gen_error(g));
           CHECK(n >= 1 && n <= 150, "%lld cols %s %s sm_%d: %d configs", (long long)cols[c], gen_dtype_name(d), gen_op_name(op),
                 arch, n);
           for (int i = 0; i < n; i++) {
             CHECK(gen_canon(g, &p, list[i], canon, sizeof canon) == 0, "%s: %s", list[i], gen_error(g));
             CHECK(arch >= 90 || !strstr(list[i], "xchg=dsmem"), "sm_%d: %s", arch, list[i]);
-            CHECK(!strstr(list[i], "xchg=global") == !strstr(list[i], "hold=ring") && !strstr(list[i], "hint=keep"), "%s", list[i]);
+            CHECK(!strstr(list[i], "xchg=global") == !strstr(list[i], "hold=ring"), "%s", list[i]);
+            CHECK(!strstr(list[i], "hint=keep") || strstr(list[i], "passes=2,hold=none"), "%s", list[i]);
             CHECK(arch >= 90 || !strstr(list[i], "hold=ring"), "sm_%d: %s", arch, list[i]);
+            CHECK(d != GEN_F32 || !strstr(list[i], "hold=packed"), "f32: %s", list[i]);
+            packs += strstr(list[i], "hold=packed") != NULL;
             rings += strstr(list[i], "hold=ring") != NULL;
           }
           gen_free_list(list, n);
+          /* packed twins of held rows for f16 and bf16 (rows that one block or a cluster can hold) */
+          CHECK(d == GEN_F32 || cols[c] < 1024 || cols[c] > 32000 || packs > 0, "%lld cols %s %s: no hold=packed", (long long)cols[c],
+                gen_dtype_name(d), gen_op_name(op));
           /* the ring: y and dy of 256 KB a row and more (1048576 cols; 128256 but for f16 and bf16), sm_90 */
           int want = arch >= 90 && cols[c] * (d == GEN_F32 ? 4 : 2) * 2 >= 256 * 1024;
           CHECK(want == (rings > 0), "%lld cols %s %s sm_%d: %d ring configs", (long long)cols[c], gen_dtype_name(d),
@@ -249,7 +255,7 @@ static void test_backward(void)
         }
   static const char *const bad[] = {
     "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=smem,rows=1,split=1,xchg=none,hint=none",
-    "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=keep",
+    "threads=256,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=keep",
     "threads=128,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none",
     "threads=512,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=none",
     "threads=512,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=global,hint=none",
@@ -268,6 +274,17 @@ static void test_backward(void)
   if (c) { EXPECT(c, "ld.global.v4", 12, >=); EXPECT(c, "ex2.approx", 1, >=); }   /* the dy-only loop may be unrolled */
   if (e) { EXPECT(e, "barrier.cluster.arrive", 2, ==); EXPECT(e, "ld.shared::cluster", 1, ==); }
   free(a), free(b), free(c), free(e);
+  /* hold=packed (16-bit types): y and dy held as words, one read each, dx packed two to a word */
+  char *w = ptx_of(16384, GEN_BF16, GEN_SOFTMAX_BW, "threads=512,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=none");
+  if (w) { EXPECT(w, "ld.global.v4", 8, ==); EXPECT(w, "st.global.v4", 4, ==); EXPECT(w, "cvt.rn.bf16x2.f32", 16, ==); }
+  free(w);
+  gen_Problem pf = { .rows = 256, .cols = 16384, .dtype = GEN_F32, .op = GEN_SOFTMAX_BW, .arch = 90 };
+  CHECK(gen_canon(g, &pf, "threads=512,items=4,vec=4,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=none", canon,
+                  sizeof canon) != 0, "f32 accepted hold=packed");
+  /* hint=keep: the sum pass's loads of y and dy carry the evict-last policy, the second pass's not */
+  char *k = ptx_of(16384, GEN_BF16, GEN_SOFTMAX_BW, "threads=256,items=4,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=keep");
+  if (k) { EXPECT(k, "ld.global.L2::cache_hint.v4", 8, ==); EXPECT(k, "ld.global.lu.v4", 8, ==); }
+  free(k);
   /* the ring: two bulk copies a row (y and dy) on one barrier, one tagged word posted; sm_80 refuses it */
   const char *ring = "threads=1024,items=1,vec=8,reduce=shfl,passes=1,hold=ring,rows=1,split=132,xchg=global,hint=none";
   char *r = ptx_of(1048576, GEN_BF16, GEN_SOFTMAX_BW, ring), *l = ptx_of(1048576, GEN_BF16, GEN_LOG_SOFTMAX_BW, ring);
