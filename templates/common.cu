@@ -455,6 +455,23 @@ __device__ __forceinline__ u32 opaque(u32 w)
   return r;
 }
 
+% if op == "log_softmax" then
+// unpack() by other instructions (byte permutes): ptxas sees through opaque() and, with no exp
+// at log_softmax's output, reuses the sum's unpack of each word, keeping every float live
+// across the reduction (spills under minb's cap); this it cannot reuse.
+__device__ __forceinline__ void unpack_again(u32 w, float *f)
+{
+%   if dtype == "bf16" then
+  f[0] = __uint_as_float(__byte_perm(w, 0u, 0x1044));
+  f[1] = __uint_as_float(__byte_perm(w, 0u, 0x3244));
+%   else
+  asm("{ .reg .f16 lo, hi; .reg .b32 t; prmt.b32 t, %2, 0, 0x1010; mov.b32 {lo, hi}, t; cvt.f32.f16 %0, hi;\n\t"
+      "prmt.b32 t, %2, 0, 0x3232; mov.b32 {lo, hi}, t; cvt.f32.f16 %1, lo; }"
+      : "=f"(f[0]), "=f"(f[1]) : "r"(w));
+%   end
+}
+
+% end
 __device__ __forceinline__ MS hold_pair(const u32 *w, float *e)
 {
   MS t;
@@ -486,7 +503,11 @@ __device__ __forceinline__ void hold_out(elem_t *y, Geo g, int begin, int end, i
     #pragma unroll
     for (int q = 0; q < NW; q++) {
       float f[PER_WORD];
+% if op == "log_softmax" then
+      unpack_again(w[i * NW + q], f);
+% else
       unpack(opaque(w[i * NW + q]), f);
+% end
       finish_all<PER_WORD>(f, all.m, k);
       o[q] = pack(f);
     }
