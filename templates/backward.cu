@@ -129,11 +129,9 @@ __device__ __forceinline__ float word_terms(const u32 *wy, const u32 *wd)
   return tree<HELD>(t, OpSum());
 }
 
-// dx of the held vectors [begin, end) from the row's sum s, unpacked again from the words xor z
-// (0, but ptxas cannot tell: it would otherwise reuse the sum's unpacked floats, keeping all of
-// them live across the reduction, twice the registers; opaque() is a mov it sees through).
+// dx of the held vectors [begin, end) from the row's sum s, the words unpacked anew (unpack_again).
 __device__ __forceinline__ void word_out(elem_t *xb, int begin, int end, int lane, bool live, const u32 *wy,
-                                         const u32 *wd, float s, u32 z)
+                                         const u32 *wd, float s)
 {
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
@@ -142,8 +140,8 @@ __device__ __forceinline__ void word_out(elem_t *xb, int begin, int end, int lan
     #pragma unroll
     for (int q = 0; q < NW; q++) {
       float fy[PER_WORD], fd[PER_WORD];
-      unpack(wy[i * NW + q] ^ z, fy);
-      unpack(wd[i * NW + q] ^ z, fd);
+      unpack_again(wy[i * NW + q], fy);
+      unpack_again(wd[i * NW + q], fd);
       grads<PER_WORD>(fy, fd, s);
       o[q] = pack(fy);
     }
@@ -153,10 +151,10 @@ __device__ __forceinline__ void word_out(elem_t *xb, int begin, int end, int lan
 
 % end
 // One row's part: body vectors [begin, end) and (edges) the row's head and tail, at y, dy, dx.
-// reduce(t) turns a thread's share of the sum into the row's; z is 0 (hold=packed's word_out).
+// reduce(t) turns a thread's share of the sum into the row's.
 template <class Reduce>
 __device__ __forceinline__ void row_part(const elem_t *y, const elem_t *d, elem_t *dx, Geo g, int begin, int end, int lane,
-                                         bool live, bool edges, Reduce reduce, u32 z)
+                                         bool live, bool edges, Reduce reduce)
 {
   float ey[EDGE_SLOTS], ed[EDGE_SLOTS];
   edges2(y, d, g, lane, live && edges, ey, ed);
@@ -164,7 +162,7 @@ __device__ __forceinline__ void row_part(const elem_t *y, const elem_t *d, elem_
   u32 wy[HELD], wd[HELD];
   load_words(y + g.h, d + g.h, begin, end, lane, live, wy, wd);
   const float s = reduce(word_terms(wy, wd) + terms<EDGE>(ey, ed));
-  word_out(dx + g.h, begin, end, lane, live, wy, wd, s, z);
+  word_out(dx + g.h, begin, end, lane, live, wy, wd, s);
 % elseif passes == 1 then
   float vy[ITEMS * VEC], vd[ITEMS * VEC];
   load2<true>(y + g.h, d + g.h, begin, end, lane, live, vy, vd);
@@ -245,7 +243,7 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
     const i64 at = (live ? row : 0) * COLS;
     const Geo g = geometry(yin + at);
     row_part(yin + at, dyin + at, dxout + at, g, 0, g.nv, lane, live, true,
-             [&](float t) { return group_reduce(t, OpSum()); }, (u32)(rows >> 63));
+             [&](float t) { return group_reduce(t, OpSum()); });
   }
 % elseif hold == "ring" then
   const u32 rank = blockIdx.x % S;   // the block's part of each row
@@ -294,7 +292,7 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
       if (threadIdx.x == 0) slot[k & 1] = t;
       cluster_sync();
       return cluster_sum(&slot[k & 1]);
-    }, (u32)(rows >> 63));
+    });
   }
   cluster_sync();   // no block leaves while another may still read its slots
 % end

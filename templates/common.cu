@@ -455,10 +455,10 @@ __device__ __forceinline__ u32 opaque(u32 w)
   return r;
 }
 
-% if op == "log_softmax" then
+% if op ~= "softmax" then
 // unpack() by other instructions (byte permutes): ptxas sees through opaque() and, with no exp
-// at log_softmax's output, reuses the sum's unpack of each word, keeping every float live
-// across the reduction (spills under minb's cap); this it cannot reuse.
+// at the output (log_softmax, the backward ops), reuses the sum's unpack of each word, keeping
+// every float live across the reduction (spills, or twice the registers); this it cannot reuse.
 __device__ __forceinline__ void unpack_again(u32 w, float *f)
 {
 %   if dtype == "bf16" then
