@@ -122,11 +122,12 @@ int tune_gpu_units(const int *ordinals, int n, tune_Unit **units, int *nunits, c
   if (!u || !o) return free(u), free(o), snprintf(err, errlen, "out of memory"), 1;
   for (int i = 0; i < n; i++) o[i].u = &u[i], o[i].ordinal = all ? i : ordinals[i];
   each_unit(o, n, open_thread);
-  for (int i = 0; i < n; i++)
-    if (o[i].rc && bad < 0) bad = i;
-    else if (!o[i].rc) o[good++] = o[i];   /* the opened ones, to close on failure */
+  for (int i = n - 1; i >= 0; i--)
+    if (o[i].rc) bad = i;   /* the first GPU that failed names the error */
   if (bad >= 0) {
     snprintf(err, errlen, "%s", o[bad].err);
+    for (int i = 0; i < n; i++)
+      if (!o[i].rc) o[good++] = o[i];   /* the opened ones, closed again */
     each_unit(o, good, close_thread);
     return free(u), free(o), 1;
   }
