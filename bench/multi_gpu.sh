@@ -3,9 +3,9 @@
 # the 18 public problems (9 shapes, f32 and bf16) tuned once with --gpu all into a scratch cache
 # that is thrown away (phase warm: a fresh VM faults its host memory in on first use, about 3 s
 # per 8 GiB, and the float64 references need GBs, so whichever run came first paid for it), then
-# with --gpu 0 from an empty cache (phase one), then with --gpu all from another empty cache (phase all); the winners of the
-# --gpu all cache checked again against float64 on every GPU through the runtime (phase check,
-# softmax-tune bench); then the report (phase report): the wall time of each run, their ratio
+# with --gpu 0 from an empty cache (phase one), then with --gpu all from another empty cache
+# (phase all); the winners of the --gpu all cache checked again against float64 on every GPU
+# through the runtime (phase check, softmax-tune bench); then the report (phase report): the wall time of each run, their ratio
 # (target: at most 0.55 on 2 GPUs), and whether every winner is verified (in each run's log
 # its trial passed verification; and the re-check). No phase given: all five in turn. Phases
 # can run in separate commands (each well under 10 minutes); they keep their state in

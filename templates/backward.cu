@@ -15,8 +15,8 @@
 //        (stream: the last read of each line and every store evict-first; keep, passes=2: as
 //        stream, and the sum pass's loads evict-last in L2, so the second pass finds them).
 // Regime: split=1 passes=1: rows that fit a group's registers (up to 32 values of y and dy a
-//         thread, 64 packed); split=1 passes=2: long rows, a block each; split>1: few rows or long ones
-//         (32x16384, 2048x128256), a row spread over a cluster (passes=2 where even the
+//         thread, 64 packed); split=1 passes=2: long rows, a block each; split>1: few rows or
+//         long ones (32x16384, 2048x128256), a row spread over a cluster (passes=2 where even the
 //         cluster's registers cannot hold it); hold=ring: long rows that not even a cluster
 //         holds (y and dy 256 KB a row and more: 256x1048576, 2048x128256), read from DRAM once.
 % team = split > 1 and threads or G

@@ -12,8 +12,8 @@
 --   row    split=1 passes=2 hold=none: a block per row, a sum pass, then a pass that reads y and
 --          dy again for the write (log_softmax_backward's sum pass reads dy only): long rows
 --   split  split=2..16 xchg=dsmem (sm_90+): a cluster per row, each block a part, one float per
---          block exchanged through distributed shared memory; passes=1 hold=reg (or packed) holds the part,
---          passes=2 hold=none reads it again (rows too long for the cluster's registers)
+--          block exchanged through distributed shared memory; passes=1 hold=reg (or packed)
+--          holds the part, passes=2 hold=none reads it again (rows too long for the cluster's registers)
 --   ring   split=32..132 xchg=global passes=1 hold=ring (sm_90+): a persistent cooperative grid,
 --          a block per SM or more per row; each block bulk-copies its part of y and of dy into a
 --          ring of stages in shared memory, posts its sum to a workspace in global memory and
