@@ -119,6 +119,13 @@ local function adapt(c0, P, unaligned, e)
   elseif c.split > 1 and (c.hold == "reg" or c.hold == "packed" or c.hold == "pipe" or c.hold == "ring") then
     c.items = ceil(ceil(nv, c.split), c.threads)
   end
+  if c.hold == "reg" and c.xchg == "global" and es == 2 and P.op == "log_softmax" and e.op ~= P.op then
+    -- a 16-bit log_softmax keeps its values and their exps live: held as floats it takes more
+    -- registers than the softmax entry did (73 against 51 at 512 threads), so half the blocks
+    -- a SM, and the cooperative grid needs two rounds where the entry's took one. Held as words
+    -- it takes 64 (16x241878 bf16, H100: 0.835 -> 1.037 of copy)
+    c.hold = "packed"
+  end
   return c
 end
 

@@ -90,6 +90,21 @@ static void fewer_threads(gen_State *g, const char *hash)
   CHECK(strstr(ch.config, "threads=128,items=1,vec=4,") && strstr(ch.config, "rows=2,"), "65536x256: %s", ch.config);
 }
 
+/* A 16-bit log_softmax from a softmax entry of the split family through global memory holds
+** its words (hold=packed), not floats: the registers of two blocks a SM. */
+static void log_packed(gen_State *g, const char *hash)
+{
+  static const char *T = "dtype\top\trows\tcols\tfrac\tconfig\n"
+    "bf16\tsoftmax\t16\t262144\t1.0\tthreads=512,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=16,xchg=global,hint=none\n";
+  gen_Problem p = { .rows = 16, .cols = 241878, .dtype = GEN_BF16, .op = GEN_LOG_SOFTMAX, .arch = 90, .sms = 132 };
+  gen_Choice ch;
+  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+  CHECK(strstr(ch.config, "hold=packed,") && strstr(ch.config, "split=16,xchg=global"), "16x241878 log_softmax: %s", ch.config);
+  p.op = GEN_SOFTMAX;   /* the entry's own op keeps its hold */
+  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+  CHECK(strstr(ch.config, "hold=reg,"), "16x241878 softmax: %s", ch.config);
+}
+
 static void bad_tables(gen_State *g, const char *hash)
 {
   gen_Problem p = { .rows = 64, .cols = 4096, .dtype = GEN_F32, .op = GEN_SOFTMAX, .arch = 90 };
@@ -150,6 +165,7 @@ int main(int argc, char **argv)
   user_first(g, hash, table[0]);
   bad_tables(g, hash);
   fewer_threads(g, hash);
+  log_packed(g, hash);
   random_valid(g, hash, table[0], n);
   printf("%.1f s\n", (double)(clock() - t) / CLOCKS_PER_SEC);
   free(table[0]);
