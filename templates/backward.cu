@@ -133,20 +133,13 @@ __device__ __forceinline__ float word_terms(const u32 *wy, const u32 *wd)
 __device__ __forceinline__ void word_out(elem_t *xb, int begin, int end, int lane, bool live, const u32 *wy,
                                          const u32 *wd, float s)
 {
-  #pragma unroll
-  for (int i = 0; i < ITEMS; i++) {
-    const int j = begin + i * TEAM + lane;
-    u32 o[NW];
-    #pragma unroll
-    for (int q = 0; q < NW; q++) {
-      float fy[PER_WORD], fd[PER_WORD];
-      unpack_again(wy[i * NW + q], fy);
-      unpack_again(wd[i * NW + q], fd);
-      grads<PER_WORD>(fy, fd, s);
-      o[q] = pack(fy);
-    }
-    if (live && j < end) stw<false>(xb + (i64)j * VEC, o);
-  }
+  store_words(xb, begin, end, lane, live, [&](int n) {
+    float fy[PER_WORD], fd[PER_WORD];
+    unpack_again(wy[n], fy);
+    unpack_again(wd[n], fd);
+    grads<PER_WORD>(fy, fd, s);
+    return pack(fy);
+  });
 }
 
 % end

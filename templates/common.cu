@@ -77,8 +77,9 @@ __device__ __forceinline__ u32 pack(const float *f)
 #define NW $(NW)
 
 // One $(VB)-byte access of NW raw words, global (SH false) or into the shared-memory stage (SH
-// true: by its 32-bit shared address, no generic address to form and translate); FINAL marks the last read of the data (cache operator "$(ld_final)").
-// volatile keeps loads and stores in program order: in == out is allowed.
+// true: by its 32-bit shared address, no generic address to form and translate); FINAL marks
+// the last read of the data (cache operator "$(ld_final)"). volatile keeps loads and stores in
+// program order: in == out is allowed.
 %   if hint == "keep" then
 // An L2 policy that keeps the lines a load brings in ahead of others (evict-last).
 __device__ __forceinline__ u64 keep_policy()
@@ -434,8 +435,8 @@ __device__ __forceinline__ void hold_out(elem_t *y, Geo g, int begin, int end, i
 }
 
 % else
-// hold=packed, mix of 16-bit types: held vectors stay the raw words their loads gave, half the registers of floats
-// for 16-bit types; exp is computed again at the output (the SFU has room: DRAM is the limit).
+// hold=packed, mix of 16-bit types: held vectors stay the raw words their loads gave, half the
+// registers of floats; exp is computed again at the output (the SFU has room: DRAM is the limit).
 typedef u32 held_t;
 #define HELD (ITEMS * NW)
 
@@ -491,28 +492,35 @@ __device__ __forceinline__ MS hold_pair(const u32 *w, float *e)
   return t;
 }
 
-// Outputs of held vectors [begin, end) and of the edges from the row's `all`; `mine` is unused.
-__device__ __forceinline__ void hold_out(elem_t *y, Geo g, int begin, int end, int lane, bool live, bool edges,
-                                         const u32 *w, float *e, MS mine, MS all)
+// The held vectors [begin, end) written at body: word n of them (n = i * NW + q) as out(n) gives it.
+template <class Out>
+__device__ __forceinline__ void store_words(elem_t *body, int begin, int end, int lane, bool live, Out out)
 {
-  const float k = edges_out(y, g, lane, live && edges, e, all);
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     const int j = begin + i * TEAM + lane;
     u32 o[NW];
     #pragma unroll
-    for (int q = 0; q < NW; q++) {
-      float f[PER_WORD];
-% if op == "log_softmax" then
-      unpack_again(w[i * NW + q], f);
-% else
-      unpack(opaque(w[i * NW + q]), f);
-% end
-      finish_all<PER_WORD>(f, all.m, k);
-      o[q] = pack(f);
-    }
-    if (live && j < end) stw<false>(y + g.h + (i64)j * VEC, o);
+    for (int q = 0; q < NW; q++) o[q] = out(i * NW + q);
+    if (live && j < end) stw<false>(body + (i64)j * VEC, o);
   }
+}
+
+// Outputs of held vectors [begin, end) and of the edges from the row's `all`; `mine` is unused.
+__device__ __forceinline__ void hold_out(elem_t *y, Geo g, int begin, int end, int lane, bool live, bool edges,
+                                         const u32 *w, float *e, MS mine, MS all)
+{
+  const float k = edges_out(y, g, lane, live && edges, e, all);
+  store_words(y + g.h, begin, end, lane, live, [&](int n) {
+    float f[PER_WORD];
+% if op == "log_softmax" then
+    unpack_again(w[n], f);
+% else
+    unpack(opaque(w[n]), f);
+% end
+    finish_all<PER_WORD>(f, all.m, k);
+    return pack(f);
+  });
 }
 % end
 

@@ -121,6 +121,27 @@ __device__ __forceinline__ MS group_pairs(const u64 *parts, u64 k)
   __syncthreads();
   return folded;
 }
+
+// The row count k goes on, but after the block's last fold of pairs (last) thread 0 counts the
+// block out of the group instead: k then holds the count before it, looked at only by depart()
+// at the kernel's end, so the count's round trip overlaps the block's stores (in k's register:
+// a register of its own would stay live across them, and spill where registers are tight).
+__device__ __forceinline__ void next_row(u32 &k, bool last, Count *xg)
+{
+  if (last && threadIdx.x == 0) k = atomicAdd(&xg->depart, 1u);
+  else k++;
+}
+
+// The group's last block out (every block counted itself out after its last read of the
+// pairs) zeroes them and the count for the next launch. A block without rows never counted:
+// its k is 0, never S - 1.
+__device__ __forceinline__ void depart(Count *xg, Parts *xp, u32 k)
+{
+  if (threadIdx.x < 32 && __shfl_sync(~0u, k, 0) == S - 1) {
+    for (int i = threadIdx.x; i < NB * S; i += 32) xp->part[i / S][i % S] = 0;
+    if (threadIdx.x == 0) atomicExch(&xg->depart, 0u);
+  }
+}
 % end
 
 % if hold == "ring" then
@@ -178,7 +199,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % else
 % ring_groups()
 %   if hold ~= "ring" then
-  u64 k = 0;
+  u32 k = 0;   // rows done; a u32 wraps in step with the NB = 2 buffers
 %   end
 % end
 % if hold == "pipe" then
@@ -251,7 +272,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     MS ahead = { NEG_INF, 0.f };
     if (more) ahead = stream(nx);
     const MS all = group_pairs(xp->part[k % NB], k);
-    k++;
+    next_row(k, !more, xg);
     const elem_t *x = in + row * COLS;
     elem_t *y = out + row * COLS;
     Geo g;
@@ -320,10 +341,11 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % if xchg == "dsmem" then
     bar_wait(&got[k & 1], (k >> 1) & 1);   // every pair of the row is in
     const MS all = fold<S * POSTS>([&](int r) { return slots[k & 1][r]; });
+    k++;
 % else
     const MS all = group_pairs(parts, k);
+    next_row(k, row + ngroups >= rows, xg);
 % end
-    k++;
 % if hold == "mix" then
     normalize(x + g.h, y + g.h, begin, mid, lane, true, all.m, row_k(all));
     hold_out(y, g, mid, end, lane, true, edges, v, e, held, all);
@@ -338,7 +360,9 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % end
   }
 % end
-% if xchg == "global" then
+% if hold == "ring" then
 % ring_depart()
+% elseif xchg == "global" then
+  depart(xg, xp, k);
 % end
 }
