@@ -199,9 +199,15 @@ __device__ __forceinline__ float cluster_sum(float *slot)
 % ring_fold()
 
 // hold=ring: split.cu's ring with two inputs. A stage holds the block's part of y, then its part
-// of dy (two bulk copies on the stage's `full` barrier); NR reducer warps sum the part's terms and
-// post the block's sum; the other warps fold the row's sums and write dx from the stage.
+// of dy (two bulk copies on the stage's `full` barrier); or, YDIRECT (f32 log_softmax_backward,
+// whose sum is over dy alone, where the pair leaves few stages), its part of dy, so twice the
+// stages fit, and the finishers read y from global memory, in flight while they wait for the
+// row's sums. NR reducer warps sum the part's terms and post the block's sum; the other warps
+// fold the row's sums and write dx.
 % ring_defs()
+%   if YDIRECT then
+#define YV ((RV + NF * 32 - 1) / (NF * 32))   // a finisher's vectors of a part, at most
+%   end
 % ring_tail()
 // The term()s of the stage's vectors r, r + NR*32, ... below n (a reducer's share), y's at st and
 // dy's at sd, added to a (log_softmax_backward's terms are dy alone: y is not read).
@@ -248,14 +254,23 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
 %   -- ring_loader() ends in a reducer's loop at row s's stage st; ring_handover() posts the
 %   -- block's sum t and goes on into a finisher's loop, up to row j's sum `all`
       float t = edges && r < 32 ? term(edge_in(x, g, r), edge_in(dyin + (x - yin), g, r)) : 0.f;
-      t = stage_sum(st, st + RV * VEC, r, end - begin, t);
-% ring_handover()
+      t = stage_sum(st, st$(YDIRECT and "" or " + RV * VEC"), r, end - begin, t);
+%   local function prefetch_y()
+%     if YDIRECT then
+      float py[YV][VEC];   // y of this thread's vectors of the part
+      #pragma unroll
+      for (int i = 0; i < YV; i++)
+        if (q + i * NF * 32 < end - begin) ldv<false, true>(x + g.h + (i64)(begin + q + i * NF * 32) * VEC, py[i]);
+%     end
+%   end
+% ring_handover(prefetch_y)
       const i64 at = x - yin;
       if (edges && q < g.h + g.t)   // read again: dx may be y or dy
         store1(dxout + at + edge_pos(g, q), grad(edge_in(x, g, q), edge_in(dyin + at, g, q), all));
       bar_wait(&full[j % DEPTH], (u32)(j / DEPTH) & 1);   // the copies' bytes, seen by this thread too
       const elem_t *st = stage(j);
       elem_t *xb = dxout + at + g.h + (i64)begin * VEC;
+%   if not YDIRECT then
       for (int v = q; v < end - begin; v += NF * 32) {
         float fy[VEC], fd[VEC];
         ldv<true, false>(st + v * VEC, fy);
@@ -263,6 +278,18 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
         grads<VEC>(fy, fd, all);
         stv<false>(xb + (i64)v * VEC, fy);
       }
+%   else
+      #pragma unroll
+      for (int i = 0; i < YV; i++) {
+        const int v = q + i * NF * 32;
+        if (v < end - begin) {
+          float fd[VEC];
+          ldv<true, false>(st + v * VEC, fd);
+          grads<VEC>(py[i], fd, all);
+          stv<false>(xb + (i64)v * VEC, py[i]);
+        }
+      }
+%   end
       __syncwarp();
       if (lane32 == 0) bar_arrive(&empty[j % DEPTH]);
     }

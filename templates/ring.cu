@@ -10,16 +10,18 @@
 % --   ring_tail()           role_sync, edge_in (a row's edge element, or what adds nothing)
 % --   ring_groups()         the kernel's group counter and parts in the workspace
 % --   ring_setup()          the kernel's ring: stages, barriers, part(s) and stage(s)
-% --   ring_loader()         warp 0's loop: each row's part (y and dy: two copies) into a stage;
+% --   ring_loader()         warp 0's loop: each row's part into a stage (backward: y and dy, two
+% --                         copies; YDIRECT: dy alone);
 % --                         then a reducer's loop up to its row's stage
-% --   ring_handover()       a reducer's post of the block's part; a finisher's loop up to the
-% --                         row's folded parts (`all`)
+% --   ring_handover(f)      a reducer's post of the block's part; a finisher's loop (f(), if
+% --                         given, first in each row) up to the row's folded parts (`all`)
 % --   ring_depart()         the group's last block out zeroes its parts for the next launch
 % local bw = op == "softmax_backward" or op == "log_softmax_backward"
 % local part_t = bw and "float" or "MS"   -- what a block posts for a row
 % local src = bw and "yin" or "in"        -- the (first) input
 % local function add(a, b) return bw and a .. " + " .. b or "combine(" .. a .. ", " .. b .. ")" end
 % local zero = bw and "0.f" or "MS{ NEG_INF, 0.f }"   -- what adds nothing
+% local both = bw and not YDIRECT   -- a stage holds y and dy; else (YDIRECT) dy alone
 %
 % function ring_barriers(bar_scope)
 // mbarriers: the ring's stages (bulk copies), the cluster's pair slots (remote stores)
@@ -190,7 +192,7 @@ __device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return
   const i64 steps = first < rows ? (rows - first + ngroups - 1) / ngroups : 0;
   const int warp = threadIdx.x / 32, lane32 = threadIdx.x % 32;
   if (threadIdx.x < DEPTH) {
-    bar_init(&full[threadIdx.x], $(bw and 2 or 1));$(bw and "   // a copy of y and one of dy" or "")
+    bar_init(&full[threadIdx.x], $(both and 2 or 1));$(both and "   // a copy of y and one of dy" or "")
     bar_init(&empty[threadIdx.x], NR + NF);   // a stage is free once every reducer and finisher warp is done with it
   }
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -199,7 +201,7 @@ __device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return
     *x = $(src) + (first + s * ngroups) * COLS;
     part_of(*x, rank, g, begin, end);
   };
-  auto stage = [&](i64 s) { return ring + (int)(s % DEPTH) * ($(bw and "2 * " or "")RV * VEC); };
+  auto stage = [&](i64 s) { return ring + (int)(s % DEPTH) * ($(both and "2 * " or "")RV * VEC); };
 % end
 %
 % function ring_loader()
@@ -210,8 +212,8 @@ __device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return
       int begin, end;
       part(s, &x, &g, &begin, &end);
       if (s >= DEPTH) bar_wait(&empty[s % DEPTH], (u32)(s / DEPTH - 1) & 1);
-      bulk_load(stage(s), x + g.h + (i64)begin * VEC, (u32)(end - begin) * $(VB), &full[s % DEPTH]);
-% if bw then
+      bulk_load(stage(s), $(bw and not both and "dyin + (x - yin)" or "x") + g.h + (i64)begin * VEC, (u32)(end - begin) * $(VB), &full[s % DEPTH]);
+% if both then
       bulk_load(stage(s) + RV * VEC, dyin + (x - yin) + g.h + (i64)begin * VEC, (u32)(end - begin) * $(VB), &full[s % DEPTH]);
 % end
     }
@@ -226,7 +228,7 @@ __device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return
       const elem_t *st = stage(s);
 % end
 %
-% function ring_handover()
+% function ring_handover(after_part)   -- after_part(): what a finisher does first in each row
       __syncwarp();
       if (lane32 == 0) bar_arrive(&empty[s % DEPTH]);   // this warp's reads of the stage are done
       t = warp_reduce(t, $(bw and "OpSum" or "OpMS")());
@@ -245,6 +247,7 @@ __device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return
       Geo g;
       int begin, end;
       part(j, &x, &g, &begin, &end);
+% if after_part then after_part() end
       const u64 *parts = xp->part[j % NB];
       for (int c = fw; c < CHUNKS; c += NF) {
         const $(part_t) a = fold<(S < 32 ? S : 32)>([&](int i) {

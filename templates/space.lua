@@ -160,11 +160,18 @@ local function facts(cfg, P)
     -- SM's, smaller ones a share); a block's reducers run at most DEPTH rows ahead of its
     -- finishers, so a block may post row k while another's finishers still read row k-2*DEPTH-1.
     -- Parts end on 128-byte lines (LV vectors), so a part takes at most RV vectors. A backward
-    -- op's stage holds the part of y and that of dy: twice the bytes
+    -- op's stage holds the part of y and that of dy: twice the bytes. But for f32 where that
+    -- leaves fewer than 4 stages, log_softmax_backward's (whose sum is over dy alone) holds
+    -- dy's, and the finishers read y directly (YDIRECT): f32 256x1048576 on an H100, 3 stages
+    -- of the pair 0.926 of the floor, 7 of dy 0.988. Not for 16-bit types: their winners' pairs
+    -- fit 7 stages (bf16 there: 0.988, dy alone in 8 0.930, the y loads' latency then showing
+    -- in each finisher's row), and where a pair fits fewer the finishers' y vectors spill
     f.LV = 128 // (cfg.vec * P.es)
     f.RV = ((f.NVMAX + f.LV - 1) // f.LV + cfg.split - 1) // cfg.split * f.LV
-    f.RINGB = f.RV * cfg.vec * P.es * (M.BACKWARD[P.op] and 2 or 1)
     f.BUDGET = P.smem_block * math.min(cfg.threads, 1024) // 1024 - KB
+    local part = f.RV * cfg.vec * P.es
+    f.YDIRECT = P.op == "log_softmax_backward" and P.es == 4 and f.BUDGET // (2 * part) < 4
+    f.RINGB = part * (M.BACKWARD[P.op] and not f.YDIRECT and 2 or 1)
     f.DEPTH = math.min(8, f.BUDGET // math.max(f.RINGB, 1))
     f.NB = 2 * f.DEPTH + 2
   end
@@ -477,7 +484,7 @@ function M.vars(cfg, P)
     for k, x in pairs(cfg) do v[k] = x end
     v.R, v.rows = cfg.rows, nil      -- rows per block; the problem's rows are a kernel argument
     v.G, v.NVMAX, v.CV, v.STAGE = f.G, f.NVMAX, f.CV, f.STAGE
-    v.DEPTH, v.NB, v.LV, v.RV = f.DEPTH, f.NB, f.LV, f.RV
+    v.DEPTH, v.NB, v.LV, v.RV, v.YDIRECT = f.DEPTH, f.NB, f.LV, f.RV, f.YDIRECT
     v.VB = cfg.vec * P.es
     v.template = cfg.split > 1 and "split.cu" or "row.cu"
     v.WS_GROUPS = WS_GROUPS

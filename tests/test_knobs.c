@@ -295,8 +295,27 @@ static void test_backward(void)
     EXPECT(r, "st.relaxed.gpu.global.b64", 1, ==);
     EXPECT(r, "ld.global.v4", 0, ==);
   }
-  if (l) EXPECT(l, "ex2.approx", 1, >=);
+  if (l) { EXPECT(l, "ex2.approx", 1, >=); EXPECT(l, "cp.async.bulk.shared::cluster.global", 2, ==); }
   free(r), free(l);
+  /* YDIRECT: f32 parts of y and dy (64 KB) would leave 3 stages, so log_softmax_backward stages dy
+  ** alone (7 stages of 32 KB) and its finishers load y; softmax_backward keeps the pair */
+  const char *f32ring = "threads=1024,items=2,vec=4,reduce=shfl,passes=1,hold=ring,rows=1,split=132,xchg=global,hint=none";
+  char *yd = ptx_of(1048576, GEN_F32, GEN_LOG_SOFTMAX_BW, f32ring), *yp = ptx_of(1048576, GEN_F32, GEN_SOFTMAX_BW, f32ring);
+  if (yd) { EXPECT(yd, "cp.async.bulk.shared::cluster.global", 1, ==); EXPECT(yd, "ld.global.v4", 3, >=); }
+  if (yp) { EXPECT(yp, "cp.async.bulk.shared::cluster.global", 2, ==); EXPECT(yp, "ld.global.v4", 0, ==); }
+  free(yd), free(yp);
+  gen_Problem yl = { .rows = 256, .cols = 1048576, .dtype = GEN_F32, .op = GEN_LOG_SOFTMAX_BW, .arch = 90 };
+  gen_Kernel kd, kp;
+  if (!gen_render(g, &yl, f32ring, &kd)) {
+    yl.op = GEN_SOFTMAX_BW;
+    if (!gen_render(g, &yl, f32ring, &kp)) {
+      /* a part: 249 lines of 128 bytes (32768 lines over 132 blocks) */
+      CHECK(kd.launch.smem == 7 * 249 * 128 && kp.launch.smem == 3 * 2 * 249 * 128,
+            "stages: log_softmax_backward %d bytes, softmax_backward %d", kd.launch.smem, kp.launch.smem);
+      gen_kernel_free(&kp);
+    }
+    gen_kernel_free(&kd);
+  }
   gen_Problem old = { .rows = 256, .cols = 1048576, .dtype = GEN_BF16, .op = GEN_SOFTMAX_BW, .arch = 80 };
   CHECK(gen_canon(g, &old, ring, canon, sizeof canon) != 0, "sm_80 accepted %s", ring);
 }
