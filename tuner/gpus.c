@@ -114,7 +114,7 @@ static void each_unit(Opener *o, int n, void *(*fn)(void *))
 
 int tune_gpu_units(const int *ordinals, int n, tune_Unit **units, int *nunits, char *err, size_t errlen)
 {
-  int all = n == 0, bad = -1, good = 0;
+  int all = n == 0, bad = -1;
   *units = NULL, *nunits = 0;
   if (all && count_gpus(&n, err, errlen)) return 1;
   tune_Unit *u = calloc((size_t)n, sizeof *u);
@@ -124,14 +124,9 @@ int tune_gpu_units(const int *ordinals, int n, tune_Unit **units, int *nunits, c
   each_unit(o, n, open_thread);
   for (int i = n - 1; i >= 0; i--)
     if (o[i].rc) bad = i;   /* the first GPU that failed names the error */
-  if (bad >= 0) {
-    snprintf(err, errlen, "%s", o[bad].err);
-    for (int i = 0; i < n; i++)
-      if (!o[i].rc) o[good++] = o[i];   /* the opened ones, closed again */
-    each_unit(o, good, close_thread);
-    return free(u), free(o), 1;
-  }
+  if (bad >= 0) snprintf(err, errlen, "%s", o[bad].err);
   free(o);
+  if (bad >= 0) return tune_gpu_units_free(u, n), 1;   /* closes the opened ones: a failed one has no ud */
   *units = u, *nunits = n;
   return 0;
 }
