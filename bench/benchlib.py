@@ -1,12 +1,14 @@
 """benchlib.py — what the Python benchmarks share (bench/peers.py, bench/backward.py,
 bench/train_step.py): the public shapes and dtypes, the binding and the verification rule on
 the path, the header line naming the GPU and versions, and the timing loop: each system's output
-checked first, then its median time by triton.testing.do_bench (L2 cleared before each
-repetition), a fraction of the first system's time (the copy or the floor) beside it."""
+checked first, then the median times of all of them in interleaved rounds (L2 cleared before
+each launch), a fraction of the first system's time (the copy or the floor) beside it."""
 
 import datetime
 import os
+import statistics
 import sys
+import time
 
 import torch
 import triton
@@ -15,6 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 SHAPES = ["32000x16384", "4096x4096", "1048576x128", "131072x1000", "65536x2048",
           "8192x32000", "2048x128256", "256x1048576", "32x16384"]
+ROUNDS = 200   # interleaved_ms's rounds
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -24,10 +27,12 @@ def device_line():
                                                      triton.__version__, datetime.date.today().isoformat())
 
 
-def header(*notes):
-    """The table's first lines, printed: the GPU and versions, how times are taken, notes, and
-    last the TSV's column names (the last note)."""
-    lines = [device_line(), "# Median of triton.testing.do_bench (L2 cleared before each repetition)."]
+def header(*notes, timing=None):
+    """The table's first lines, printed: the GPU and versions, how times are taken (timing, else
+    interleaved_ms's rounds), notes, and last the TSV's column names (the last note)."""
+    timing = timing or ("Median of %d interleaved rounds (each system once a round, in rotating order; L2 cleared"
+                        " before each launch)." % ROUNDS)
+    lines = [device_line(), "# " + timing]
     lines += ["# " + n for n in notes[:-1]] + [notes[-1]]
     print("\n".join(lines), flush=True)
     return lines
@@ -46,19 +51,51 @@ def median_ms(fn):
     return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
+def interleaved_ms(fns, rounds=None, warmup_ms=200):
+    """The median ms of each of fns, timed in rounds: a round runs every fn once, in rotating
+    order, the L2 cleared before each (a 256 MB buffer zeroed, as do_bench does). A change of
+    clocks during the run then falls on all of them alike; separate do_bench windows put up to
+    12% between two systems on calls of a few microseconds (an H200's tiny kernels measured
+    ~4.1 or ~4.6 us by the clock of the moment)."""
+    rounds = rounds or ROUNDS
+    cache = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    t0 = time.perf_counter()
+    while (time.perf_counter() - t0) * 1e3 < warmup_ms:   # clocks up, every fn compiled and warm
+        for f in fns:
+            f()
+        torch.cuda.synchronize()
+    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(rounds)]
+          for _ in fns]
+    for k in range(rounds):
+        for j in range(len(fns)):
+            i = (j + k) % len(fns)
+            cache.zero_()
+            ev[i][k][0].record()
+            fns[i]()
+            ev[i][k][1].record()
+    torch.cuda.synchronize()
+    return [statistics.median(a.elapsed_time(b) for a, b in e) for e in ev]
+
+
 def time_systems(key, systems, check, nbytes=None):
     """TSV rows: key columns, system, ms[, GB/s of nbytes], the first system's ms / this one's.
     systems: (name, fn) pairs, the first the floor (not checked); check(output) -> (ok, err, why).
-    A system that cannot run is a comment line, not a row; a wrong one is marked WRONG."""
-    rows, base = [], None
+    Every output is checked first, then the systems that ran are timed together
+    (interleaved_ms). A system that cannot run is a comment line, not a row; a wrong one is
+    marked WRONG."""
+    ran = []
     for name, fn in systems:
         try:
-            ok, err, why = (True, 0.0, "") if base is None else check(fn())
-            ms = median_ms(fn)
+            verdict = (True, 0.0, "") if not ran else check(fn())
         except Exception as e:  # a peer that cannot run this shape is reported, not fatal
             print("# %s %s: %s" % (" ".join(key), name, (str(e).splitlines() or [""])[0][:200]), flush=True)
             continue
-        base = ms if base is None else base
+        ran.append((name, fn, verdict))
+    if not ran:
+        return []
+    times = interleaved_ms([fn for _, fn, _ in ran])
+    rows, base = [], times[0]
+    for (name, _, (ok, err, why)), ms in zip(ran, times):
         row = "\t".join(list(key) + [name, "%.4f" % ms] + (["%.1f" % (nbytes / ms / 1e6)] if nbytes else [])
                         + ["%.3f" % (base / ms)])
         if not ok:

@@ -85,7 +85,8 @@ def main():
     args = ap.parse_args()
     lines = header("A step = forward + backward of the case from its leaf; fwd, bwd: the softmax's kernels alone.",
                    "grad_check: the leaf's gradient against float64 autograd (python/softmax_tune_check.py grad_explain).",
-                   "case\tshape\tsystem\tms\tvs_torch\tgrad_check")
+                   "case\tshape\tsystem\tms\tvs_torch\tgrad_check",
+                   timing="Median of triton.testing.do_bench (L2 cleared before each repetition).")
     torch.manual_seed(0)
     for case, shape, log, x, runs in case_runs(args):
         times = {}

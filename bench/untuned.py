@@ -7,12 +7,13 @@
 phase untuned: with $SOFTMAX_TUNE_CACHE an empty cache and SOFTMAX_TUNE_MISS=heuristic, each
 problem's first call through the Python binding, timed with its compile (first_call_ms: the
 wall time of softmax_tune.softmax(x) and a synchronize; a warm-up shape opens the library
-first; no kept cubins unless $SOFTMAX_TUNE_CUBINS says where), its output checked by softmax-tune's rule (python/softmax_tune_check.py), then
-triton.testing.do_bench medians of softmax-tune, a torch copy of the same tensor, and
-torch.softmax / log_softmax. phase tuned: the same with the cache the tuner filled
-(`softmax-tune --shapes FILE`). merge: the table (fractions of copy, each against its own
-phase's copy) and a summary: geomean untuned/tuned, worst, problems where untuned is more than
-3% slower than torch.
+first; no kept cubins unless $SOFTMAX_TUNE_CUBINS says where), its output checked by
+softmax-tune's rule (python/softmax_tune_check.py), then medians of softmax-tune, a torch copy
+of the same tensor and torch.softmax / log_softmax, timed in interleaved rounds
+(benchlib.interleaved_ms: the L2 cleared before each launch). phase tuned: the same with the
+cache the tuner filled (`softmax-tune --shapes FILE`). merge: the table (fractions of copy,
+each against its own phase's copy) and a summary: geomean untuned/tuned, worst, problems where
+untuned is more than 3% slower than torch (in the untuned phase's own rounds).
 """
 import argparse
 import math
@@ -39,9 +40,10 @@ def problems(path):
 def phase(args):
     os.environ.setdefault("SOFTMAX_TUNE_CUBINS", "none")   # first_call_ms with the compile, not a kept cubin
     import torch
-    import triton
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, "..", "python"))
+    sys.path.insert(0, here)
+    from benchlib import interleaved_ms
     import softmax_tune
     from softmax_tune_check import explain
     sources = []
@@ -69,10 +71,7 @@ def phase(args):
         ok, err, _ = explain(y, x, log=log)
         cfg = softmax_tune.config(x, log=log)
         tf = (lambda: torch.log_softmax(x, -1)) if log else (lambda: torch.softmax(x, -1))
-        bench = lambda f: triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median")
-        copy_ms = bench(lambda: out.copy_(x))
-        st_ms = bench(lambda: softmax_tune.softmax(x, log=log, out=out))
-        torch_ms = bench(tf)
+        copy_ms, st_ms, torch_ms = interleaved_ms([lambda: out.copy_(x), lambda: softmax_tune.softmax(x, log=log, out=out), tf])
         src = [s for s in sources if "no tuned kernel" in s or "uses the kernel" in s]
         src = src[0].split(", from ")[-1].split(" (tune with")[0] if src else "cache"
         row = "%s\t%s\t%s\t%.4f\t%.4f\t%.1f\t%s\t%s\t%s" % (dtype, shape, op, copy_ms / st_ms, copy_ms / torch_ms, first,
@@ -94,7 +93,7 @@ def merge(args):
     seed, probs = problems(args.shapes)
     un, tu = read(args.untuned), read(args.tuned)
     out = ["# untuned path vs tuned vs torch on %s, %s; problems: %s" % (args.device, time.strftime("%Y-%m-%d"), seed),
-           "# fractions of a torch copy of the same tensor (triton do_bench medians); untuned: empty cache, miss policy"
+           "# fractions of a torch copy of the same tensor (medians of interleaved rounds, L2 cleared before each launch); untuned: empty cache, miss policy"
            " heuristic, the default table; first_call_ms: first call incl. the NVRTC compile",
            "dtype\tshape\top\tuntuned_frac\ttuned_frac\ttorch_frac\tfirst_call_ms\tuntuned_ok\tuntuned_config\tsource"]
     ratios, slow = [], []
