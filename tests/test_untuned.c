@@ -105,6 +105,35 @@ static void log_packed(gen_State *g, const char *hash)
   CHECK(strstr(ch.config, "hold=reg,"), "16x241878 softmax: %s", ch.config);
 }
 
+/* A split entry adapted to fewer rows: as many blocks as the entry had, but where that grid is
+** short of the GPU, blocks no longer than the entry's. */
+static void short_grid(gen_State *g, const char *hash)
+{
+  static const char *T = "dtype\top\trows\tcols\tfrac\tconfig\n"
+    "bf16\tsoftmax\t4\t16384\t1.0\tthreads=128,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=8,xchg=dsmem,hint=none\n";
+  gen_Problem p = { .rows = 7, .cols = 12931, .dtype = GEN_BF16, .op = GEN_SOFTMAX, .arch = 90, .sms = 132 };
+  gen_Choice ch;
+  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+  CHECK(strstr(ch.config, "items=2,") && strstr(ch.config, "split=8,"), "7x12931: %s", ch.config);
+  p.rows = 128;   /* 128 x 2 = 256 blocks, a SM's worth: the blocks' count alone */
+  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+  CHECK(strstr(ch.config, "split=2,"), "128x12931: %s", ch.config);
+}
+
+/* Short rows that end inside a 32-byte sector drop hint=stream; whole sectors keep it. */
+static void sector_hint(gen_State *g, const char *hash)
+{
+  static const char *T = "dtype\top\trows\tcols\tfrac\tconfig\n"
+    "f32\tsoftmax\t65536\t128\t1.0\tthreads=128,items=1,vec=4,reduce=shfl,passes=1,hold=reg,rows=4,split=1,xchg=none,hint=stream\n";
+  gen_Problem p = { .rows = 246102, .cols = 99, .dtype = GEN_F32, .op = GEN_LOG_SOFTMAX, .arch = 90, .sms = 132 };
+  gen_Choice ch;
+  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+  CHECK(strstr(ch.config, "hint=none"), "246102x99: %s", ch.config);
+  p.cols = 120;   /* 480 bytes: 15 sectors */
+  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+  CHECK(strstr(ch.config, "hint=stream"), "246102x120: %s", ch.config);
+}
+
 static void bad_tables(gen_State *g, const char *hash)
 {
   gen_Problem p = { .rows = 64, .cols = 4096, .dtype = GEN_F32, .op = GEN_SOFTMAX, .arch = 90 };
@@ -166,6 +195,8 @@ int main(int argc, char **argv)
   bad_tables(g, hash);
   fewer_threads(g, hash);
   log_packed(g, hash);
+  short_grid(g, hash);
+  sector_hint(g, hash);
   random_valid(g, hash, table[0], n);
   printf("%.1f s\n", (double)(clock() - t) / CLOCKS_PER_SEC);
   free(table[0]);
