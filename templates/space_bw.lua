@@ -14,9 +14,9 @@
 --   split  split=2..16 xchg=dsmem (sm_90+): a cluster per row, each block a part, one float per
 --          block exchanged through distributed shared memory; passes=1 hold=reg (or packed)
 --          holds the part, passes=2 hold=none reads it again (rows too long for the cluster's registers)
---   ring   split=32..264 xchg=global passes=1 hold=ring (sm_90+): a persistent cooperative grid,
---          a block per SM or more per row (split = twice the SMs: two 512-thread blocks a SM);
---          each block bulk-copies its part of y and of dy into a ring of stages in shared memory, posts its sum to a workspace in global memory and
+--   ring   split=32..132 xchg=global passes=1 hold=ring (sm_90+): a persistent cooperative grid,
+--          a block per SM or more per row; each block bulk-copies its part of y and of dy into a
+--          ring of stages in shared memory, posts its sum to a workspace in global memory and
 --          writes dx once the row's sums are in: long rows (y and dy 256 KB a row and more) that
 --          a cluster cannot hold (256x1048576)
 
@@ -94,11 +94,10 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
   -- knob value.
   local function ring(list, P, vec)
     local bytes, seen = 2 * P.cols * P.es, {}
-    for _, split in ipairs({ 32, 64, 128, P.sms // 2, P.sms, 2 * P.sms }) do
+    for _, split in ipairs({ 32, 64, 128, P.sms // 2, P.sms }) do
       if H.is_split(split) and bytes // split >= 8 * KB and not seen[split] then
         seen[split] = true
-        -- two blocks a SM (split = 2 SMs) are 512 threads: two rings of half the stages each
-        for _, threads in ipairs(split > P.sms and { 512 } or { 256, 512, 1024 }) do
+        for _, threads in ipairs({ 256, 512, 1024 }) do
           local items = (P.cols // vec + split - 1) // split
           push(list, P, { threads = threads, items = (items + threads - 1) // threads, vec = vec, passes = 1,
                           hold = "ring", split = split, xchg = "global" }, { "none", "stream" })
@@ -135,7 +134,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     ring(list, P, vec)
     for _, c in ipairs(list) do
       local stage = 2 * P.cols * P.es // c.split
-      if c.hint == "none" and c.split <= P.sms and stage >= 12 * KB and c.threads == (stage >= 24 * KB and 1024 or 512) and
+      if c.hint == "none" and stage >= 12 * KB and c.threads == (stage >= 24 * KB and 1024 or 512) and
          (not pick or c.split > pick.split) then pick = c end
     end
     return pick
