@@ -4,7 +4,8 @@
 ** work left out). A cooperative launch of GRID blocks of THREADS with SMEM dynamic bytes, a 4 MB
 ** zeroed workspace, input 1.0 everywhere (bf16, or f16 with the flag, by ES=2; f32 by ES=4); the
 ** L2 flushed before each launch; the median of REPS (default 30) against a D2D copy of the same
-** bytes timed the same way. Never a benchmark of record: the tuner's figures are verified.
+** bytes timed the same way (RAWTIME_NOCOOP set: a plain launch). Never a benchmark of record:
+** the tuner's figures are verified.
 ** THREADS, GRID and SMEM are the launch `softmax-tune` would use (gen_Launch; the ring: one
 ** block a SM in groups of split, DEPTH stages of RV vectors), given by hand.
 ** Build: cc -O2 bench/rawtime.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda */
@@ -23,6 +24,7 @@ int main(int argc, char **argv)
             threads, grid, smem, rows, cols, es, reps);
     return 2;
   }
+  const int nocoop = getenv("RAWTIME_NOCOOP") != NULL;   /* a plain launch, to price the attribute */
   CUdevice dev; CUcontext ctx; CUmodule m; CUfunction f;
   CK(cuInit(0)); CK(cuDeviceGet(&dev, 0)); CK(cuDevicePrimaryCtxRetain(&ctx, dev)); CK(cuCtxSetCurrent(ctx));
   CK(cuModuleLoad(&m, argv[1])); CK(cuModuleGetFunction(&f, m, "st_softmax"));
@@ -42,7 +44,7 @@ int main(int argc, char **argv)
       CK(cuMemsetD32Async(fl, i, flushn / 4, st));
       CK(cuEventRecord(a, st));
       if (w == 0) {
-        CUlaunchConfig c = { 0 }; CUlaunchAttribute at; at.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE; at.value.cooperative = 1;
+        CUlaunchConfig c = { 0 }; CUlaunchAttribute at; at.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE; at.value.cooperative = !nocoop;
         c.gridDimX = grid; c.gridDimY = c.gridDimZ = 1; c.blockDimX = threads; c.blockDimY = c.blockDimZ = 1;
         c.sharedMemBytes = smem; c.hStream = st; c.attrs = &at; c.numAttrs = 1;
         CK(cuLaunchKernelEx(&c, f, args, NULL));
