@@ -90,48 +90,34 @@ static void fewer_threads(gen_State *g, const char *hash)
   CHECK(strstr(ch.config, "threads=128,items=1,vec=4,") && strstr(ch.config, "rows=2,"), "65536x256: %s", ch.config);
 }
 
-/* A 16-bit log_softmax from a softmax entry of the split family through global memory holds
-** its words (hold=packed), not floats: the registers of two blocks a SM. */
-static void log_packed(gen_State *g, const char *hash)
+/* Rules of adapt() on a table of one entry: each case's choice holds both strings. */
+static void one_entry_rules(gen_State *g, const char *hash)
 {
-  static const char *T = "dtype\top\trows\tcols\tfrac\tconfig\n"
-    "bf16\tsoftmax\t16\t262144\t1.0\tthreads=512,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=16,xchg=global,hint=none\n";
-  gen_Problem p = { .rows = 16, .cols = 241878, .dtype = GEN_BF16, .op = GEN_LOG_SOFTMAX, .arch = 90, .sms = 132 };
-  gen_Choice ch;
-  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
-  CHECK(strstr(ch.config, "hold=packed,") && strstr(ch.config, "split=16,xchg=global"), "16x241878 log_softmax: %s", ch.config);
-  p.op = GEN_SOFTMAX;   /* the entry's own op keeps its hold */
-  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
-  CHECK(strstr(ch.config, "hold=reg,"), "16x241878 softmax: %s", ch.config);
-}
-
-/* A split entry adapted to fewer rows: as many blocks as the entry had, but where that grid is
-** short of the GPU, blocks no longer than the entry's. */
-static void short_grid(gen_State *g, const char *hash)
-{
-  static const char *T = "dtype\top\trows\tcols\tfrac\tconfig\n"
-    "bf16\tsoftmax\t4\t16384\t1.0\tthreads=128,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=8,xchg=dsmem,hint=none\n";
-  gen_Problem p = { .rows = 7, .cols = 12931, .dtype = GEN_BF16, .op = GEN_SOFTMAX, .arch = 90, .sms = 132 };
-  gen_Choice ch;
-  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
-  CHECK(strstr(ch.config, "items=2,") && strstr(ch.config, "split=8,"), "7x12931: %s", ch.config);
-  p.rows = 128;   /* 128 x 2 = 256 blocks, a SM's worth: the blocks' count alone */
-  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
-  CHECK(strstr(ch.config, "split=2,"), "128x12931: %s", ch.config);
-}
-
-/* Short rows that end inside a 32-byte sector drop hint=stream; whole sectors keep it. */
-static void sector_hint(gen_State *g, const char *hash)
-{
-  static const char *T = "dtype\top\trows\tcols\tfrac\tconfig\n"
-    "f32\tsoftmax\t65536\t128\t1.0\tthreads=128,items=1,vec=4,reduce=shfl,passes=1,hold=reg,rows=4,split=1,xchg=none,hint=stream\n";
-  gen_Problem p = { .rows = 246102, .cols = 99, .dtype = GEN_F32, .op = GEN_LOG_SOFTMAX, .arch = 90, .sms = 132 };
-  gen_Choice ch;
-  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
-  CHECK(strstr(ch.config, "hint=none"), "246102x99: %s", ch.config);
-  p.cols = 120;   /* 480 bytes: 15 sectors */
-  CHECK(gen_untuned(g, &p, 0, T, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
-  CHECK(strstr(ch.config, "hint=stream"), "246102x120: %s", ch.config);
+#define ENTRY(e) "dtype\top\trows\tcols\tfrac\tconfig\n" e "\n"
+  static const char *GLOBAL16 = ENTRY("bf16\tsoftmax\t16\t262144\t1.0\tthreads=512,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=16,xchg=global,hint=none");
+  static const char *DSMEM8 = ENTRY("bf16\tsoftmax\t4\t16384\t1.0\tthreads=128,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=8,xchg=dsmem,hint=none");
+  static const char *STREAM = ENTRY("f32\tsoftmax\t65536\t128\t1.0\tthreads=128,items=1,vec=4,reduce=shfl,passes=1,hold=reg,rows=4,split=1,xchg=none,hint=stream");
+#undef ENTRY
+  static const struct { const char **table; int64_t rows, cols; int dtype, op; const char *want[2]; } C[] = {
+    /* a 16-bit log_softmax from a softmax entry of the split family through global memory holds
+    ** its words (hold=packed), not floats: the registers of two blocks a SM; softmax keeps reg */
+    { &GLOBAL16, 16, 241878, GEN_BF16, GEN_LOG_SOFTMAX, { "hold=packed,", "split=16,xchg=global" } },
+    { &GLOBAL16, 16, 241878, GEN_BF16, GEN_SOFTMAX, { "hold=reg,", "split=16,xchg=global" } },
+    /* fewer rows: as many blocks as the entry had, but where that grid is short of the GPU,
+    ** blocks no longer than the entry's; 128 x 2 = 256 blocks: the blocks' count alone */
+    { &DSMEM8, 7, 12931, GEN_BF16, GEN_SOFTMAX, { "items=2,", "split=8," } },
+    { &DSMEM8, 128, 12931, GEN_BF16, GEN_SOFTMAX, { "split=2,", "xchg=dsmem" } },
+    /* short rows that end inside a 32-byte sector drop hint=stream; whole sectors (480 bytes) keep it */
+    { &STREAM, 246102, 99, GEN_F32, GEN_LOG_SOFTMAX, { "hint=none", "vec=4," } },
+    { &STREAM, 246102, 120, GEN_F32, GEN_LOG_SOFTMAX, { "hint=stream", "vec=4," } },
+  };
+  for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+    gen_Problem p = { .rows = C[i].rows, .cols = C[i].cols, .dtype = C[i].dtype, .op = C[i].op, .arch = 90, .sms = 132 };
+    gen_Choice ch;
+    CHECK(gen_untuned(g, &p, 0, *C[i].table, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+    CHECK(strstr(ch.config, C[i].want[0]) && strstr(ch.config, C[i].want[1]), "case %zu, %lldx%lld: %s", i,
+          (long long)C[i].rows, (long long)C[i].cols, ch.config);
+  }
 }
 
 static void bad_tables(gen_State *g, const char *hash)
@@ -194,9 +180,7 @@ int main(int argc, char **argv)
   user_first(g, hash, table[0]);
   bad_tables(g, hash);
   fewer_threads(g, hash);
-  log_packed(g, hash);
-  short_grid(g, hash);
-  sector_hint(g, hash);
+  one_entry_rules(g, hash);
   random_valid(g, hash, table[0], n);
   printf("%.1f s\n", (double)(clock() - t) / CLOCKS_PER_SEC);
   free(table[0]);
