@@ -71,7 +71,8 @@ def phase(args):
         ok, err, _ = explain(y, x, log=log)
         cfg = softmax_tune.config(x, log=log)
         tf = (lambda: torch.log_softmax(x, -1)) if log else (lambda: torch.softmax(x, -1))
-        copy_ms, st_ms, torch_ms = interleaved_ms([lambda: out.copy_(x), lambda: softmax_tune.softmax(x, log=log, out=out), tf])
+        copy_ms, st_ms, torch_ms = interleaved_ms([lambda: out.copy_(x),
+                                                   lambda: softmax_tune.softmax(x, log=log, out=out), tf])
         src = [s for s in sources if "no tuned kernel" in s or "uses the kernel" in s]
         src = src[0].split(", from ")[-1].split(" (tune with")[0] if src else "cache"
         row = "%s\t%s\t%s\t%.4f\t%.4f\t%.1f\t%s\t%s\t%s" % (dtype, shape, op, copy_ms / st_ms, copy_ms / torch_ms, first,
@@ -93,8 +94,9 @@ def merge(args):
     seed, probs = problems(args.shapes)
     un, tu = read(args.untuned), read(args.tuned)
     out = ["# untuned path vs tuned vs torch on %s, %s; problems: %s" % (args.device, time.strftime("%Y-%m-%d"), seed),
-           "# fractions of a torch copy of the same tensor (medians of interleaved rounds, L2 cleared before each launch); untuned: empty cache, miss policy"
-           " heuristic, the default table; first_call_ms: first call incl. the NVRTC compile",
+           "# fractions of a torch copy of the same tensor (medians of interleaved rounds, L2 cleared before each"
+           " launch); untuned: empty cache, miss policy heuristic, the default table; first_call_ms: first call"
+           " incl. the NVRTC compile",
            "dtype\tshape\top\tuntuned_frac\ttuned_frac\ttorch_frac\tfirst_call_ms\tuntuned_ok\tuntuned_config\tsource"]
     ratios, slow = [], []
     for p in probs:
