@@ -104,7 +104,7 @@ local function adapt(c0, P, unaligned, e)
       -- split=8: split=4 0.74 of copy, split=8 0.82 on an H200)
       s = math.max(s, pow2(c.split * P.cols / e.cols))
     end
-    c.split = math.max(2, math.min(max, s))
+    c.split = math.min(max, s)
   end
   while c.vec > P.cols do c.vec = c.vec // 2 end
   local nv = math.max(P.cols // c.vec, 1)
