@@ -320,6 +320,22 @@ static void test_backward(void)
   CHECK(gen_canon(g, &old, ring, canon, sizeof canon) != 0, "sm_80 accepted %s", ring);
 }
 
+/* A finisher of a backward pair reads its share of the stage before it polls the row's sums (and
+** frees the stage for the next load), so no shared load follows the first poll; YDIRECT's
+** finishers read the stage (dy) after it. */
+static void test_early(void)
+{
+  const char *poll = "ld.relaxed.gpu.global.b64";
+  const char *f32 = "threads=1024,items=2,vec=4,reduce=shfl,passes=1,hold=ring,rows=1,split=132,xchg=global,hint=none";
+  const char *b16 = "threads=512,items=2,vec=8,reduce=shfl,passes=1,hold=ring,rows=1,split=128,xchg=global,hint=none";
+  char *e[] = { ptx_of(1048576, GEN_F32, GEN_SOFTMAX_BW, f32), ptx_of(1048576, GEN_BF16, GEN_LOG_SOFTMAX_BW, b16) };
+  for (int i = 0; i < 2; i++)
+    if (e[i]) CHECK(strstr(e[i], poll) && !strstr(strstr(e[i], poll), "ld.shared.v4"), "pair %d: a stage read after the poll", i);
+  char *yd = ptx_of(1048576, GEN_F32, GEN_LOG_SOFTMAX_BW, f32);
+  if (yd) CHECK(strstr(yd, poll) && strstr(strstr(yd, poll), "ld.shared.v4"), "YDIRECT: no stage read after the poll");
+  free(e[0]), free(e[1]), free(yd);
+}
+
 int main(void)
 {
   char err[1024];
@@ -328,6 +344,7 @@ int main(void)
   test_reduce_rows();
   test_passes_hold();
   test_split_op_dtype();
+  test_early();
   test_hint();
   test_packed();
   test_ring();
