@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 if [ "${NOTESTS:-0}" != 1 ]; then
   for t in "test_verify_bw gpu" "test_gpu --backward" "test_runtime gpu"; do
     log="$out/$(echo "$t" | tr ' -' '__').log"
-    if timeout ${TEST_S:-90} $PWD/$carry/$t >"$log" 2>&1; then echo "PASS $t: $(tail -1 "$log")"
+    if timeout ${TEST_S:-240} $PWD/$carry/$t >"$log" 2>&1; then echo "PASS $t: $(tail -1 "$log")"
     else echo "FAIL $t (rc $?)"; grep -E "failed|FAIL" "$log" | head -8; fi
   done
 fi

@@ -2,7 +2,8 @@
 bench/train_step.py): the public shapes and dtypes, the binding and the verification rule on
 the path, the header line naming the GPU and versions, and the timing loop: each system's output
 checked first, then the median times of all of them in interleaved rounds (L2 cleared before
-each launch), a fraction of the first system's time (the copy or the floor) beside it."""
+each launch, which waits on the GPU behind a hold, so the host's launch time is not counted),
+a fraction of the first system's time (the copy or the floor) beside it."""
 
 import datetime
 import os
@@ -18,6 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 SHAPES = ["32000x16384", "4096x4096", "1048576x128", "131072x1000", "65536x2048",
           "8192x32000", "2048x128256", "256x1048576", "32x16384"]
 ROUNDS = 200   # interleaved_ms's rounds
+HOLD = 400_000   # GPU cycles each launch waits behind (torch.cuda._sleep): 0.2-0.23 ms at 1.75-1.98 GHz
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -31,7 +33,8 @@ def header(*notes, timing=None):
     """The table's first lines, printed: the GPU and versions, how times are taken (timing, else
     interleaved_ms's rounds), notes, and last the TSV's column names (the last note)."""
     timing = timing or ("Median of %d interleaved rounds (each system once a round, in rotating order; L2 cleared"
-                        " before each launch)." % ROUNDS)
+                        " before each launch, then a GPU-side wait of %d cycles, so the host's launch time is"
+                        " not counted)." % (ROUNDS, HOLD))
     lines = [device_line(), "# " + timing]
     lines += ["# " + n for n in notes[:-1]] + [notes[-1]]
     print("\n".join(lines), flush=True)
@@ -56,7 +59,11 @@ def interleaved_ms(fns, rounds=None, warmup_ms=200):
     order, the L2 cleared before each (a 256 MB buffer zeroed, as do_bench does). A change of
     clocks during the run then falls on all of them alike; separate do_bench windows put up to
     12% between two systems on calls of a few microseconds (an H200's tiny kernels measured
-    ~4.1 or ~4.6 us by the clock of the moment)."""
+    ~4.1 or ~4.6 us by the clock of the moment). Between the clear and the start event the GPU
+    waits HOLD cycles, so the call is queued before the GPU reaches it: without it, a host slower
+    than the clear (Python wrappers while torch.compile's workers still ran) counted its launch
+    time into the kernel's (bf16 4096x4096 log_softmax_backward measured 0.20 of the floor on an
+    H100, 1.0 in the run before; f32 32x16384 0.11 against 0.82)."""
     rounds = rounds or ROUNDS
     cache = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     t0 = time.perf_counter()
@@ -70,6 +77,7 @@ def interleaved_ms(fns, rounds=None, warmup_ms=200):
         for j in range(len(fns)):
             i = (j + k) % len(fns)
             cache.zero_()
+            torch.cuda._sleep(HOLD)
             ev[i][k][0].record()
             fns[i]()
             ev[i][k][1].record()
