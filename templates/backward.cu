@@ -203,14 +203,14 @@ __device__ __forceinline__ float cluster_sum(float *slot)
 // whose sum is over dy alone, where the pair leaves few stages), its part of dy, so twice the
 // stages fit, and the finishers read y from global memory, in flight while they wait for the
 // row's sums. NR reducer warps sum the part's terms and post the block's sum; the other warps
-// fold the row's sums and write dx. A finisher of a pair (not YDIRECT) copies its vectors of the
-// stage into registers and frees the stage before it waits for the row's sums, so the loader
-// refills it meanwhile: f32 256x1048576 softmax_backward on an H100, 3 stages, 0.921 -> 0.990.
+// fold the row's sums and write dx.
+% -- EARLY (3 stages of a pair: a part at most a sixth of the block's shared memory, so 4 vectors
+% -- of y and 4 of dy a finisher): a finisher copies its vectors of the stage into registers and
+% -- frees the stage before it waits for the row's sums
 % ring_defs()
-% -- EARLY, every pair: 3 stages or more leave a part at most a sixth of the block's shared memory,
-% -- so a finisher's share is at most 4 vectors of y and 4 of dy (32 registers)
-% EARLY = not YDIRECT
+%   if YDIRECT or EARLY then
 #define YV ((RV + NF * 32 - 1) / (NF * 32))   // a finisher's vectors of a part, at most
+%   end
 % ring_tail()
 // The term()s of the stage's vectors r, r + NR*32, ... below n (a reducer's share), y's at st and
 // dy's at sd, added to a (log_softmax_backward's terms are dy alone: y is not read).
@@ -287,11 +287,11 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
       const i64 at = x - yin;
       if (edges && q < g.h + g.t)   // read again: dx may be y or dy
         store1(dxout + at + edge_pos(g, q), grad(edge_in(x, g, q), edge_in(dyin + at, g, q), all));
-      elem_t *xb = dxout + at + g.h + (i64)begin * VEC;
 %   if not EARLY then
       bar_wait(&full[j % DEPTH], (u32)(j / DEPTH) & 1);   // the copies' bytes, seen by this thread too
       const elem_t *st = stage(j);
 %   end
+      elem_t *xb = dxout + at + g.h + (i64)begin * VEC;
 %   if EARLY then
       #pragma unroll
       for (int i = 0; i < YV; i++) {

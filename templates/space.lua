@@ -173,6 +173,15 @@ local function facts(cfg, P)
     f.YDIRECT = P.op == "log_softmax_backward" and P.es == 4 and f.BUDGET // (2 * part) < 4
     f.RINGB = part * (M.BACKWARD[P.op] and not f.YDIRECT and 2 or 1)
     f.DEPTH = math.min(8, f.BUDGET // math.max(f.RINGB, 1))
+    -- EARLY: where the stages are few (3), each finisher copies its share of the stage into
+    -- registers (a part at most a third of the block's shared memory: 7 vectors a thread, 28
+    -- words) and frees the stage before it waits for the row's pairs or sums, so the loader
+    -- refills it meanwhile. 256x1048576, committed templates / EARLY, pinned: bf16 forward
+    -- split=32 on an H200 0.837 -> 0.917, f32 softmax_backward split=128 on an H100 0.907 ->
+    -- 0.990; with 7 stages it costs (bf16 forward split=64 0.825 -> 0.805, f32 split=128 0.942
+    -- -> 0.935). Not for forward blocks under 1024 threads: their copies spill in some configs
+    -- (512 threads, log_softmax: 4-20 bytes)
+    f.EARLY = f.DEPTH < 4 and not f.YDIRECT and (M.BACKWARD[P.op] == true or cfg.threads == 1024)
     f.NB = 2 * f.DEPTH + 2
   end
   return f
@@ -484,7 +493,7 @@ function M.vars(cfg, P)
     for k, x in pairs(cfg) do v[k] = x end
     v.R, v.rows = cfg.rows, nil      -- rows per block; the problem's rows are a kernel argument
     v.G, v.NVMAX, v.CV, v.STAGE = f.G, f.NVMAX, f.CV, f.STAGE
-    v.DEPTH, v.NB, v.LV, v.RV, v.YDIRECT = f.DEPTH, f.NB, f.LV, f.RV, f.YDIRECT
+    v.DEPTH, v.NB, v.LV, v.RV, v.YDIRECT, v.EARLY = f.DEPTH, f.NB, f.LV, f.RV, f.YDIRECT, f.EARLY
     v.VB = cfg.vec * P.es
     v.template = cfg.split > 1 and "split.cu" or "row.cu"
     v.WS_GROUPS = WS_GROUPS

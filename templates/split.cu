@@ -168,6 +168,8 @@ __device__ __forceinline__ void depart(Count *xg, Parts *xp, u32 k)
 // normalize the stage into the output. Each reducer and finisher warp marks the stage free on
 // its `empty` barrier once done reading it. So the loads run DEPTH rows ahead, and waiting for
 // a row's slowest block stalls no load and no reduction.
+% -- EARLY (3 stages): a finisher copies its vectors of the stage into registers and frees the
+% -- stage before it waits for the row's pairs (a Lua comment: other kernels' text stays as it was)
 % ring_defs()
 // The max of m and the stage's vectors r, r + NR*32, ... below n (a reducer's share); 16-bit
 // values by pairs of the raw words, unpacked once at the end.
@@ -193,6 +195,9 @@ __device__ __forceinline__ float stage_max(const elem_t *st, int r, int n, float
 % end
 }
 
+%   if EARLY then
+#define FV ((RV + NF * 32 - 1) / (NF * 32))   // a finisher's vectors of a part, at most
+%   end
 % ring_tail()
 % end
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
@@ -236,13 +241,26 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
         ldv<true, false>(st + v * VEC, f);
         t.s += exp_sum<VEC, false, true>(f, t.m);
       }
-% ring_handover()
+%   local function row_start()
+      u32 w[FV][NW];   // this thread's vectors of the stage, as loaded
+      bar_wait(&full[j % DEPTH], (u32)(j / DEPTH) & 1);   // the copy's bytes, seen by this thread too
+      {
+        const elem_t *st = stage(j);
+        #pragma unroll
+        for (int i = 0; i < FV; i++)
+          if (q + i * NF * 32 < end - begin) ldw<true, false>(st + (q + i * NF * 32) * VEC, w[i]);
+      }
+      __syncwarp();
+      if (lane32 == 0) bar_arrive(&empty[j % DEPTH]);
+%   end
+% ring_handover(EARLY and row_start)
       const float k = row_k(all);
       elem_t *y = out + (first + j * ngroups) * COLS;
       if (edges && q < 32) {
         const float e = edge_in(x, g, q);   // read again: in == out is allowed
         if (q < g.h + g.t) store1(y + edge_pos(g, q), finish(e, all.m, k));
       }
+%   if not EARLY then
       bar_wait(&full[j % DEPTH], (u32)(j / DEPTH) & 1);   // the copy's bytes, seen by this thread too
       const elem_t *st = stage(j);
       elem_t *yb = y + g.h + (i64)begin * VEC;
@@ -254,6 +272,20 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
       }
       __syncwarp();
       if (lane32 == 0) bar_arrive(&empty[j % DEPTH]);
+%   else
+      elem_t *yb = y + g.h + (i64)begin * VEC;
+      #pragma unroll
+      for (int i = 0; i < FV; i++) {
+        const int v = q + i * NF * 32;
+        if (v < end - begin) {
+          float f[VEC];
+          #pragma unroll
+          for (int n = 0; n < NW; n++) unpack(w[i][n], f + n * PER_WORD);
+          finish_all<VEC>(f, all.m, k);
+          stv<false>(yb + (i64)v * VEC, f);
+        }
+      }
+%   end
     }
   }
 % elseif hold == "ahead" then
