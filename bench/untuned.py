@@ -95,8 +95,8 @@ def merge(args):
     un, tu = read(args.untuned), read(args.tuned)
     out = ["# untuned path vs tuned vs torch on %s, %s; problems: %s" % (args.device, time.strftime("%Y-%m-%d"), seed),
            "# fractions of a torch copy of the same tensor (medians of interleaved rounds, L2 cleared before each"
-           " launch, the host's launch time not counted); untuned: empty cache, miss policy heuristic, the default table; first_call_ms: first call"
-           " incl. the NVRTC compile",
+           " launch, the host's launch time not counted); untuned: empty cache, miss policy heuristic, the"
+           " default table; first_call_ms: first call incl. the NVRTC compile",
            "dtype\tshape\top\tuntuned_frac\ttuned_frac\ttorch_frac\tfirst_call_ms\tuntuned_ok\tuntuned_config\tsource"]
     ratios, slow = [], []
     for p in probs:

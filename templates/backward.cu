@@ -259,23 +259,7 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
       float t = edges && r < 32 ? term(edge_in(x, g, r), edge_in(dyin + (x - yin), g, r)) : 0.f;
       t = stage_sum(st, st$(YDIRECT and "" or " + RV * VEC"), r, end - begin, t);
 %   local function row_start()
-%     if EARLY then
-      u32 wy[YV][NW], wd[YV][NW];   // this thread's vectors of the stage, as loaded
-      bar_wait(&full[j % DEPTH], (u32)(j / DEPTH) & 1);   // the copies' bytes, seen by this thread too
-      {
-        const elem_t *st = stage(j);
-        #pragma unroll
-        for (int i = 0; i < YV; i++) {
-          const int v = q + i * NF * 32;
-          if (v < end - begin) {
-            ldw<true, false>(st + v * VEC, wy[i]);
-            ldw<true, false>(st + (RV + v) * VEC, wd[i]);
-          }
-        }
-      }
-      __syncwarp();
-      if (lane32 == 0) bar_arrive(&empty[j % DEPTH]);
-%     end
+%     if EARLY then ring_take("YV") end
 %     if YDIRECT then
       float py[YV][VEC];   // y of this thread's vectors of the part
       #pragma unroll

@@ -13,6 +13,8 @@
 % --   ring_loader()         warp 0's loop: each row's part into a stage (backward: y and dy, two
 % --                         copies; YDIRECT: dy alone);
 % --                         then a reducer's loop up to its row's stage
+% --   ring_take(n)          EARLY: a finisher's n vectors of the stage (backward: y's and dy's)
+% --                         into registers, then the stage freed for the next load
 % --   ring_handover(f)      a reducer's post of the block's part; a finisher's loop (f(), if
 % --                         given, first in each row) up to the row's folded parts (`all`)
 % --   ring_depart()         the group's last block out zeroes its parts for the next launch
@@ -226,6 +228,29 @@ __device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return
       part(s, &x, &g, &begin, &end);
       bar_wait(&full[s % DEPTH], (u32)(s / DEPTH) & 1);
       const elem_t *st = stage(s);
+% end
+%
+% function ring_take(n)
+      u32 $(both and "wy[" .. n .. "][NW], wd[" .. n .. "][NW]" or "w[" .. n .. "][NW]");   // this thread's vectors of the stage, as loaded
+      bar_wait(&full[j % DEPTH], (u32)(j / DEPTH) & 1);   // the $(both and "copies'" or "copy's") bytes, seen by this thread too
+      {
+        const elem_t *st = stage(j);
+        #pragma unroll
+% if both then
+        for (int i = 0; i < $(n); i++) {
+          const int v = q + i * NF * 32;
+          if (v < end - begin) {
+            ldw<true, false>(st + v * VEC, wy[i]);
+            ldw<true, false>(st + (RV + v) * VEC, wd[i]);
+          }
+        }
+% else
+        for (int i = 0; i < $(n); i++)
+          if (q + i * NF * 32 < end - begin) ldw<true, false>(st + (q + i * NF * 32) * VEC, w[i]);
+% end
+      }
+      __syncwarp();
+      if (lane32 == 0) bar_arrive(&empty[j % DEPTH]);
 % end
 %
 % function ring_handover(after_part)   -- after_part(): what a finisher does first in each row

@@ -241,19 +241,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
         ldv<true, false>(st + v * VEC, f);
         t.s += exp_sum<VEC, false, true>(f, t.m);
       }
-%   local function row_start()
-      u32 w[FV][NW];   // this thread's vectors of the stage, as loaded
-      bar_wait(&full[j % DEPTH], (u32)(j / DEPTH) & 1);   // the copy's bytes, seen by this thread too
-      {
-        const elem_t *st = stage(j);
-        #pragma unroll
-        for (int i = 0; i < FV; i++)
-          if (q + i * NF * 32 < end - begin) ldw<true, false>(st + (q + i * NF * 32) * VEC, w[i]);
-      }
-      __syncwarp();
-      if (lane32 == 0) bar_arrive(&empty[j % DEPTH]);
-%   end
-% ring_handover(EARLY and row_start)
+% ring_handover(EARLY and function() ring_take("FV") end)
       const float k = row_k(all);
       elem_t *y = out + (first + j * ngroups) * COLS;
       if (edges && q < 32) {
