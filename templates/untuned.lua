@@ -149,14 +149,29 @@ local function variants(c, P)
   if c.split > 1 then
     local nv = math.max(P.cols // c.vec, 1)
     local maxsplit = c.xchg == "dsmem" and 16 or 128
+    local function try(hold, s, threads)
+      if threads > 1024 then return end
+      local items = (hold == "reg" or hold == "pipe" or hold == "ring") and ceil(ceil(nv, s), threads) or c.items
+      add(copy(c, { hold = hold, split = s, threads = threads, items = items }))
+    end
+    local splits, s = {}, c.split
+    while s <= maxsplit do
+      splits[#splits + 1] = s
+      s = (s & (s - 1)) == 0 and s * 2 or maxsplit + 1
+    end
+    -- a global exchange's part too long for a block under 256 threads: twice the threads before
+    -- twice the split (twice the blocks, each waiting on twice the pairs). H100, from the H200
+    -- table: f32 18x322762 (entry of 128) split=64 0.89 of tuned, split=32 at 256 0.95; bf16
+    -- 25x691036 0.79 -> 0.87. Not from 256 (f16 30x1302937 at 512: 0.81 -> 0.69) nor for
+    -- clusters (bf16 518x68005 split=8 at 256: 0.82, split=4 at 512: 0.61)
+    local wide = c.xchg == "global" and c.threads < 256
     for _, hold in ipairs({ c.hold, c.hold == "ring" and "ring" or "reg" }) do
-      for _, threads in ipairs({ c.threads, 2 * c.threads, 4 * c.threads }) do
-        local s = c.split
-        while s <= maxsplit and threads <= 1024 do
-          local items = (hold == "reg" or hold == "pipe" or hold == "ring") and ceil(ceil(nv, s), threads) or c.items
-          add(copy(c, { hold = hold, split = s, threads = threads, items = items }))
-          s = (s & (s - 1)) == 0 and s * 2 or maxsplit + 1
-        end
+      for _, sp in ipairs(splits) do
+        try(hold, sp, c.threads)
+        if wide then try(hold, sp, 2 * c.threads) end
+      end
+      for _, m in ipairs(wide and { 4 } or { 2, 4 }) do
+        for _, sp in ipairs(splits) do try(hold, sp, m * c.threads) end
       end
     end
   elseif c.hold == "reg" and ESIZE[P.dtype] == 2 and c.vec >= 2 then
