@@ -99,6 +99,7 @@ static void one_entry_rules(gen_State *g, const char *hash)
   static const char *GLOBAL128 = ENTRY("f32\tsoftmax\t16\t262144\t1.0\tthreads=128,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=32,xchg=global,hint=none");
   static const char *GLOBAL256 = ENTRY("bf16\tsoftmax\t16\t1048576\t1.0\tthreads=256,items=8,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=64,xchg=global,hint=stream");
   static const char *DSMEM256 = ENTRY("bf16\tsoftmax\t64\t65536\t1.0\tthreads=256,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none");
+  static const char *SHORT4 = ENTRY("bf16\tsoftmax\t16\t8\t1.0\tthreads=128,items=1,vec=4,reduce=shfl,passes=1,hold=reg,rows=64,split=1,xchg=none,hint=none");
   static const char *STREAM = ENTRY("f32\tsoftmax\t65536\t128\t1.0\tthreads=128,items=1,vec=4,reduce=shfl,passes=1,hold=reg,rows=4,split=1,xchg=none,hint=stream");
 #undef ENTRY
   static const struct { const char **table; int64_t rows, cols; int dtype, op; const char *want[2]; } C[] = {
@@ -116,6 +117,9 @@ static void one_entry_rules(gen_State *g, const char *hash)
     { &GLOBAL128, 18, 322762, GEN_F32, GEN_SOFTMAX, { "threads=256,", "split=32," } },
     { &GLOBAL256, 30, 1302937, GEN_F16, GEN_SOFTMAX, { "threads=256,", "split=128," } },
     { &DSMEM256, 518, 68005, GEN_BF16, GEN_LOG_SOFTMAX, { "threads=256,", "split=8," } },
+    /* a row of a few vectors that vec=4 does not tile: vec=2 where it does, vec=4 where neither does */
+    { &SHORT4, 16, 6, GEN_BF16, GEN_SOFTMAX, { "vec=2,", "items=3," } },
+    { &SHORT4, 16, 7, GEN_BF16, GEN_SOFTMAX, { "vec=4,", "split=1," } },
     { &STREAM, 246102, 99, GEN_F32, GEN_LOG_SOFTMAX, { "hint=none", "vec=4," } },
     { &STREAM, 246102, 120, GEN_F32, GEN_LOG_SOFTMAX, { "hint=stream", "vec=4," } },
   };
