@@ -171,7 +171,10 @@ static void check_open_waits(const char *dir, int create)
   fflush(stderr);
   pid_t pid = fork();
   if (pid == 0) {
-    int ok = sqlite3_open(path, &s) == SQLITE_OK && sqlite3_exec(s, "BEGIN IMMEDIATE", 0, 0, 0) == SQLITE_OK;
+    /* a busy timeout, as a tuner's own handle has: its COMMIT waits out the shared lock the
+    ** opener takes for a moment between its tries (without one it fails at once, now and then) */
+    int ok = sqlite3_open(path, &s) == SQLITE_OK && sqlite3_busy_timeout(s, 5000) == SQLITE_OK &&
+             sqlite3_exec(s, "BEGIN IMMEDIATE", 0, 0, 0) == SQLITE_OK;
     if (write(fds[1], ok ? "y" : "n", 1) != 1) ok = 0;
     usleep(300000);
     ok = ok && sqlite3_exec(s, "COMMIT", 0, 0, 0) == SQLITE_OK;
