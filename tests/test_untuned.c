@@ -111,7 +111,6 @@ static void one_entry_rules(gen_State *g, const char *hash)
     ** blocks no longer than the entry's; 128 x 2 = 256 blocks: the blocks' count alone */
     { &DSMEM8, 7, 12931, GEN_BF16, GEN_SOFTMAX, { "items=2,", "split=8," } },
     { &DSMEM8, 128, 12931, GEN_BF16, GEN_SOFTMAX, { "split=2,", "xchg=dsmem" } },
-    /* short rows that end inside a 32-byte sector drop hint=stream; whole sectors (480 bytes) keep it */
     /* a part too long for the entry's block: a global exchange from under 256 threads takes
     ** twice the threads before twice the split; from 256 threads, or a cluster, the split first */
     { &GLOBAL128, 18, 322762, GEN_F32, GEN_SOFTMAX, { "threads=256,", "split=32," } },
@@ -120,6 +119,7 @@ static void one_entry_rules(gen_State *g, const char *hash)
     /* a row of a few vectors that vec=4 does not tile: vec=2 where it does, vec=4 where neither does */
     { &SHORT4, 16, 6, GEN_BF16, GEN_SOFTMAX, { "vec=2,", "items=3," } },
     { &SHORT4, 16, 7, GEN_BF16, GEN_SOFTMAX, { "vec=4,", "split=1," } },
+    /* short rows that end inside a 32-byte sector drop hint=stream; whole sectors (480 bytes) keep it */
     { &STREAM, 246102, 99, GEN_F32, GEN_LOG_SOFTMAX, { "hint=none", "vec=4," } },
     { &STREAM, 246102, 120, GEN_F32, GEN_LOG_SOFTMAX, { "hint=stream", "vec=4," } },
   };
