@@ -30,7 +30,8 @@ typedef struct gen_Problem {
 ** dynamic shared bytes. coop: a cooperative launch whose grid is capped at the blocks resident
 ** at once, with a workspace of 8 bytes of counters for each of ws_groups groups (zeroed before
 ** the first launch; the kernel leaves them zeroed), then `workspace` bytes per group of
-** blocks_per_row blocks. */
+** blocks_per_row blocks. coop 2 (xchg=claim): the grid is every resident block, not whole
+** groups; the kernel's blocks claim parts of any row and share the first group's workspace. */
 typedef struct gen_Launch {
   int threads, rows_per_block, blocks_per_row, cluster, smem, coop, workspace, ws_groups;
   int inputs;               /* input tensors: 1, or 2 for the backward ops (gen_op_inputs) */

@@ -53,8 +53,8 @@ M.knobs = {
     doc = "rows per block; threads/rows threads share a row" },
   { name = "split",   values = { 1, 2, 4, 8, 16, 32, 64, 66, 74, 128, 132, 148 },
     doc = "blocks per row; >1 share the row's max and sum (see xchg); 66, 74, 132, 148 (hold=ring): a block on each SM of a 132- or 148-SM GPU, or on each of half of them" },
-  { name = "xchg",    values = { "none", "dsmem", "global" },
-    doc = "how split blocks swap max/sum: cluster shared memory (sm_90+) or global memory" },
+  { name = "xchg",    values = { "none", "dsmem", "global", "claim" },
+    doc = "how split blocks swap max/sum: cluster shared memory (sm_90+) or global memory; claim (hold=ring): global memory, each block claiming its next part of any row from a counter" },
   { name = "hint",    values = { "none", "stream", "keep" },
     doc = "stream: last-use loads and stores marked evict-first (.lu/.cs); keep (passes=2): as stream, and pass 1's loads evict-last in L2, so pass 2 finds them" },
 }
@@ -154,7 +154,7 @@ local function facts(cfg, P)
   local per = cfg.split > 1 and cfg.threads or f.G
   f.need = (f.CV + per - 1) // per               -- items to hold a row (or chunk) in registers
   f.STAGE = (P.cols * P.es + 15) // 16 * 16 // P.es  -- elements per row in the smem stage
-  f.NB = 2                                       -- xchg=global pair buffers: even and odd rows
+  f.NB = cfg.xchg == "claim" and 32 or 2         -- pair buffers by row: even and odd rows (claim: 32)
   if cfg.hold == "ring" then
     -- hold=ring: DEPTH stages of a block's part in shared memory (a 1024-thread block has the
     -- SM's, smaller ones a share); a block's reducers run at most DEPTH rows ahead of its
@@ -211,11 +211,12 @@ function M.check(cfg, P)
     return "passes=1 needs hold=reg, packed, pipe, smem or ring; passes=2 needs hold=none, mix or ahead"
   end
   if cfg.hold == "ahead" and cfg.xchg ~= "global" then return "hold=ahead needs xchg=global" end
+  if cfg.xchg == "claim" and cfg.hold ~= "ring" then return "xchg=claim needs hold=ring" end
   if cfg.split > 1 and cfg.split & (cfg.split - 1) ~= 0 and cfg.hold ~= "ring" then
     return string.format("split=%d (a block per SM) is for hold=ring", cfg.split)
   end
   if cfg.hold == "ring" then
-    if cfg.xchg ~= "global" then return "hold=ring needs xchg=global" end
+    if cfg.xchg ~= "global" and cfg.xchg ~= "claim" then return "hold=ring needs xchg=global or claim" end
     if P.arch < 90 then return string.format("hold=ring needs bulk copies (sm_90+), not sm_%d", P.arch) end
     if vb ~= 16 then return string.format("hold=ring copies 16-byte vectors: vec=%d is %d bytes", cfg.vec, vb) end
     if cfg.items ~= f.need then return string.format("hold=ring needs items=%d for a block's part of the row", f.need) end
@@ -391,8 +392,10 @@ local function ring(list, P, vec)
       seen[split] = true
       for _, threads in ipairs({ 256, 512, 1024 }) do
         local need = facts({ threads = threads, vec = vec, rows = 1, split = split }, P).need
-        push_each(list, P, { threads = threads, items = need, vec = vec, passes = 1, hold = "ring", rows = 1, split = split,
-                             xchg = "global" }, { "shfl" }, { "none", "stream" })
+        for _, xchg in ipairs({ "global", "claim" }) do
+          push_each(list, P, { threads = threads, items = need, vec = vec, passes = 1, hold = "ring", rows = 1,
+                               split = split, xchg = xchg }, { "shfl" }, { "none", "stream" })
+        end
       end
     end
   end
@@ -519,7 +522,9 @@ end
 -- block, blocks per row, cluster size, dynamic shared memory; coop: a persistent cooperative
 -- grid (at most the blocks that fit on the GPU at once) whose workspace holds 8 bytes of
 -- counters for each of ws_groups groups (zeroed before the first launch; kernels leave them
--- zeroed), then `workspace` bytes per group of split blocks.
+-- zeroed), then `workspace` bytes per group of split blocks. coop 1: the grid is whole groups
+-- of split blocks; 2 (xchg=claim): every resident block, the first group's workspace shared.
+local COOP = { global = 1, claim = 2 }
 function M.launch(cfg, P)
   local f = facts(cfg, P)
   return {
@@ -527,9 +532,9 @@ function M.launch(cfg, P)
     rows_per_block = cfg.rows,
     blocks_per_row = cfg.split,
     cluster = cfg.xchg == "dsmem" and cfg.split or 0,
-    coop = cfg.xchg == "global" and 1 or 0,
-    workspace = cfg.xchg == "global" and 8 * f.NB * cfg.split or 0,   -- per group, after the counters
-    ws_groups = cfg.xchg == "global" and WS_GROUPS or 0,
+    coop = COOP[cfg.xchg] or 0,
+    workspace = COOP[cfg.xchg] and 8 * f.NB * cfg.split or 0,   -- per group, after the counters
+    ws_groups = COOP[cfg.xchg] and WS_GROUPS or 0,
     smem = cfg.hold == "smem" and cfg.rows * f.STAGE * P.es or cfg.hold == "ring" and f.DEPTH * f.RINGB or 0,
   }
 end

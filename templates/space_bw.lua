@@ -31,6 +31,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     if cfg.hold ~= "reg" and cfg.hold ~= "packed" and cfg.hold ~= "none" and cfg.hold ~= "ring" then
       return "backward ops hold y and dy in registers (hold=reg or packed), in a ring of stages (hold=ring) or re-read them (hold=none)"
     end
+    if cfg.xchg == "claim" then return "backward ops exchange through global memory with xchg=global, not claim" end
     if cfg.xchg == "global" and cfg.hold ~= "ring" then
       return "backward ops exchange through a cluster (xchg=dsmem), through global memory with hold=ring, or not at all"
     end

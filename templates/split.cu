@@ -27,6 +27,12 @@
 // Regime: long rows and few rows (32x16384, 2048x128256, 256x1048576): a handful of rows
 //         still fill the GPU, and a row is read from DRAM once where it fits across the cluster;
 //         ring: many long rows (256x1048576), a block per SM, no block waiting on its row's slowest.
+% -- xchg=claim (hold=ring only; a Lua comment, so the other kernels' text stays as it was): the
+% -- ring's blocks do not own parts; each claims its next (row, rank) from a ticket counter when
+% -- a stage frees, so a block on a slower SM takes fewer parts (blocks owning parts b, b+G, ...
+% -- end at the slowest SM's pace: 3-4% of a copy on an H100, bench/ringcopy.cu). Pairs go to
+% -- NB = 32 buffers by row; a row's buffer is posted to and read only once the row NB back has
+% -- been read by all its parts. The grid is every resident block (132, not split=32's 128).
 % team = threads
 % include("common.cu")
 % -- the pieces the backward ops' ring shares (mbarriers, the workspace's tagged words, fold, the
@@ -243,7 +249,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
       }
 % ring_handover(EARLY and function() ring_take("FV") end)
       const float k = row_k(all);
-      elem_t *y = out + (first + j * ngroups) * COLS;
+      elem_t *y = out + $(xchg == "claim" and "row" or "(first + j * ngroups)") * COLS;
       if (edges && q < 32) {
         const float e = edge_in(x, g, q);   // read again: in == out is allowed
         if (q < g.h + g.t) store1(y + edge_pos(g, q), finish(e, all.m, k));

@@ -136,6 +136,10 @@ unsigned tune_grid(const gen_Launch *l, int64_t rows, int resident)
   if (l->coop && resident / l->blocks_per_row < cap) cap = resident / l->blocks_per_row;
   if (l->coop && l->ws_groups < cap) cap = l->ws_groups;   /* a counter for each group */
   if (groups > cap) groups = cap;
+  if (l->coop == 2) {   /* claim: every resident block, each taking parts of any row */
+    int64_t parts = rows * l->blocks_per_row;
+    return (unsigned)(resident < parts ? resident : parts);
+  }
   return (unsigned)(groups * l->blocks_per_row);
 }
 

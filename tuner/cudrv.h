@@ -65,7 +65,8 @@ CUresult tune_func_setup(const tune_Driver *d, CUfunction f, const gen_Launch *l
 /* Blocks that fit on the GPU at once (dev's SMs times blocks per SM), for cooperative grids. */
 CUresult tune_resident(const tune_Driver *d, CUfunction f, const gen_Launch *l, int sms, int *blocks);
 /* Blocks in the grid for `rows` rows: ceil(rows/rows_per_block) * blocks_per_row, capped (for
-** a cooperative launch at `resident` blocks, a multiple of blocks_per_row). */
+** a cooperative launch at `resident` blocks, a multiple of blocks_per_row; coop 2, where blocks
+** claim parts of any row, at `resident` blocks whatever their multiple). */
 unsigned tune_grid(const gen_Launch *l, int64_t rows, int resident);
 /* Workspace bytes a launch needs (0 unless coop). */
 size_t tune_workspace(const gen_Launch *l, int resident);

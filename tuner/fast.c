@@ -1,7 +1,8 @@
 /*
 ** fast.c — the fast sweep's pick (see tune.h): the space ranked by a prior fitted offline on
 ** full sweeps (fast_prior.h, made by bench/fast_sim.py), and cut to the `keep` best-ranked
-** configs plus the best-ranked one of each family (passes, hold, row or split), so that no
+** configs plus the best-ranked one of each family (passes, hold, row or split; the ring with
+** claimed parts, xchg=claim, apart), so that no
 ** family goes untried. A config's score is the sum, over its features (family, threads,
 ** threads per row, bytes per access, hint, reduce, split, blocks per wave, values per thread),
 ** of the mean log(time / best) the full sweeps saw for it in the problem's regime (row bytes by
@@ -86,6 +87,9 @@ static double score(const gen_Problem *p, const Knobs *k)
 {
   const int es = gen_dtype_size(p->dtype), sms = p->sms > 0 ? p->sms : 132;
   const char *where = k->split == 1 ? "row" : k->xchg;
+  /* xchg=claim: the ring with claimed parts, scored as the ring (xchg=global) while the prior has
+  ** no figures of its own for it */
+  if (strcmp(where, "claim") == 0 && isnan(prior(-1, -1, "fam=1/ring/claim"))) where = "global";
   const int cb = ilog2(p->cols * es) / 2 > 10 ? 10 : ilog2(p->cols * es) / 2;
   const int rb = p->rows <= 64 ? 0 : p->rows <= 8192 ? 1 : 2;
   const int per_sm = 2048 / k->threads > 1 ? 2048 / k->threads : 1;
@@ -129,6 +133,7 @@ static int family_of(const Knobs *k)
   static const char *const HOLDS[] = { "reg", "packed", "pipe", "smem", "none", "mix", "ahead", "ring" };
   int h = 0;
   while (h < 8 && strcmp(HOLDS[h], k->hold) != 0) h++;
+  if (strcmp(k->xchg, "claim") == 0) return 32;   /* a family of its own: one is always tried */
   return (h * 2 + (k->passes == 2)) * 2 + (k->split > 1);
 }
 

@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     REQUIRE(k.launch.rows_per_block >= 1 && k.launch.rows_per_block <= 1024);
     REQUIRE(k.launch.blocks_per_row >= 1 && k.launch.blocks_per_row <= 128);
     REQUIRE(k.launch.cluster == 0 || k.launch.cluster == k.launch.blocks_per_row);
-    REQUIRE(k.launch.coop == 0 || k.launch.coop == 1);
+    REQUIRE(k.launch.coop >= 0 && k.launch.coop <= 2);
     REQUIRE(k.launch.smem >= 0 && k.launch.workspace >= 0 && k.launch.ws_groups >= 0);
     REQUIRE(!k.launch.coop || k.launch.ws_groups > 0);
     gen_kernel_free(&k);
