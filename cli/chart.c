@@ -13,14 +13,15 @@
 enum { W = 960, ML = 48, MR = 96, MT = 14 };
 
 /* The families of the space (templates/space.lua), each with a colour of its own: row kernels
-** in blues and green, dsmem clusters in oranges and reds, global exchanges in purples and browns. */
+** in blues and green, dsmem clusters in oranges and reds, global exchanges in purples and browns
+** (the ring in olives, its claimed parts the lighter). */
 static const struct { const char *passes, *hold, *xchg, *colour; } COLOURS[] = {
   { "1", "reg", "none", "#1f77b4" },     { "1", "packed", "none", "#6baed6" }, { "1", "smem", "none", "#17becf" },
   { "2", "none", "none", "#2ca02c" },    { "1", "reg", "dsmem", "#ff7f0e" },   { "1", "packed", "dsmem", "#fdae6b" },
   { "1", "pipe", "dsmem", "#d62728" },   { "2", "none", "dsmem", "#e377c2" },  { "2", "mix", "dsmem", "#f7b6d2" },
   { "1", "reg", "global", "#9467bd" },   { "1", "packed", "global", "#c5b0d5" }, { "1", "pipe", "global", "#8c564b" },
   { "1", "ring", "global", "#bcbd22" },  { "2", "none", "global", "#393b79" }, { "2", "mix", "global", "#c49c94" },
-  { "2", "ahead", "global", "#637939" },
+  { "2", "ahead", "global", "#637939" }, { "1", "ring", "claim", "#dbdb8d" },
 };
 
 void cli_html(FILE *f, const char *s)
