@@ -18,6 +18,10 @@
 % --   ring_handover(f)      a reducer's post of the block's part; a finisher's loop (f(), if
 % --                         given, first in each row) up to the row's folded parts (`all`)
 % --   ring_depart()         the group's last block out zeroes its parts for the next launch
+% -- xchg=claim (forward only) changes the roles' loops, not their work: the loader claims each
+% -- stage's part (row, rank) from a ticket and leaves it in `tick`, every role reads it there
+% -- (claim_head), pairs go by row to NB = 32 buffers guarded by read counts (wait_read), and the
+% -- grid's last block out zeroes them.
 % local bw = op == "softmax_backward" or op == "log_softmax_backward"
 % local part_t = bw and "float" or "MS"   -- what a block posts for a row
 % local src = bw and "yin" or "in"        -- the (first) input
