@@ -131,15 +131,15 @@ CUresult tune_resident(const tune_Driver *d, CUfunction f, const gen_Launch *l, 
 
 unsigned tune_grid(const gen_Launch *l, int64_t rows, int resident)
 {
+  if (l->coop == 2) {   /* claim: every resident block, each taking parts of any row */
+    int64_t parts = rows * l->blocks_per_row;
+    return (unsigned)(resident < parts ? resident : parts);
+  }
   int64_t cap = 0x7fffffff / l->blocks_per_row;   /* kernels loop over the rest */
   int64_t groups = (rows + l->rows_per_block - 1) / l->rows_per_block;
   if (l->coop && resident / l->blocks_per_row < cap) cap = resident / l->blocks_per_row;
   if (l->coop && l->ws_groups < cap) cap = l->ws_groups;   /* a counter for each group */
   if (groups > cap) groups = cap;
-  if (l->coop == 2) {   /* claim: every resident block, each taking parts of any row */
-    int64_t parts = rows * l->blocks_per_row;
-    return (unsigned)(resident < parts ? resident : parts);
-  }
   return (unsigned)(groups * l->blocks_per_row);
 }
 
