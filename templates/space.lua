@@ -159,15 +159,15 @@ local function facts(cfg, P)
     -- hold=ring: DEPTH stages of a block's part in shared memory (a 1024-thread block has the
     -- SM's, smaller ones a share); a block's reducers run at most DEPTH rows ahead of its
     -- finishers, so a block may post row k while another's finishers still read row k-2*DEPTH-1.
-    -- Parts end on 128-byte lines (LV vectors), so a part takes at most RV vectors. A backward
-    -- op's stage holds the part of y and that of dy: twice the bytes. But for f32 where that
+    -- Parts end on 128-byte lines of memory (LV vectors), so a part takes at most RV vectors (a
+    -- row's body may start inside a line: one more). A backward op's stage holds the part of y and that of dy: twice the bytes. But for f32 where that
     -- leaves fewer than 4 stages, log_softmax_backward's (whose sum is over dy alone) holds
     -- dy's, and the finishers read y directly (YDIRECT): f32 256x1048576 on an H100, 3 stages
     -- of the pair 0.926 of the floor, 7 of dy 0.988. Not for 16-bit types: their winners' pairs
     -- fit 7 stages (bf16 there: 0.988, dy alone in 8 0.930, the y loads' latency then showing
     -- in each finisher's row), and where a pair fits fewer the finishers' y vectors spill
     f.LV = 128 // (cfg.vec * P.es)
-    f.RV = ((f.NVMAX + f.LV - 1) // f.LV + cfg.split - 1) // cfg.split * f.LV
+    f.RV = ((f.NVMAX + 2 * f.LV - 2) // f.LV + cfg.split - 1) // cfg.split * f.LV
     f.BUDGET = P.smem_block * math.min(cfg.threads, 1024) // 1024 - KB
     local part = f.RV * cfg.vec * P.es
     f.YDIRECT = P.op == "log_softmax_backward" and P.es == 4 and f.BUDGET // (2 * part) < 4
