@@ -154,7 +154,7 @@ local function facts(cfg, P)
   local per = cfg.split > 1 and cfg.threads or f.G
   f.need = (f.CV + per - 1) // per               -- items to hold a row (or chunk) in registers
   f.STAGE = (P.cols * P.es + 15) // 16 * 16 // P.es  -- elements per row in the smem stage
-  f.NB = cfg.xchg == "claim" and 32 or 2         -- pair buffers by row: even and odd rows (claim: 32)
+  f.NB = 2                                       -- xchg=global pair buffers: even and odd rows
   if cfg.hold == "ring" then
     -- hold=ring: DEPTH stages of a block's part in shared memory (a 1024-thread block has the
     -- SM's, smaller ones a share); a block's reducers run at most DEPTH rows ahead of its
@@ -182,7 +182,10 @@ local function facts(cfg, P)
     -- -> 0.935). Not for forward blocks under 1024 threads: their copies spill in some configs
     -- (512 threads, log_softmax: 4-20 bytes)
     f.EARLY = f.DEPTH < 4 and not f.YDIRECT and (M.BACKWARD[P.op] == true or cfg.threads == 1024)
-    f.NB = 2 * f.DEPTH + 2
+    -- xchg=global: a row's pairs are read before its buffer comes round again; claim: rows in
+    -- flight reach G * DEPTH / split, and a post waits for the row NB back to be read (H100, bf16
+    -- 256x1048576 claim split=32, 3 stages: NB 2 * DEPTH + 2 = 8 0.935-0.940 of copy, 32 0.983)
+    f.NB = cfg.xchg == "claim" and 32 or 2 * f.DEPTH + 2
   end
   return f
 end
