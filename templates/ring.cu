@@ -150,12 +150,20 @@ __device__ __forceinline__ $(part_t) fold(Get get)
 }
 
 % if hold == "ring" then
-// hold=ring: parts begin and end on the 128-byte lines of memory (LV vectors a line; the row's
-// body may begin inside one, `off` vectors past its start), split as evenly as lines allow, so
-// no two blocks' bulk copies share a line whatever the split or the row's alignment (a block on
-// each SM: split=132); a part has at most RV vectors, a stage's room.
-% -- (Lines of the body, not of memory, cost rows whose bytes are not a multiple of 128 3-4% on an
-% -- H100: bf16 256x1048572 claim 0.949 -> 0.982 of copy, global 0.890 -> 0.921.)
+% if MIDLINE then
+// hold=ring: parts begin and end on the 128-byte lines of memory (LV vectors a line; rows of
+// $(cols) elements are not whole lines, so a row's body may begin inside one, `off` vectors
+// past its start), split as evenly as lines allow, so no two blocks' bulk copies share a line
+// whatever the split or the row; a part has at most RV vectors, a stage's room.
+% -- (Lines of the body, not of memory, cost such rows 3-4% on an H100: bf16 256x1048572 claim
+% -- 0.949 -> 0.982 of copy, global 0.890 -> 0.921.)
+% else
+// hold=ring: parts begin and end on 128-byte lines of the row's body (LV vectors a line), split
+// as evenly as lines allow, so no two blocks' bulk copies share a line whatever the split (a
+// block on each SM: split=132); a part has at most RV vectors, a stage's room.
+% -- Rows of whole lines begin where the tensor does, on a line (cudaMalloc, torch): the body's
+% -- lines are memory's, and the stage needs no line more (MIDLINE, space.lua).
+% end
 #define LV $(LV)
 #define RV $(RV)
 
@@ -165,10 +173,13 @@ __device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *
 {
   *g = geometry(x);
 % if hold == "ring" then
+%   local o, c0, c1 = MIDLINE and " - off" or "", MIDLINE and "max(" or "", MIDLINE and ", 0)" or ""
+%   if MIDLINE then
   const int off = (int)((u64)(x + g->h) % 128 / $(VB));
-  const u32 lines = (u32)(g->nv + off + LV - 1) / LV;
-  *begin = max(min((int)(rank * lines / S) * LV - off, g->nv), 0);
-  *end = max(min((int)((rank + 1) * lines / S) * LV - off, g->nv), 0);
+%   end
+  const u32 lines = (u32)(g->nv + $(MIDLINE and "off + " or "")LV - 1) / LV;
+  *begin = $(c0)min((int)(rank * lines / S) * LV$(o), g->nv)$(c1);
+  *end = $(c0)min((int)((rank + 1) * lines / S) * LV$(o), g->nv)$(c1);
 % else
   *begin = min((int)rank * CV, g->nv);
   *end = min(*begin + CV, g->nv);

@@ -160,14 +160,16 @@ local function facts(cfg, P)
     -- SM's, smaller ones a share); a block's reducers run at most DEPTH rows ahead of its
     -- finishers, so a block may post row k while another's finishers still read row k-2*DEPTH-1.
     -- Parts end on 128-byte lines of memory (LV vectors), so a part takes at most RV vectors (a
-    -- row's body may start inside a line: one more). A backward op's stage holds the part of y and that of dy: twice the bytes. But for f32 where that
+    -- line more where rows are not whole lines, MIDLINE: a body may begin inside one). A backward
+    -- op's stage holds the part of y and that of dy: twice the bytes. But for f32 where that
     -- leaves fewer than 4 stages, log_softmax_backward's (whose sum is over dy alone) holds
     -- dy's, and the finishers read y directly (YDIRECT): f32 256x1048576 on an H100, 3 stages
     -- of the pair 0.926 of the floor, 7 of dy 0.988. Not for 16-bit types: their winners' pairs
     -- fit 7 stages (bf16 there: 0.988, dy alone in 8 0.930, the y loads' latency then showing
     -- in each finisher's row), and where a pair fits fewer the finishers' y vectors spill
     f.LV = 128 // (cfg.vec * P.es)
-    f.RV = ((f.NVMAX + 2 * f.LV - 2) // f.LV + cfg.split - 1) // cfg.split * f.LV
+    f.MIDLINE = P.cols * P.es % 128 ~= 0
+    f.RV = ((f.NVMAX + (f.MIDLINE and 2 * f.LV - 2 or f.LV - 1)) // f.LV + cfg.split - 1) // cfg.split * f.LV
     f.BUDGET = P.smem_block * math.min(cfg.threads, 1024) // 1024 - KB
     local part = f.RV * cfg.vec * P.es
     f.YDIRECT = P.op == "log_softmax_backward" and P.es == 4 and f.BUDGET // (2 * part) < 4
@@ -499,7 +501,7 @@ function M.vars(cfg, P)
     for k, x in pairs(cfg) do v[k] = x end
     v.R, v.rows = cfg.rows, nil      -- rows per block; the problem's rows are a kernel argument
     v.G, v.NVMAX, v.CV, v.STAGE = f.G, f.NVMAX, f.CV, f.STAGE
-    v.DEPTH, v.NB, v.LV, v.RV, v.YDIRECT, v.EARLY = f.DEPTH, f.NB, f.LV, f.RV, f.YDIRECT, f.EARLY
+    v.DEPTH, v.NB, v.LV, v.RV, v.MIDLINE, v.YDIRECT, v.EARLY = f.DEPTH, f.NB, f.LV, f.RV, f.MIDLINE, f.YDIRECT, f.EARLY
     v.VB = cfg.vec * P.es
     v.template = cfg.split > 1 and "split.cu" or "row.cu"
     v.WS_GROUPS = WS_GROUPS
