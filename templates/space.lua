@@ -185,8 +185,9 @@ local function facts(cfg, P)
     -- (512 threads, log_softmax: 4-20 bytes)
     f.EARLY = f.DEPTH < 4 and not f.YDIRECT and (M.BACKWARD[P.op] == true or cfg.threads == 1024)
     -- xchg=global: a row's pairs are read before its buffer comes round again; claim: rows in
-    -- flight reach G * DEPTH / split, and a post waits for the row NB back to be read (H100, bf16
-    -- 256x1048576 claim split=32, 3 stages: NB 2 * DEPTH + 2 = 8 0.935-0.940 of copy, 32 0.983)
+    -- flight reach (resident blocks) x DEPTH / split, and a post waits for the row NB back to be
+    -- read (H100, bf16 256x1048576 claim split=32, 3 stages: NB 2 * DEPTH + 2 = 8 0.935-0.940 of
+    -- copy, 32 0.983)
     f.NB = cfg.xchg == "claim" and 32 or 2 * f.DEPTH + 2
   end
   return f
