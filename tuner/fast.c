@@ -2,10 +2,11 @@
 ** fast.c — the fast sweep's pick (see tune.h): the space ranked by a prior fitted offline on
 ** full sweeps (fast_prior.h, made by bench/fast_sim.py), and cut to the `keep` best-ranked
 ** configs plus the best-ranked one of each family (passes, hold, row or split; the ring with
-** claimed parts, xchg=claim, apart), so that no family goes untried. A config's score is the sum, over its features (family, threads,
-** threads per row, bytes per access, hint, reduce, split, blocks per wave, values per thread),
-** of the mean log(time / best) the full sweeps saw for it in the problem's regime (row bytes by
-** 4x, rows <= 64, <= 8192 or more), else over all regimes. Lower is better.
+** claimed parts, xchg=claim, apart), so that no family goes untried. A config's score is the
+** sum, over its features (family, threads, threads per row, bytes per access, hint, reduce,
+** split, blocks per wave, values per thread), of the mean log(time / best) the full sweeps saw
+** for it in the problem's regime (row bytes by 4x, rows <= 64, <= 8192 or more), else over all
+** regimes. Lower is better.
 */
 #include <math.h>
 #include <stdio.h>
