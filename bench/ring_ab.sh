@@ -4,7 +4,9 @@
 # and f32), each under the committed templates and under each patch of bench/patches/, ROUNDS
 # rounds (default 2) in turn, so that a variant's spread shows next to its neighbours'. Every
 # pinned run verifies its kernel against float64 and times it against the copy in the same
-# process; the table gives the tuner's fraction of copy. Prints "variant dtype config round frac".
+# process; the table gives the tuner's fraction of copy, the kernel's and the copy's us. With
+# SMS=N every run is on N of the GPU's SMs (--sms), the copy too: divide the whole GPU's copy
+# us (a run without SMS) by the kernel's us for its fraction of that.
 set -u
 rounds=${1:-2}
 shape=${2:-256x1048576}
@@ -26,14 +28,14 @@ for p in bench/patches/*.patch; do
   else echo "skip $v: the patch does not apply"; fi
 done
 
-printf "%-18s %-5s %-34s %5s %s\n" variant dtype config round frac
+printf "%-18s %-5s %-34s %5s %s\n" variant dtype config round "frac   kern_us  copy_us"
 for round in $(seq "$rounds"); do
   for c in $CONFIGS; do
     d=${c%%:*} cfg=${c#*:}
     for vt in $variants; do
       v=${vt%%=*} tpl=${vt#*=}
-      f=$($B --shape "$shape" --dtype "$d" --templates "$tpl" --cache /tmp/ab.db --quiet --config "$cfg" 2>&1 |
-          awk '/^winner/ {print $6} /^softmax-tune:/ {print "ERR:" substr($0, 1, 60)}' | head -1)
+      f=$($B --shape "$shape" --dtype "$d" --templates "$tpl" --cache /tmp/ab.db --quiet ${SMS:+--sms $SMS} --config "$cfg" 2>&1 |
+          awk '/^copy floor/ {c = $3} /^winner/ {printf "%s %8s %8s\n", $6, $2, c} /^softmax-tune:/ {print "ERR:" substr($0, 1, 60)}' | head -1)
       short=$(echo "$cfg" | sed -E 's/.*items=([0-9]+).*split=([0-9]+),xchg=([a-z]+).*/items=\1 split=\2 \3/')
       printf "%-18s %-5s %-34s %5s %s\n" "$v" "$d" "$short" "$round" "${f:-none}"
     done

@@ -23,6 +23,7 @@ typedef struct cli_Options {
   int gpu, dtype, op, arch;
   long run;
   int reps;                   /* bench: timing rounds */
+  int sms;                    /* --sms: tune on that many of the GPU's SMs (0: all) */
   int force, quiet, log, help, version;
   int full;                   /* --space full: the full grid instead of the pruned space */
   int sweep;                  /* --sweep: 0 not given (tuning: fast), CLI_FAST, CLI_FULL (every config) */

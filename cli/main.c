@@ -61,6 +61,10 @@ static const char *const USAGE =
   "                   best and each family's best, timed briefly, the leaders re-timed; full:\n"
   "                   every config of the space (S of --space), each timed for 30 ms;\n"
   "                   space --sweep fast: the fast sweep's picks, best-ranked first\n"
+  "  --sms N          tune one problem on N of the GPU's SMs (rounded up to its step, 8 on\n"
+  "                   Hopper), copy floor included: a GPU with more bandwidth per SM, for\n"
+  "                   benchmarks (88-96 of an H100's 132 ask what an H200 asks); stored under\n"
+  "                   that SM count, so never used for the whole GPU\n"
   "  --quiet          no progress bar, only the winner\n"
   "  --templates DIR  use the templates in DIR instead of the built-in ones\n"
   "  --run ID         log: that run instead of the last one; report: that run alone\n"
@@ -101,7 +105,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
        O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
-       O_SWEEP, O_RESTAMP, O_CUBINS };
+       O_SWEEP, O_RESTAMP, O_CUBINS, O_SMS };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -117,7 +121,7 @@ static const struct option LONGOPTS[] = {
   { "shapes", required_argument, 0, O_SHAPES },      { "grid", required_argument, 0, O_GRID },
   { "from-cache", no_argument, 0, O_FROM_CACHE },   { "unaligned", no_argument, 0, O_UNALIGNED },
   { "sweep", required_argument, 0, O_SWEEP },       { "restamp", required_argument, 0, O_RESTAMP },
-  { "cubins", required_argument, 0, O_CUBINS },
+  { "cubins", required_argument, 0, O_CUBINS },     { "sms", required_argument, 0, O_SMS },
   { 0, 0, 0, 0 },
 };
 
@@ -183,6 +187,9 @@ static int parse_options(int argc, char **argv, cli_Options *o)
     case O_CUBINS:   /* the tuner and the runtime read the folder from the environment */
       if (!*optarg || setenv("SOFTMAX_TUNE_CUBINS", optarg, 1) != 0) return usage_error("bad --cubins '%s': expected a folder or none", optarg);
       break;
+    case O_SMS:
+      if ((o->sms = (int)parse_index(optarg)) <= 0) return usage_error("bad --sms '%s': expected a number of SMs such as 96", optarg);
+      break;
     case O_FORCE: o->force = 1; break;
     case O_QUIET: o->quiet = 1; break;
     case O_TEMPLATES: o->templates = optarg; break;
@@ -232,6 +239,8 @@ int main(int argc, char **argv)
   o.args = argv + optind;
   o.nargs = argc - optind;
   if (o.nargs > 0 && strcmp(name, "cache") != 0) return usage_error("unexpected argument '%s'", o.args[0]);
+  if (o.sms && (strcmp(name, "tune") != 0 || cli_is_batch(&o)))
+    return usage_error("--sms is for tuning one problem, not %s", cli_is_batch(&o) ? "a list" : name);
   if (cli_is_batch(&o) && strcmp(name, "tune") != 0)
     return usage_error("%s takes one --gpu, --shape, --dtype and --op (lists and --shapes are for tuning)", name);
   if (o.shape && !cli_is_batch(&o) && gen_parse_shape(o.shape, &o.rows, &o.cols, o.err, sizeof o.err)) {

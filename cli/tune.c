@@ -204,7 +204,7 @@ int cli_tune(cli_Options *o)
     return 2;
   }
   rc = 2;
-  if (tune_gpu_open(&gpu, o->gpu, o->err, sizeof o->err)) {
+  if (tune_gpu_open(&gpu, o->gpu, o->err, sizeof o->err) || (o->sms && tune_gpu_limit_sms(gpu, o->sms, o->err, sizeof o->err))) {
     cli_fail("%s", o->err);
     goto done;
   }
@@ -220,6 +220,7 @@ int cli_tune(cli_Options *o)
     goto done;
   }
   print_header(tune_gpu_device(gpu), &p, (gen_op_inputs(p.op) + 1) * p.rows * p.cols * gen_dtype_size(p.dtype));
+  if (o->sms) printf("on %d SMs of the GPU (--sms %d, a green context): every kernel, the copy floor too\n", p.sms, o->sms);
   if (!o->force && !o->full && !o->config && db && (rc = answer_from_cache(o, g, &p, db, &k, path)) >= 0) goto done;
   fflush(stdout);
   rc = sweep(o, gpu, g, &p, &db, &k, path, sizeof path);

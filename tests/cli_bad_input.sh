@@ -18,6 +18,10 @@ while IFS='|' read -r want args; do
   fi
 done <<EOT
 '0x5'|space --shape 0x5
+bad --sms 'x'|--shape 64x64 --sms x
+bad --sms '0'|--shape 64x64 --sms 0
+--sms is for tuning one problem, not space|space --shape 64x64 --sms 96
+--sms is for tuning one problem, not a list|--shape 64x64,128x128 --sms 96
 bad --cubins ''|--shape 64x64 --cubins ''
 '32000x'|space --shape 32000x
 'axb'|space --shape axb

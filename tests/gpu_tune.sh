@@ -55,6 +55,19 @@ ring=threads=256,items=4,vec=8,reduce=shfl,passes=1,hold=ring,rows=1,split=128,x
 if grep -q "not valid here" "$dir/ring"; then echo "SKIP (the 48 KB ring): $(cat "$dir/ring")"
 else expect "$dir/ring" "winner " "a ring of 48 KB"; fi
 
+# --sms: a claim ring on 96 of the SMs (a green context), verified and timed there; the header
+# and the entry's key say 96 SMs. A count the GPU cannot give is refused with status 2.
+claim=threads=1024,items=2,vec=8,reduce=shfl,passes=1,hold=ring,rows=1,split=64,xchg=claim,hint=none
+"$bin" --gpu 0 --shape 256x1048576 --dtype bf16 --sms 96 --config "$claim" --cache "$dir/sms.db" >"$dir/sms" 2>&1
+expect "$dir/sms" "winner " "--sms 96"
+expect "$dir/sms" ", 96 SMs" "--sms 96"
+"$bin" cache show --cache "$dir/sms.db" >"$dir/sms_list" && expect "$dir/sms_list" " 96 SMs," "--sms 96's entry"
+expect "$dir/sms" "the copy floor too" "--sms 96"
+"$bin" --gpu 0 --shape 64x64 --sms 4 --cache "$dir/sms.db" >"$dir/sms_bad" 2>&1
+rc=$?
+[ $rc -eq 2 ] || { echo "FAIL: --sms 4 exited $rc"; fail=1; }
+expect "$dir/sms_bad" "bad --sms 4" "--sms 4"
+
 # a winner made under another driver and NVRTC: verified again, not tuned again (the entry aged
 # by SQL: the sqlite3 command, else python3's sqlite3 module; GPU machines may lack the former)
 sql() {

@@ -75,4 +75,17 @@ size_t tune_workspace(const gen_Launch *l, int resident);
 CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr in2,
                      CUdeviceptr out, int64_t rows, CUdeviceptr ws, int resident, CUstream s);
 
+/* A green context of some of a GPU's SMs (green.c), for the tuner's --sms. */
+typedef struct tune_Green {
+  CUgreenCtx green;
+  CUcontext ctx;            /* the green context as a context, to make current */
+  int sms;                  /* SMs it holds: the asked count rounded up to the GPU's step */
+  void *destroy;            /* cuGreenCtxDestroy, looked up with the rest */
+} tune_Green;
+
+/* N of dev's SMs in a green context (not made current); err says why not (an old driver, a
+** count out of range). */
+int tune_green_open(const tune_Driver *d, const tune_Device *dev, int sms, tune_Green *out, char *err, size_t errlen);
+void tune_green_close(tune_Green *g);
+
 #endif

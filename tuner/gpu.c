@@ -37,6 +37,7 @@ struct tune_Gpu {
   tune_Device dev;
   int ready;                /* context, buffers and aux kernels are up */
   CUcontext ctx;
+  tune_Green green;         /* --sms: the SMs kernels run on; else none (green.ctx NULL) */
   CUstream stream;
   CUevent ev[2 * MAX_REPS];
   gen_Problem p;
@@ -107,6 +108,14 @@ const tune_Device *tune_gpu_device(const tune_Gpu *g)
   return &g->dev;
 }
 
+int tune_gpu_limit_sms(tune_Gpu *g, int sms, char *err, size_t errlen)
+{
+  if (g->ready || g->green.ctx) return snprintf(err, errlen, "--sms must come before the GPU is set up"), 1;
+  if (tune_green_open(&g->drv, &g->dev, sms, &g->green, err, errlen)) return 1;
+  g->dev.sms = g->green.sms;   /* the space, grids and cache key see the narrowed GPU */
+  return 0;
+}
+
 static void unload_slot(tune_Gpu *g, Slot *s)
 {
   if (s->mod) g->drv.cuModuleUnload(s->mod);
@@ -150,7 +159,8 @@ static int setup(tune_Gpu *g, char *err, size_t errlen)
     g->ctx = NULL;
     return cu_msg(g, "cannot get a context on the GPU", r, err, errlen), 1;
   }
-  if ((r = d->cuCtxSetCurrent(g->ctx)) || (r = d->cuMemGetInfo(&free_mem, &total)))
+  /* under --sms the stream, events, buffers and modules all belong to the green context */
+  if ((r = d->cuCtxSetCurrent(g->green.ctx ? g->green.ctx : g->ctx)) || (r = d->cuMemGetInfo(&free_mem, &total)))
     return cu_msg(g, "cannot use the GPU", r, err, errlen), 1;
   if (need > free_mem)   /* 2: the shape is too large for this GPU, refused before allocating */
     return snprintf(err, errlen, "shape %lldx%lld %s needs %.2f GB on the GPU (inputs, output, L2 flush); %.2f GB of %.2f GB are free",
@@ -590,6 +600,7 @@ void tune_gpu_close(tune_Gpu *g)
 {
   if (!g) return;
   teardown(g);
+  tune_green_close(&g->green);
   gen_cubin_free(&g->aux);
   free(g->slots);
   tune_driver_unload(&g->drv);

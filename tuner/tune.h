@@ -123,6 +123,10 @@ typedef struct tune_Gpu tune_Gpu;
 /* Driver, device `ordinal` and its facts; no context yet. */
 int tune_gpu_open(tune_Gpu **g, int ordinal, char *err, size_t errlen);
 const tune_Device *tune_gpu_device(const tune_Gpu *g);
+/* Run every kernel, the floor's copy too, on `sms` of the GPU's SMs (a green context; the
+** count is rounded up to the GPU's step, 8 on Hopper), and say so in its device's SM count:
+** a GPU with more bandwidth per SM, for benchmarks (--sms). Before tune_gpu_prepare. */
+int tune_gpu_limit_sms(tune_Gpu *g, int sms, char *err, size_t errlen);
 /* Context, buffers for p and the fill and check kernels; up to nslots loaded configs.
 ** Returns 2 when the problem does not fit in the GPU's free memory. */
 int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslots, char *err, size_t errlen);
