@@ -38,6 +38,7 @@ struct tune_Gpu {
   int ready;                /* context, buffers and aux kernels are up */
   CUcontext ctx;
   tune_Green green;         /* --sms: the SMs kernels run on; else none (green.ctx NULL) */
+  int want_sms;             /* --sms as asked, to make the green context again after a reset */
   CUstream stream;
   CUevent ev[2 * MAX_REPS];
   gen_Problem p;
@@ -112,6 +113,7 @@ int tune_gpu_limit_sms(tune_Gpu *g, int sms, char *err, size_t errlen)
 {
   if (g->ready || g->green.ctx) return snprintf(err, errlen, "--sms must come before the GPU is set up"), 1;
   if (tune_green_open(&g->drv, &g->dev, sms, &g->green, err, errlen)) return 1;
+  g->want_sms = sms;
   g->dev.sms = g->green.sms;   /* the space, grids and cache key see the narrowed GPU */
   return 0;
 }
@@ -219,8 +221,10 @@ static int recover(tune_Gpu *g)
   char err[512];
   for (int i = 0; i < g->nslots; i++) g->slots[i].mod = NULL;   /* gone with the context */
   teardown(g);
+  tune_green_close(&g->green);   /* it lives on the primary context, which the reset ends */
   g->drv.cuDevicePrimaryCtxReset(g->dev.dev);
-  if (setup(g, err, sizeof err)) return snprintf(g->err, sizeof g->err, "recovering the GPU: %s", err), 1;
+  if ((g->want_sms && tune_green_open(&g->drv, &g->dev, g->want_sms, &g->green, err, sizeof err)) || setup(g, err, sizeof err))
+    return snprintf(g->err, sizeof g->err, "recovering the GPU: %s", err), 1;
   for (int i = 0; i < g->nslots; i++)
     if (g->slots[i].cubin && load_slot(g, &g->slots[i], err, sizeof err))
       return snprintf(g->err, sizeof g->err, "reloading after a reset: %s", err), 1;

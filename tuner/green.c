@@ -54,9 +54,10 @@ int tune_green_open(const tune_Driver *d, const tune_Device *dev, int sms, tune_
   memset(out, 0, sizeof *out);
   if (lookup(d, &f, err, errlen)) return 1;
   if ((r = f.get(dev->dev, &whole, CU_DEV_RESOURCE_TYPE_SM))) return fail(d, "reading the GPU's SMs", r, err, errlen);
-  if (sms < (int)whole.sm.minSmPartitionSize || sms >= dev->sms)
-    return snprintf(err, errlen, "bad --sms %d: this GPU (%d SMs) runs on %u to %d of them, in steps of %u", sms, dev->sms,
-                    whole.sm.minSmPartitionSize, dev->sms - 1, whole.sm.smCoscheduledAlignment), 1;
+  const int all = (int)whole.sm.smCount;   /* not dev->sms, which --sms itself narrows */
+  if (sms < (int)whole.sm.minSmPartitionSize || sms >= all)
+    return snprintf(err, errlen, "bad --sms %d: this GPU (%d SMs) runs on %u to %d of them, in steps of %u", sms, all,
+                    whole.sm.minSmPartitionSize, all - 1, whole.sm.smCoscheduledAlignment), 1;
   if ((r = f.split(&part, &groups, &whole, &rest, 0, (unsigned)sms)) || groups != 1)
     return fail(d, "splitting the SMs", r ? r : CUDA_ERROR_INVALID_VALUE, err, errlen);
   if ((r = f.desc(&desc, &part, 1)) || (r = f.create(&out->green, desc, dev->dev, CU_GREEN_CTX_DEFAULT_STREAM)))
