@@ -130,24 +130,31 @@ static const char *pick_templates(const cache_Entry *e, int n, const char *curre
 static int write_table(cli_Options *o, const cache_Entry *e, int n, const char *model, const char *hash, const char *made)
 {
   char tmp[4200];
-  int arch = 0, sms = 0, rows = 0;
+  int arch = 0, sms = 0, rows = 0, narrowed = 0;
   snprintf(tmp, sizeof tmp, "%s.tmp", o->output);
   FILE *f = fopen(tmp, "w");
   if (!f) return cli_fail("cannot write '%s'", tmp), 1;
+  /* the whole GPU's entries: those of --sms hold fewer SMs, and never stand for the whole */
   for (int i = 0; i < n; i++)
-    if (!strcmp(e[i].key.gpu, model) && !strcmp(e[i].key.templates, hash)) arch = e[i].key.arch, sms = e[i].key.sms;
+    if (!strcmp(e[i].key.gpu, model) && !strcmp(e[i].key.templates, hash) && e[i].key.sms > sms)
+      arch = e[i].key.arch, sms = e[i].key.sms;
   fprintf(f, "# softmax-tune default table: the tuned config per problem on one GPU, adapted for shapes nobody tuned (docs/untuned.md)\n");
   fprintf(f, "# gpu\t%s\n# arch\t%d\n# sms\t%d\n# templates\t%s\n# made\t%s\n", model, arch, sms, hash, made);
   fprintf(f, "dtype\top\trows\tcols\tfrac\tconfig\n");
   for (int i = 0; i < n; i++) {
     const cache_Key *k = &e[i].key;
     if (strcmp(k->gpu, model) || strcmp(k->templates, hash) || k->arch != arch) continue;
+    if (k->sms != sms) {
+      narrowed++;
+      continue;
+    }
     fprintf(f, "%s\t%s\t%lld\t%lld\t%.3f\t%s\n", gen_dtype_name(k->dtype), gen_op_name(k->op), (long long)k->rows,
             (long long)k->cols, e[i].frac, e[i].config);
     rows++;
   }
   if (fclose(f) || rename(tmp, o->output)) return remove(tmp), cli_fail("cannot write '%s'", o->output), 1;
   printf("wrote %s: %d problems of %s (sm_%d, %d SMs), templates %.12s\n", o->output, rows, model, arch, sms, hash);
+  if (narrowed) printf("left out %d entries tuned on fewer of its SMs (--sms)\n", narrowed);
   return 0;
 }
 

@@ -47,6 +47,15 @@ out=$("$bin" pretune --from-cache --cache c.db --gpu-model 'Fake <GPU> & "B"' -o
 has "$out" "wrote t.tsv: 1 problems of Fake <GPU> & \"B\""
 has "$(cat t.tsv)" "# made	softmax-tune pretune --from-cache --gpu-model Fake <GPU> & \"B\" -o t.tsv"
 has "$(cat t.tsv)" "f16	softmax	1024	256	"
+# an entry of the same model tuned on fewer SMs (--sms) stays out of the table
+if command -v sqlite3 >/dev/null; then
+  sqlite3 c.db "CREATE TEMP TABLE n AS SELECT * FROM entries WHERE gpu LIKE 'Fake <GPU>%'; UPDATE n SET sms = sms - 8, rows = rows * 2;
+                INSERT INTO entries SELECT * FROM n;" || bad "sqlite3 could not add a narrowed entry"
+  out=$("$bin" pretune --from-cache --cache c.db --gpu-model 'Fake <GPU> & "B"' -o t2.tsv 2>&1) || bad "pretune --from-cache with --sms entries: $out"
+  has "$out" "wrote t2.tsv: 1 problems of"
+  has "$out" "left out 1 entries tuned on fewer of its SMs"
+  [ "$(grep -v '^#' t2.tsv)" = "$(grep -v '^#' t.tsv)" ] || bad "a narrowed entry reached the table: $(cat t2.tsv)"
+else echo "SKIP (the --sms entry case): no sqlite3 command"; fi
 out=$(SOFTMAX_TUNE_TABLE=t.tsv "$bin" explain --arch sm_90 --shape 100x300 --dtype bf16 2>&1) || bad "explain with t.tsv: $out"
 has "$out" "source   default table t.tsv entry 1024x256 f16 softmax"
 
