@@ -14,28 +14,32 @@ static const char *const NO_DRIVER =
   "check that nvidia-smi lists the GPU, or in a container run with the GPU passed through "
   "(docker --gpus all); commands space, emit, compile, log and cache work without one";
 
+void *tune_driver_proc(const tune_Driver *d, const char *name)
+{
+  CUdriverProcAddressQueryResult q;
+  void *f = NULL;
+  if (!d->getproc || d->getproc(name, &f, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS) return NULL;
+  return f;
+}
+
 int tune_driver_load(tune_Driver *d, char *err, size_t errlen)
 {
-  CUresult (*getproc)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
   memset(d, 0, sizeof *d);
   if (!(d->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))) {
     snprintf(err, errlen, "no CUDA driver: cannot load libcuda.so.1 (%s)%s", dlerror(), NO_DRIVER);
     return 1;
   }
-  *(void **)&getproc = dlsym(d->lib, "cuGetProcAddress_v2");
-  if (!getproc) {
+  *(void **)&d->getproc = dlsym(d->lib, "cuGetProcAddress_v2");
+  if (!d->getproc) {
     snprintf(err, errlen, "the CUDA driver is too old (no cuGetProcAddress_v2)%s", NO_DRIVER);
     tune_driver_unload(d);
     return 1;
   }
 #define LOOKUP(f)                                                                          \
-  {                                                                                        \
-    CUdriverProcAddressQueryResult q;                                                      \
-    if (getproc(#f, (void **)&d->f, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !d->f) { \
-      snprintf(err, errlen, "the CUDA driver lacks %s (too old?)%s", #f, NO_DRIVER);       \
-      tune_driver_unload(d);                                                               \
-      return 1;                                                                            \
-    }                                                                                      \
+  if (!(*(void **)&d->f = tune_driver_proc(d, #f))) {                                      \
+    snprintf(err, errlen, "the CUDA driver lacks %s (too old?)%s", #f, NO_DRIVER);         \
+    tune_driver_unload(d);                                                                 \
+    return 1;                                                                              \
   }
   TUNE_CU_FUNCS(LOOKUP)
 #undef LOOKUP

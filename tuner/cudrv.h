@@ -33,6 +33,7 @@
 
 typedef struct tune_Driver {
   void *lib;
+  CUresult (*getproc)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
   int version;              /* cuDriverGetVersion: 13000 for 13.0 */
 #define TUNE_CU_FIELD(f) __typeof__(f) *f;
   TUNE_CU_FUNCS(TUNE_CU_FIELD)
@@ -52,6 +53,9 @@ typedef struct tune_Device {
 /* Load libcuda.so.1 and cuInit; err explains how to get a working driver when it fails. */
 int tune_driver_load(tune_Driver *d, char *err, size_t errlen);
 void tune_driver_unload(tune_Driver *d);
+/* The driver's entry point `name` for the cuda.h we were built with, or NULL where it lacks it
+** (entry points newer than CUDA 12.0 that only some features need). */
+void *tune_driver_proc(const tune_Driver *d, const char *name);
 /* "CUDA_ERROR_X: text" for r, in buf. */
 const char *tune_cu_error(const tune_Driver *d, CUresult r, char *buf, size_t n);
 
@@ -80,7 +84,7 @@ typedef struct tune_Green {
   CUgreenCtx green;
   CUcontext ctx;            /* the green context as a context, to make current */
   int sms;                  /* SMs it holds: the asked count rounded up to the GPU's step */
-  void *destroy;            /* cuGreenCtxDestroy, looked up with the rest */
+  __typeof__(cuGreenCtxDestroy) *destroy;   /* looked up with the rest, by tune_green_open */
 } tune_Green;
 
 /* N of dev's SMs in a green context (not made current); err says why not (an old driver, a

@@ -3,9 +3,9 @@
 ** SMs, for the tuner's --sms. Kernels launched in it run on those SMs alone while memory keeps
 ** its whole bandwidth, so each SM must move more bytes per microsecond: 88-96 of an H100's 132
 ** SMs ask of each SM what an H200's faster memory asks of its 132 (bench/green_probe.cu).
-** The entry points are looked up here, not in cudrv.c, so drivers before 12.4 still load.
+** The entry points are looked up here (tune_driver_proc), not among the ones cudrv.c requires,
+** so drivers before 12.4 still load.
 */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,18 +22,14 @@ typedef struct Green {
 
 static int lookup(const tune_Driver *d, Green *f, char *err, size_t errlen)
 {
-  CUresult (*getproc)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
   const char *names[] = { "cuDeviceGetDevResource", "cuDevSmResourceSplitByCount", "cuDevResourceGenerateDesc",
                           "cuGreenCtxCreate", "cuCtxFromGreenCtx", "cuGreenCtxDestroy" };
   void **slot[] = { (void **)&f->get, (void **)&f->split, (void **)&f->desc,
                     (void **)&f->create, (void **)&f->to_ctx, (void **)&f->destroy };
-  *(void **)&getproc = dlsym(d->lib, "cuGetProcAddress_v2");
-  for (int i = 0; i < 6; i++) {
-    CUdriverProcAddressQueryResult q;
-    if (!getproc || getproc(names[i], slot[i], CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) || !*slot[i])
+  for (int i = 0; i < 6; i++)
+    if (!(*slot[i] = tune_driver_proc(d, names[i])))
       return snprintf(err, errlen, "--sms needs green contexts, which this CUDA driver lacks (%s; 12.4 or newer has them)",
                       names[i]), 1;
-  }
   return 0;
 }
 
@@ -68,12 +64,12 @@ int tune_green_open(const tune_Driver *d, const tune_Device *dev, int sms, tune_
     return fail(d, "using the green context", r, err, errlen);
   }
   out->sms = (int)part.sm.smCount;   /* sms rounded up to the GPU's step */
-  out->destroy = (void *)f.destroy;
+  out->destroy = f.destroy;
   return 0;
 }
 
 void tune_green_close(tune_Green *g)
 {
-  if (g->green) ((__typeof__(cuGreenCtxDestroy) *)g->destroy)(g->green);
+  if (g->green) g->destroy(g->green);
   memset(g, 0, sizeof *g);
 }
