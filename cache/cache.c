@@ -341,7 +341,7 @@ static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cu
   e->launch.coop = sqlite3_column_int(st, 17);
   e->launch.workspace = sqlite3_column_int(st, 18);
   e->launch.ws_groups = sqlite3_column_int(st, 19);
-  e->launch.inputs = gen_op_inputs(e->key.op);   /* follows from the op: not a column */
+  e->launch.op = e->key.op;   /* not a column: the key has it */
   text_col(st, 20, e->sha256, sizeof e->sha256);
   e->us = sqlite3_column_double(st, 21);
   e->gbps = sqlite3_column_double(st, 22);

@@ -16,15 +16,28 @@ typedef struct Bench {
   st_ctx *ctx;
   gen_Problem p;
   CUdeviceptr dy;           /* backward ops: the second input */
+  tune_Args ce;             /* cross-entropy ops: the tuner's buffers */
+  st_reduction reduction;   /* cross-entropy: sum to check (the tuner's scale 1), mean to time */
   char err[1024];
 } Bench;
+
+static st_status call_ce(Bench *b, CUstream s)
+{
+  st_ce_options o;
+  const CUdeviceptr *t = b->ce.buf;
+  st_ce_defaults(&o);
+  o.reduction = b->reduction;
+  return st_cross_entropy(b->ctx, (st_dtype)b->p.dtype, (const void *)t[0], (const void *)t[1], ST_I64,
+                          b->p.op == GEN_CE ? (void *)t[2] : NULL, (float *)t[3], (float *)t[4], b->p.rows, b->p.cols, &o,
+                          (struct CUstream_st *)s);
+}
 
 static CUresult call(void *ud, CUdeviceptr in, CUdeviceptr out, CUstream s)
 {
   Bench *b = ud;
   const int bw = gen_op_inputs(b->p.op) == 2;
   const st_op op = (st_op)(bw ? b->p.op - GEN_SOFTMAX_BW : b->p.op);
-  st_status rc = bw ? st_softmax_backward(b->ctx, (st_dtype)b->p.dtype, op, (const void *)in, (const void *)b->dy, (void *)out,
+  st_status rc = gen_op(b->p.op)->params ? call_ce(b, s) : bw ? st_softmax_backward(b->ctx, (st_dtype)b->p.dtype, op, (const void *)in, (const void *)b->dy, (void *)out,
                                           b->p.rows, b->p.cols, (struct CUstream_st *)s)
                     : st_softmax(b->ctx, (st_dtype)b->p.dtype, op, (const void *)in, (void *)out, b->p.rows, b->p.cols,
                                  (struct CUstream_st *)s);
@@ -72,13 +85,17 @@ int cli_bench(cli_Options *o)
   rc = 1;
   const int bw = gen_op_inputs(b.p.op) == 2;
   const st_op op = (st_op)(bw ? b.p.op - GEN_SOFTMAX_BW : b.p.op);
+  const int ce = gen_op(b.p.op)->params;
   if (st_open_ex(&b.ctx, o->gpu, o->cache, &so) ||
-      (bw ? st_config_backward : st_config)(b.ctx, b.p.dtype, op, b.p.rows, b.p.cols, config, sizeof config)) {
+      (ce ? st_config_cross_entropy(b.ctx, b.p.dtype, b.p.op == GEN_CE, b.p.rows, b.p.cols, config, sizeof config)
+          : (bw ? st_config_backward : st_config)(b.ctx, b.p.dtype, op, b.p.rows, b.p.cols, config, sizeof config))) {
     snprintf(o->err, sizeof o->err, "%s", st_error(b.ctx));
     goto done;
   }
   tune_gpu_buffers(gpu, &in, &out, &s);
   b.dy = tune_gpu_in2(gpu);
+  tune_gpu_args(gpu, &b.ce);
+  b.reduction = ST_REDUCE_SUM;
   if (tune_gpu_fill(gpu, o->err, sizeof o->err)) goto done;
   if (call(&b, in, out, s) || tune_gpu_check(gpu, in, out, &chk, o->err, sizeof o->err)) {
     if (b.err[0]) snprintf(o->err, sizeof o->err, "%s", b.err);
@@ -89,13 +106,15 @@ int cli_bench(cli_Options *o)
              (long long)chk.bad, (long long)chk.bad_sums);
     goto done;
   }
+  b.reduction = ST_REDUCE_MEAN;   /* timed as a training step calls it: the mean's factor included */
   if (measure(gpu, &b, o->reps > 0 ? o->reps : 100, &copy_us, &us, o->err, sizeof o->err)) goto done;
-  const double bytes = (gen_op_inputs(b.p.op) + 1.) * b.p.rows * b.p.cols * gen_dtype_size(b.p.dtype);
+  const double bytes = (double)gen_op_bytes(b.p.op, b.p.rows, b.p.cols, b.p.dtype);
   printf("%s, %lldx%lld %s %s: %s\n", tune_gpu_device(gpu)->name, (long long)b.p.rows, (long long)b.p.cols,
          gen_dtype_name(b.p.dtype), gen_op_name(b.p.op), config);
   printf("verified against float64 (max err %.2g ulp)\n", chk.max_err);
   printf("%-12s %10s %9s %8s\n", "", "us", "GB/s", "of copy");
-  printf("%-12s %10.2f %9.1f %8.3f\n", b.dy ? "add floor" : "copy", copy_us, bytes / copy_us / 1e3, 1.0);
+  printf("%-12s %10.2f %9.1f %8.3f\n", b.dy ? "add floor" : b.p.op == GEN_CE_LOSS ? "read floor" : "copy", copy_us,
+         bytes / copy_us / 1e3, 1.0);
   printf("%-12s %10.2f %9.1f %8.3f\n", "softmax-tune", us, bytes / us / 1e3, copy_us / us);
   rc = 0;
 done:

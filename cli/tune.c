@@ -52,9 +52,8 @@ void cli_print_gpu(const tune_Device *d)
 static void print_header(const tune_Device *d, const gen_Problem *p, int64_t bytes)
 {
   cli_print_gpu(d);
-  printf("problem: %lldx%lld %s %s, %.3f GB moved per call (%s)\n", (long long)p->rows, (long long)p->cols,
-         gen_dtype_name(p->dtype), gen_op_name(p->op), bytes / 1e9,
-         gen_op_inputs(p->op) == 2 ? "y and dy read, dx written; the floor: a kernel adding two tensors into a third" : "read + write");
+  printf("problem: %lldx%lld %s %s, %.3f GB moved per call (read + write; the floor: %s)\n", (long long)p->rows,
+         (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), bytes / 1e9, gen_op(p->op)->floor_text);
 }
 
 static void print_result(const tune_Result *r)
@@ -145,7 +144,7 @@ static int sweep(cli_Options *o, tune_Gpu *gpu, gen_State *g, gen_Problem *p, ca
   char **list;
   int n, rc;
   int64_t run;
-  Progress pr = { isatty(2) && !o->quiet, (gen_op_inputs(p->op) + 1) * p->rows * p->cols * gen_dtype_size(p->dtype) };
+  Progress pr = { isatty(2) && !o->quiet, gen_op_bytes(p->op, p->rows, p->cols, p->dtype) };
   if (gen_space(g, p, &list, &n)) return cli_fail("%s", gen_error(g)), 2;
   gen_free_list(list, n);
   if ((rc = tune_gpu_prepare(gpu, g, p, n, o->err, sizeof o->err))) return cli_fail("%s", o->err), rc == 2 ? 2 : 1;
@@ -219,7 +218,7 @@ int cli_tune(cli_Options *o)
     cli_fail("%s", o->err);
     goto done;
   }
-  print_header(tune_gpu_device(gpu), &p, (gen_op_inputs(p.op) + 1) * p.rows * p.cols * gen_dtype_size(p.dtype));
+  print_header(tune_gpu_device(gpu), &p, gen_op_bytes(p.op, p.rows, p.cols, p.dtype));
   if (o->sms) printf("on %d SMs of the GPU (--sms %d, a green context): every kernel, the copy floor too\n", p.sms, o->sms);
   if (!o->force && !o->full && !o->config && db && (rc = answer_from_cache(o, g, &p, db, &k, path)) >= 0) goto done;
   fflush(stdout);

@@ -25,7 +25,16 @@ struct gen_State {
 };
 
 static const char *const DTYPES[] = { "f32", "f16", "bf16" };
-static const char *const OPS[] = { "softmax", "log_softmax", "softmax_backward", "log_softmax_backward" };
+static const gen_Op OPS[GEN_NOP] = {
+  { "softmax", 1, 1, 0, 2, 0, "st_fill", "st_check", GEN_FLOOR_COPY, "a copy of the tensor" },
+  { "log_softmax", 1, 1, 0, 2, 0, "st_fill", "st_check", GEN_FLOOR_COPY, "a copy of the tensor" },
+  { "softmax_backward", 2, 1, 0, 3, 0, "st_fill_bw", "st_check_bw", GEN_FLOOR_ADD, "a kernel adding two tensors into a third" },
+  { "log_softmax_backward", 2, 1, 0, 3, 0, "st_fill_bw", "st_check_bw", GEN_FLOOR_ADD,
+    "a kernel adding two tensors into a third" },
+  { "cross_entropy", 1, 1, 16, 5, 1, "st_fill_ce", "st_check_ce", GEN_FLOOR_COPY, "a copy of the logits" },
+  { "cross_entropy_loss", 1, 0, 16, 5, 1, "st_fill_ce", "st_check_ce", GEN_FLOOR_READ,
+    "a kernel reading the logits and writing a float a row" },
+};
 
 static void seterr(char *err, size_t n, const char *fmt, ...)
 {
@@ -338,7 +347,7 @@ int gen_render(gen_State *g, const gen_Problem *p, const char *config, gen_Kerne
   k->launch.coop = field_int(L, "coop");
   k->launch.workspace = field_int(L, "workspace");
   k->launch.ws_groups = field_int(L, "ws_groups");
-  k->launch.inputs = gen_op_inputs(p->op);
+  k->launch.op = p->op;
   lua_pop(L, 3);
   if (!k->source) {
     seterr(g->err, sizeof g->err, "out of memory rendering '%s'", config);
@@ -386,6 +395,11 @@ int gen_sources(gen_State *g, char **text, size_t *len)
       lua_pop(L, 1);
       if (!t) continue;   /* a file the folder lacks (one older than this build): left out, as its own build did */
       data = t;
+    } else if (g->dir) {   /* generator/gen.lua of the tree the folder came from, where it is beside it */
+      t = read_file(lua_pushfstring(L, "%s/../%s", g->dir, e->name), &n);
+      lua_pop(L, 1);
+      data = t ? t : data;
+      n = t ? n : e->size;
     }
     luaL_addstring(&b, e->name);
     luaL_addchar(&b, '\0');
@@ -468,11 +482,23 @@ static int lookup(const char *const *names, int n, const char *s)
 }
 
 int gen_parse_dtype(const char *s) { return lookup(DTYPES, GEN_NDTYPE, s); }
-int gen_parse_op(const char *s) { return lookup(OPS, GEN_NOP, s); }
+int gen_parse_op(const char *s)
+{
+  for (int i = 0; s && i < GEN_NOP; i++)
+    if (strcmp(OPS[i].name, s) == 0) return i;
+  return -1;
+}
 const char *gen_dtype_name(int d) { return d >= 0 && d < GEN_NDTYPE ? DTYPES[d] : "?"; }
-const char *gen_op_name(int o) { return o >= 0 && o < GEN_NOP ? OPS[o] : "?"; }
+const char *gen_op_name(int o) { return o >= 0 && o < GEN_NOP ? OPS[o].name : "?"; }
+const gen_Op *gen_op(int o) { return o >= 0 && o < GEN_NOP ? &OPS[o] : NULL; }
 int gen_dtype_size(int d) { return d == GEN_F32 ? 4 : 2; }
-int gen_op_inputs(int o) { return o >= GEN_SOFTMAX_BW ? 2 : 1; }
+int gen_op_inputs(int o) { return o >= 0 && o < GEN_NOP ? OPS[o].reads : 1; }
+
+int64_t gen_op_bytes(int o, int64_t rows, int64_t cols, int dtype)
+{
+  const gen_Op *d = gen_op(o);
+  return d ? (d->reads + d->writes) * rows * cols * gen_dtype_size(dtype) + rows * d->row_bytes : 0;
+}
 
 int gen_parse_arch(const char *s)
 {

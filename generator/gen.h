@@ -12,8 +12,29 @@
 #include <stdint.h>
 
 enum { GEN_F32, GEN_F16, GEN_BF16, GEN_NDTYPE };
-/* backward ops: dx from the forward's output y and the gradient dy (two inputs) */
-enum { GEN_SOFTMAX, GEN_LOG_SOFTMAX, GEN_SOFTMAX_BW, GEN_LOG_SOFTMAX_BW, GEN_NOP };
+/* backward ops: dx from the forward's output y and the gradient dy (two inputs); cross-entropy
+** ops: loss and lse per row (and for GEN_CE the logits' gradient) from logits and labels */
+enum { GEN_SOFTMAX, GEN_LOG_SOFTMAX, GEN_SOFTMAX_BW, GEN_LOG_SOFTMAX_BW, GEN_CE, GEN_CE_LOSS, GEN_NOP };
+
+/* The floor an op is timed against: a copy of its tensor, a kernel reading two tensors and
+** writing a third (st_add), or one reading the tensor and writing a float a row (st_read_rows). */
+enum { GEN_FLOOR_COPY, GEN_FLOOR_ADD, GEN_FLOOR_READ };
+
+/* What an op is, for every layer: the tensors it moves, its kernels' arguments, the tuner's fill
+** and check kernels (templates/aux.cu) and its floor. A kernel is called as
+** f(buf[0], ..., buf[nbufs-1], rows, workspace[, params]): softmax (in, out), the backward
+** ops (y, dy, dx), cross-entropy (logits, labels, dx, loss, lse) with a CeParams block
+** (templates/ce_params.h). */
+typedef struct gen_Op {
+  const char *name;
+  int reads, writes;        /* rows x cols tensors of the dtype read and written */
+  int row_bytes;            /* bytes moved per row besides them (labels, loss, lse) */
+  int nbufs;                /* pointer arguments before rows */
+  int params;               /* 1: a CeParams block by value after the workspace */
+  const char *fill, *check; /* the tuner's kernels */
+  int floor;                /* GEN_FLOOR_* */
+  const char *floor_text;   /* the floor, in words */
+} gen_Op;
 
 typedef struct gen_Problem {
   int64_t rows, cols;
@@ -25,7 +46,7 @@ typedef struct gen_Problem {
   const char *only;         /* a config string: gen_space lists that config alone (NULL: not) */
 } gen_Problem;
 
-/* How a kernel f(in, out, rows, workspace) (inputs 2: f(y, dy, dx, rows, workspace)) is launched: grid = ceil(rows/rows_per_block) *
+/* How a kernel (its arguments: gen_Op) is launched: grid = ceil(rows/rows_per_block) *
 ** blocks_per_row blocks of `threads`, in clusters of `cluster` blocks when nonzero, with `smem`
 ** dynamic shared bytes. coop: a cooperative launch whose grid is capped at the blocks resident
 ** at once, with a workspace of 8 bytes of counters for each of ws_groups groups (zeroed before
@@ -34,7 +55,7 @@ typedef struct gen_Problem {
 ** groups; the kernel's blocks claim parts of any row and share the first group's workspace. */
 typedef struct gen_Launch {
   int threads, rows_per_block, blocks_per_row, cluster, smem, coop, workspace, ws_groups;
-  int inputs;               /* input tensors: 1, or 2 for the backward ops (gen_op_inputs) */
+  int op;                   /* the problem's op: its gen_Op says how the kernel is called */
 } gen_Launch;
 
 typedef struct gen_Kernel {
@@ -108,7 +129,12 @@ int gen_parse_arch(const char *s);        /* "sm_90" or "90" -> 90; -1 if malfor
 const char *gen_dtype_name(int dtype);
 const char *gen_op_name(int op);
 int gen_dtype_size(int dtype);
-/* Input tensors of op: 1 (forward), 2 (backward: y and dy); the tensors moved are inputs + 1. */
+/* The descriptor of op (NULL when unknown). */
+const gen_Op *gen_op(int op);
+/* Input tensors of op: 1 (forward, cross-entropy), 2 (backward: y and dy). */
 int gen_op_inputs(int op);
+/* Bytes op moves through DRAM for rows x cols of dtype: its tensors read and written, and the
+** per-row bytes (labels, loss, lse). */
+int64_t gen_op_bytes(int op, int64_t rows, int64_t cols, int dtype);
 
 #endif

@@ -95,8 +95,8 @@ local function module(name, ...)
   return f(...)
 end
 -- (a templates folder without it, as an older one: space.lua runs without backward ops)
-local has_bw = pcall(source, "space_bw.lua")
-local S = module("space.lua", has_bw and module("space_bw.lua") or nil)
+local function optional(name) return pcall(source, name) and module(name) or nil end
+local S = module("space.lua", optional("space_bw.lua"), optional("space_ce.lua"))
 
 local E = {}
 

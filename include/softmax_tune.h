@@ -81,6 +81,45 @@ st_status st_softmax_backward(st_ctx *ctx, st_dtype dtype, st_op op, const void 
 /* The config string of the kernel st_softmax_backward uses for this problem. */
 st_status st_config_backward(st_ctx *ctx, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen);
 
+/* ---- cross-entropy over rows of logits (an LLM head's loss), in one kernel ---- */
+
+typedef enum st_reduction { ST_REDUCE_NONE = 0, ST_REDUCE_SUM = 1, ST_REDUCE_MEAN = 2 } st_reduction;
+typedef enum st_index { ST_I32 = 0, ST_I64 = 1 } st_index;
+
+typedef struct st_ce_options {
+  int64_t ignore_index;     /* rows with this label: loss 0, gradient 0 (default -100) */
+  st_reduction reduction;   /* whose gradient grad is: each row's loss (none), their sum, or their
+                            ** mean over the rows not ignored, weighted by their label's weight
+                            ** (torch's mean; the default) */
+  float label_smoothing;    /* eps in [0, 1]; not together with weight */
+  float z_loss;             /* z_loss * lse^2 added to each row's loss (PaLM) */
+  float softcap;            /* > 0: logits become softcap * tanh(x / softcap) first (Gemma 2) */
+  const float *weight;      /* device float[cols]: class weights, or NULL */
+  int64_t row_stride;       /* elements from one row of logits to the next; 0: cols */
+  int *bad_label;           /* device int, or NULL: set nonzero when a label is outside [0, cols)
+                            ** and not ignore_index (that row's loss is NaN in any case) */
+} st_ce_options;
+
+/* The defaults: ignore_index -100, reduction mean, nothing else. */
+void st_ce_defaults(st_ce_options *o);
+
+/* Per row of logits [rows x cols, dtype, row_stride apart] and its label (labels: device int32 or
+** int64 [rows]): loss[row] = (1 - eps) w (lse - z[y]) + eps (lse - mean(z)) + z_loss lse^2 and
+** lse[row] = log(sum(exp(z))) (float32 device arrays [rows]), z the softcapped logits; and, when
+** grad is not NULL, the gradient of the reduction's loss with respect to the logits into grad
+** [rows x cols, dtype, contiguous], in the same kernel: the logits read once, the gradient written
+** once. grad may be the logits themselves (in place) when row_stride is cols. grad NULL: the loss
+** only (op cross_entropy_loss). float32 math. The sum or mean of the losses is the caller's (a
+** sum over rows floats). Same cache and miss policy as st_softmax (softmax-tune --op
+** cross_entropy / cross_entropy_loss); enqueued on stream. o NULL: the defaults. */
+st_status st_cross_entropy(st_ctx *ctx, st_dtype dtype, const void *logits, const void *labels, st_index label_type,
+                           void *grad, float *loss, float *lse, int64_t rows, int64_t cols, const st_ce_options *o,
+                           struct CUstream_st *stream);
+
+/* The config string of the kernel st_cross_entropy uses for this problem (grad: 1 with the
+** gradient, 0 loss only). */
+st_status st_config_cross_entropy(st_ctx *ctx, st_dtype dtype, int grad, int64_t rows, int64_t cols, char *out, int outlen);
+
 /* The message of the last failed call in this thread; ctx may be NULL. */
 const char *st_error(const st_ctx *ctx);
 const char *st_version(void);

@@ -4,6 +4,7 @@
 */
 #include "softmax_tune.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@ typedef struct Memo {
   int64_t rows, cols;
   CUmodule mod;
   CUfunction fn;
+  CUfunction count;         /* cross-entropy: st_ce_count, the mean's factor */
   gen_Launch launch;
   int resident;             /* blocks resident at once, for cooperative grids */
   char config[256];
@@ -33,6 +35,7 @@ typedef struct Workspace {
   CUstream stream;
   CUdeviceptr ptr;
   size_t size;
+  CUdeviceptr scratch;      /* 256 bytes for small results passed between kernels (the mean's factor) */
 } Workspace;
 
 struct st_ctx {
@@ -154,7 +157,7 @@ void st_close(st_ctx *c)
     c->drv.cuCtxPopCurrent(NULL);
     c->drv.cuDevicePrimaryCtxRelease(c->dev.dev);
   }
-  for (int i = 0; c->cu && i < c->nws; i++) c->drv.cuMemFree(c->ws[i].ptr);
+  for (int i = 0; c->cu && i < c->nws; i++) c->drv.cuMemFree(c->ws[i].ptr), c->drv.cuMemFree(c->ws[i].scratch);
   free(c->ws);
   free(c->memo);
   cache_close(c->db);
@@ -208,6 +211,7 @@ static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, c
   CUresult r = c->drv.cuModuleLoadData(&m->mod, cubin);
   if (!r) r = c->drv.cuModuleGetFunction(&m->fn, m->mod, name);
   if (!r) r = tune_func_setup(&c->drv, m->fn, l);
+  if (!r && gen_op(m->op)->params) r = c->drv.cuModuleGetFunction(&m->count, m->mod, "st_ce_count");
   if (!r && l->coop) r = tune_resident(&c->drv, m->fn, l, c->dev.sms, &m->resident);   /* grid cap */
   if (!r && l->coop && m->resident < l->blocks_per_row) r = CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   if (r) {
@@ -350,7 +354,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   pthread_mutex_lock(&c->mu);
   Memo *m = find(c, dtype, op, unaligned, rows, cols);
   if (!m || !m->used) {
-    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, { 0 }, 0, "" };
+    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, NULL, { 0 }, 0, "" };
     CUresult r = c->drv.cuCtxPushCurrent(c->cu);
     s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols);
     if (!r) c->drv.cuCtxPopCurrent(NULL);
@@ -367,7 +371,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
 
 /* The stream's workspace of at least n bytes, made and zeroed (in stream order) on first use;
 ** a larger need gets a new one and keeps the old until st_close, as kernels may still use it. */
-static CUresult workspace(st_ctx *c, CUstream s, size_t n, CUdeviceptr *out)
+static CUresult workspace(st_ctx *c, CUstream s, size_t n, CUdeviceptr *out, CUdeviceptr *scratch)
 {
   CUresult r = CUDA_SUCCESS;
   Workspace *w = NULL;
@@ -382,12 +386,16 @@ static CUresult workspace(st_ctx *c, CUstream s, size_t n, CUdeviceptr *out)
       w = &c->ws[c->nws];
       w->stream = s;
       w->size = n < (1u << 20) ? 1u << 20 : n;
+      w->scratch = 0;
       r = c->drv.cuMemAlloc(&w->ptr, w->size);
+      if (!r) r = c->drv.cuMemAlloc(&w->scratch, 256);
       if (!r) r = c->drv.cuMemsetD8Async(w->ptr, 0, w->size, s);
       if (!r) c->nws++;
+      else if (w->ptr) c->drv.cuMemFree(w->ptr);
     }
   }
   if (!r) *out = w->ptr;
+  if (!r && scratch) *scratch = w->scratch;
   pthread_mutex_unlock(&c->mu);
   return r;
 }
@@ -408,9 +416,10 @@ static st_status run(st_ctx *c, const char *fn, int dtype, int op, uintptr_t in,
   CUdeviceptr ws = 0;
   int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
   CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
-  if (!r && m.launch.coop) r = workspace(c, (CUstream)stream, tune_workspace(&m.launch, m.resident), &ws);
-  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, (CUdeviceptr)in, (CUdeviceptr)in2, (CUdeviceptr)out, rows, ws, m.resident,
-                          (CUstream)stream);
+  tune_Args a = { { (CUdeviceptr)in, two ? (CUdeviceptr)in2 : (CUdeviceptr)out, (CUdeviceptr)out }, rows, 0, NULL };
+  if (!r && m.launch.coop) r = workspace(c, (CUstream)stream, tune_workspace(&m.launch, m.resident), &ws, NULL);
+  a.ws = ws;
+  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &a, m.resident, (CUstream)stream);
   if (push) c->drv.cuCtxPopCurrent(NULL);
   if (r) return fail(ST_ECUDA, "%s launch (%s): %s", fn, m.config, tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;
@@ -451,4 +460,86 @@ st_status st_config(st_ctx *c, st_dtype dtype, st_op op, int64_t rows, int64_t c
 st_status st_config_backward(st_ctx *c, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen)
 {
   return config_of(c, dtype, op, GEN_SOFTMAX_BW + (int)op, rows, cols, out, outlen);
+}
+
+/* ---- cross-entropy ---- */
+
+void st_ce_defaults(st_ce_options *o)
+{
+  memset(o, 0, sizeof *o);
+  o->ignore_index = -100;
+  o->reduction = ST_REDUCE_MEAN;
+}
+
+static st_status check_ce(st_ctx *c, st_dtype dtype, const void *logits, const void *labels, st_index lt, const void *grad,
+                          const float *loss, const float *lse, int64_t rows, int64_t cols, const st_ce_options *o)
+{
+  const int es = dtype == ST_F32 ? 4 : 2;
+  const int64_t stride = o->row_stride ? o->row_stride : cols;
+  st_status s = check_args(c, dtype, ST_SOFTMAX, rows, cols);
+  if (s) return s;
+  if (cols < 2) return fail(ST_EINVAL, "st_cross_entropy: cols must be >= 2 (classes), got %lld", (long long)cols);
+  if (!logits || !labels || !loss || !lse) return fail(ST_EINVAL, "st_cross_entropy: a tensor pointer is NULL");
+  if (lt != ST_I32 && lt != ST_I64) return fail(ST_EINVAL, "st_cross_entropy: bad label type %d (ST_I32, ST_I64)", lt);
+  if (stride < cols) return fail(ST_EINVAL, "st_cross_entropy: row_stride %lld is less than cols %lld", (long long)stride, (long long)cols);
+  if (o->reduction < ST_REDUCE_NONE || o->reduction > ST_REDUCE_MEAN)
+    return fail(ST_EINVAL, "st_cross_entropy: bad reduction %d", o->reduction);
+  if (!(o->label_smoothing >= 0.f && o->label_smoothing <= 1.f))
+    return fail(ST_EINVAL, "st_cross_entropy: label_smoothing must be in [0, 1], got %g", o->label_smoothing);
+  if (o->label_smoothing > 0.f && o->weight)
+    return fail(ST_EINVAL, "st_cross_entropy: label_smoothing with class weights is not supported");
+  if (!(o->softcap >= 0.f) || !(o->z_loss >= 0.f) || o->softcap == INFINITY || o->z_loss == INFINITY)
+    return fail(ST_EINVAL, "st_cross_entropy: softcap and z_loss must be finite and >= 0, got %g and %g", o->softcap, o->z_loss);
+  if (((uintptr_t)logits | (uintptr_t)grad) % (unsigned)es || ((uintptr_t)labels % (lt == ST_I64 ? 8u : 4u)) ||
+      ((uintptr_t)loss | (uintptr_t)lse | (uintptr_t)o->weight) % 4u)
+    return fail(ST_EINVAL, "st_cross_entropy: pointers not aligned to their elements");
+  if (grad && grad == logits && stride != cols)
+    return fail(ST_EINVAL, "st_cross_entropy: the gradient in place of the logits needs row_stride == cols");
+  return ST_OK;
+}
+
+/* The mean's factor, 1 / the rows not ignored (weighted), into the stream's scratch float. */
+static CUresult mean_factor(st_ctx *c, const Memo *m, const void *labels, int64_t rows, CeParams *p, CUstream s)
+{
+  CUdeviceptr ws, scratch;
+  CUresult r = workspace(c, s, 0, &ws, &scratch);
+  long long n = rows;
+  void *args[] = { (void *)&labels, &n, p, &scratch };
+  if (!r) r = c->drv.cuLaunchKernel(m->count, 1, 1, 1, 1024, 1, 1, 0, s, args, NULL);
+  p->scale = scratch;
+  return r;
+}
+
+st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const void *labels, st_index lt, void *grad,
+                           float *loss, float *lse, int64_t rows, int64_t cols, const st_ce_options *opt,
+                           struct CUstream_st *stream)
+{
+  st_ce_options o;
+  Memo m;
+  char err[512];
+  st_status s;
+  if (opt) o = *opt;
+  else st_ce_defaults(&o);
+  if ((s = check_ce(c, dtype, logits, labels, lt, grad, loss, lse, rows, cols, &o))) return s;
+  const int es = dtype == ST_F32 ? 4 : 2, op = grad ? GEN_CE : GEN_CE_LOSS;
+  const int64_t stride = o.row_stride ? o.row_stride : cols;
+  const int unaligned = grad && ((((uintptr_t)logits ^ (uintptr_t)grad) % 16) || ((stride - cols) * es) % 16);
+  if ((s = lookup(c, dtype, op, unaligned, rows, cols, &m))) return s;
+  CeParams p = { stride, o.ignore_index, (uintptr_t)o.weight, 0, (uintptr_t)o.bad_label, o.label_smoothing, o.z_loss,
+                 o.softcap, lt == ST_I64 };
+  tune_Args a = { { (CUdeviceptr)logits, (CUdeviceptr)labels, (CUdeviceptr)grad, (CUdeviceptr)loss, (CUdeviceptr)lse }, rows, 0,
+                  &p };
+  CUcontext cur = NULL;
+  int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
+  CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
+  if (!r && grad && o.reduction == ST_REDUCE_MEAN) r = mean_factor(c, &m, labels, rows, &p, (CUstream)stream);
+  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &a, m.resident, (CUstream)stream);
+  if (push) c->drv.cuCtxPopCurrent(NULL);
+  if (r) return fail(ST_ECUDA, "st_cross_entropy launch (%s): %s", m.config, tune_cu_error(&c->drv, r, err, sizeof err));
+  return ST_OK;
+}
+
+st_status st_config_cross_entropy(st_ctx *c, st_dtype dtype, int grad, int64_t rows, int64_t cols, char *out, int outlen)
+{
+  return config_of(c, dtype, ST_SOFTMAX, grad ? GEN_CE : GEN_CE_LOSS, rows, cols, out, outlen);
 }

@@ -1,9 +1,13 @@
 // aux.cu — the tuner's own kernels, one module: st_fill (random inputs, fill.cu) and st_check
 // (float64 verification, check.cu); for the backward ops also st_fill_bw, st_check_bw and
-// the two-read-one-write floor st_add (backward_aux.cu). Uses: dtype, op, cols.
+// the two-read-one-write floor st_add (backward_aux.cu); for the cross-entropy ops
+// st_fill_ce, st_check_ce and the loss-only floor st_read_rows (ce_aux.cu). Uses: dtype, op, cols.
 % include("types.cu")
 % include("fill.cu")
 % include("check.cu")
 % if op:match("_backward$") then
 % include("backward_aux.cu")
+% end
+% if op:match("^cross_entropy") then
+% include("ce_aux.cu")
 % end

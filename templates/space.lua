@@ -13,7 +13,8 @@ local M = {}
 
 local ESIZE = { f32 = 4, f16 = 2, bf16 = 2 }
 local CTYPE = { f32 = "float", f16 = "u16", bf16 = "u16" }
-local OPS = { softmax = true, log_softmax = true, softmax_backward = true, log_softmax_backward = true }
+local OPS = { softmax = true, log_softmax = true, softmax_backward = true, log_softmax_backward = true,
+              cross_entropy = true, cross_entropy_loss = true }
 
 -- Device limits per arch, for commands run without a GPU; the tuner passes the real ones.
 local KB = 1024
@@ -98,7 +99,7 @@ function M.problem(P)
   if P.checked then return P end
   local function bad(what, v) error(what .. " '" .. tostring(v) .. "'", 0) end
   if not ESIZE[P.dtype] then bad("unknown dtype (f32, f16, bf16)", P.dtype) end
-  if not OPS[P.op] then bad("unknown op (softmax, log_softmax, softmax_backward, log_softmax_backward)", P.op) end
+  if not OPS[P.op] then bad("unknown op (softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss)", P.op) end
   if math.type(P.rows) ~= "integer" or P.rows < 1 then bad("rows must be >= 1, got", P.rows) end
   if math.type(P.cols) ~= "integer" or P.cols < 1 or P.cols > 0x7fffffff then
     bad("cols must be in 1..2147483647, got", P.cols)
@@ -545,19 +546,26 @@ function M.launch(cfg, P)
   }
 end
 
--- The backward ops have a space of their own (space_bw.lua, handed in by gen.lua, built on the
--- rules above): each entry point sends a backward problem there.
+-- The backward ops and the cross-entropy ops have spaces of their own (space_bw.lua,
+-- space_ce.lua, handed in by gen.lua, built on the rules above): each entry point sends their
+-- problems there.
 M.BACKWARD = { softmax_backward = true, log_softmax_backward = true }
-local function no_bw() error("these templates have no space_bw.lua: no backward ops", 0) end
-local make_bw = ... or function()   -- a templates folder without space_bw.lua (an older one)
-  return { check = no_bw, enumerate = no_bw, full = no_bw, heuristic = no_bw, launch = no_bw, vars = no_bw }
+M.CE = { cross_entropy = true, cross_entropy_loss = true }
+local make_bw, make_ce = ...
+local function missing(what)   -- a templates folder without that file (an older one)
+  local function no() error("these templates have no " .. what, 0) end
+  return function() return { check = no, enumerate = no, full = no, heuristic = no, launch = no, vars = no } end
 end
-local BW = make_bw({ check = M.check, launch = M.launch, vars = M.vars, fits = fits, vecs = vecs, POW2 = POW2, KB = KB,
-                     is_split = function(v) return isvalue(KNOB.split, v) end })
+local HELP = { check = M.check, launch = M.launch, vars = M.vars, fits = fits, vecs = vecs, POW2 = POW2, KB = KB,
+               is_split = function(v) return isvalue(KNOB.split, v) end }
+local BW = (make_bw or missing("space_bw.lua: no backward ops"))(HELP)
+local CE = (make_ce or missing("space_ce.lua: no cross-entropy ops"))(HELP)
 for name, at in pairs({ check = 2, enumerate = 1, full = 1, heuristic = 1, launch = 2, vars = 2 }) do
-  local fwd, bw = M[name], BW[name]
+  local fwd, bw, ce = M[name], BW[name], CE[name]
   M[name] = function(...)
-    if M.BACKWARD[select(at, ...).op] then return bw(...) end
+    local op = select(at, ...).op
+    if M.BACKWARD[op] then return bw(...) end
+    if M.CE[op] then return ce(...) end
     return fwd(...)
   end
 end

@@ -119,3 +119,42 @@ VR_FN void vr_bounds_bw(int dtype, int logsm, double ref, double y, double s, do
   *lo = vr_round(ref - a - 0x1p-148, dtype);
   *hi = vr_round(ref + a + 0x1p-148, dtype);
 }
+
+/* The cross-entropy ops (ce.cu), from the float64 statistics of the row of z (the logits, or
+** softcap * tanh(x / softcap)): max m, log sum ls = log(sum exp(z - m)), lse = m + ls.
+**   lse: the sum's relative error erow (as above) becomes absolute; fl(logf) and the add put
+**     (|m| + 2|ls| + 2) u on it; a softcap's tanhf (2 ulp) and its two products 6|m| u.
+**   dx = fl(fl(a p - c - b[j == y]) k), p = ex2((z - lse) log2e): p errs relatively by the
+**     argument's roundings and ex2.approx (8 + 2.5|z - lse| u), by lse's error, and by z's own
+**     under a softcap (6|z| u); ftz may give 0 below 2^-126. a = scale ((1 - eps) W + eps +
+**     2 zl lse) errs by 4 u of itself and 2 zl scale lse_err; the subtractions by 2 u of each
+**     term; k = 1 - (z / cap)^2 by 10 u absolute.
+** The element rule is as above: round(ref - tol) <= o <= round(ref + tol).
+*/
+VR_FN double vr_ce_lse_err(double m, double ls, double erow, int capped)
+{
+  return erow + VR_U * (fabs(m) + 2. * fabs(ls) + 2.) + (capped ? 6. * VR_U * fabs(m) : 0.);
+}
+
+/* Bounds of dx with reference ref for z, given a (|a| of the row), p (float64), c and b (the
+** label's term or 0), the row's lse and its error lerr, zl2 = |2 zl scale|, and the softcap
+** factor k (1 without). */
+VR_FN void vr_bounds_ce(int dtype, double ref, double z, double a, double p, double c, double b, double lse, double lerr,
+                        double zl2, int capped, double k, double *lo, double *hi)
+{
+  const double rel = VR_U * (12. + 2.5 * fabs(z - lse)) + lerr + (capped ? 6. * VR_U * fabs(z) : 0.);
+  const double g = fabs(a) * p * (1. + rel) + c + b;   /* |a p - c - b| at most */
+  double tol = fabs(a) * (p * rel + VR_TINY) + zl2 * p * lerr + 2. * VR_U * g;
+  tol = tol * k + (capped ? 10. * VR_U * g : 0.) + 2. * VR_U * fabs(ref) + 0x1p-148;
+  *lo = vr_round(ref - tol, dtype);
+  *hi = vr_round(ref + tol, dtype);
+}
+
+/* The float32 loss's tolerance: wl = (1 - eps) W, the label's z[y], t the row's sum of z with
+** error terr, eps, zl, cols. */
+VR_FN double vr_ce_loss_tol(double wl, double lse, double lerr, double zy, double t, double terr, double eps,
+                            double zl, double cols, double loss)
+{
+  return wl * (lerr + 2. * VR_U * (fabs(lse) + 2. * fabs(zy))) + eps * (lerr + (terr + 2. * VR_U * fabs(t)) / cols
+         + 2. * VR_U * fabs(lse)) + zl * (2. * fabs(lse) * lerr + 3. * VR_U * lse * lse) + 4. * VR_U * fabs(loss);
+}

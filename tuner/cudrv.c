@@ -152,16 +152,22 @@ size_t tune_workspace(const gen_Launch *l, int resident)
   return l->coop ? 8 * (size_t)l->ws_groups + (size_t)(resident / l->blocks_per_row) * (size_t)l->workspace : 0;
 }
 
-CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr in2,
-                     CUdeviceptr out, int64_t rows, CUdeviceptr ws, int resident, CUstream s)
+CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, const tune_Args *a, int resident, CUstream s)
 {
   CUlaunchConfig cfg;
   CUlaunchAttribute attr;
-  long long n = rows;
-  void *args1[] = { &in, &out, &n, &ws }, *args2[] = { &in, &in2, &out, &n, &ws };
-  void **args = l->inputs == 2 ? args2 : args1;   /* backward kernels: (y, dy, dx, rows, ws) */
+  const gen_Op *op = gen_op(l->op);
+  tune_Args c = *a;
+  long long n = a->rows;
+  void *args[TUNE_MAX_BUFS + 3];
+  int k = 0;
+  if (!op) return CUDA_ERROR_INVALID_VALUE;
+  for (; k < op->nbufs; k++) args[k] = &c.buf[k];
+  args[k++] = &n;
+  args[k++] = &c.ws;
+  if (op->params) args[k++] = (void *)a->params;
   memset(&cfg, 0, sizeof cfg);
-  cfg.gridDimX = tune_grid(l, rows, resident);
+  cfg.gridDimX = tune_grid(l, a->rows, resident);
   cfg.gridDimY = cfg.gridDimZ = 1;
   cfg.blockDimX = (unsigned)l->threads;
   cfg.blockDimY = cfg.blockDimZ = 1;

@@ -74,10 +74,18 @@ CUresult tune_resident(const tune_Driver *d, CUfunction f, const gen_Launch *l, 
 unsigned tune_grid(const gen_Launch *l, int64_t rows, int resident);
 /* Workspace bytes a launch needs (0 unless coop). */
 size_t tune_workspace(const gen_Launch *l, int resident);
-/* Launch a softmax kernel: f(in, out, rows, ws), or with l->inputs 2 (backward)
-** f(in, in2, out, rows, ws): in is y, in2 dy, out dx. */
-CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, CUdeviceptr in, CUdeviceptr in2,
-                     CUdeviceptr out, int64_t rows, CUdeviceptr ws, int resident, CUstream s);
+/* A kernel call's arguments: the op's buffers in its order (gen_Op: softmax in, out; backward
+** y, dy, dx; cross-entropy logits, labels, dx, loss, lse), rows, the workspace and, for ops
+** with one, the parameter block (a CeParams). */
+#define TUNE_MAX_BUFS 5
+typedef struct tune_Args {
+  CUdeviceptr buf[TUNE_MAX_BUFS];
+  int64_t rows;
+  CUdeviceptr ws;
+  const void *params;
+} tune_Args;
+/* Launch a kernel of op l->op: f(buf..., rows, ws[, params]). */
+CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, const tune_Args *a, int resident, CUstream s);
 
 /* A green context of some of a GPU's SMs (green.c), for the tuner's --sms. */
 typedef struct tune_Green {

@@ -3,7 +3,10 @@
 ** verification by the float64 check kernel (templates/check.cu), event timing with L2 flushed
 ** before every launch, and recovery when a config's launch breaks the context. The backward
 ** ops (two inputs: in is y, in2 dy; out is dx) have their own fill and check kernels, and their
-** floor is a kernel reading two tensors and writing a third (st_add) instead of the copy.
+** floor is a kernel reading two tensors and writing a third (st_add) instead of the copy. The
+** cross-entropy ops add labels, class weights, loss and lse buffers and a CeParams block; the
+** loss-only op's floor reads the logits and writes a float a row (st_read_rows). The op's
+** descriptor (gen_Op) says which.
 */
 #include <math.h>
 #include <stdio.h>
@@ -43,12 +46,17 @@ struct tune_Gpu {
   CUevent ev[2 * MAX_REPS];
   gen_Problem p;
   size_t bytes;             /* one tensor */
-  int bw;                   /* a backward op: in2 (dy) is used, and the fill, check and floor differ */
+  const gen_Op *op;         /* what the problem's op reads, writes, fills, checks and floors */
+  int bw;                   /* a backward op: in2 (dy) is used */
+  int ce;                   /* a cross-entropy op: labels, weight, loss, lse, scale, flag and params */
   CUdeviceptr in, in2, out, flush, res, ws;
+  CUdeviceptr labels, weight, loss, lse, scale, flag;
+  CeParams params;          /* ce: the options the kernels run and are checked with */
+  int use_weight;
   gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
   char cubins[4096];        /* the kept cubins' folder (cache_compile), "" for none */
   CUmodule auxmod;
-  CUfunction fill, check, add;
+  CUfunction fill, fill_ce, check, floor;
   Slot *slots;
   int nslots;
   uint64_t seed;
@@ -100,6 +108,8 @@ int tune_gpu_open(tune_Gpu **out, int ordinal, char *err, size_t errlen)
     return 1;
   }
   cache_cubin_dir(NULL, g->cubins, sizeof g->cubins);
+  g->params.ignore = -100;   /* the cross-entropy ops' defaults, torch's */
+  g->params.labels64 = 1;
   *out = g;
   return 0;
 }
@@ -140,6 +150,9 @@ static void teardown(tune_Gpu *g)
   if (g->flush) d->cuMemFree(g->flush);
   if (g->res) d->cuMemFree(g->res);
   if (g->ws) d->cuMemFree(g->ws);
+  CUdeviceptr *ce[] = { &g->labels, &g->weight, &g->loss, &g->lse, &g->scale, &g->flag };
+  for (size_t i = 0; i < sizeof ce / sizeof *ce; i++)
+    if (*ce[i]) d->cuMemFree(*ce[i]), *ce[i] = 0;
   if (g->stream) d->cuStreamDestroy(g->stream);
   d->cuDevicePrimaryCtxRelease(g->dev.dev);
   g->auxmod = NULL;
@@ -150,13 +163,35 @@ static void teardown(tune_Gpu *g)
   g->ready = 0;
 }
 
+/* The cross-entropy buffers, and the params pointing at them: labels (int64, or int32), class
+** weights, loss and lse, and the flag; the gradient's scale is 1 (reduction sum: a mean's factor
+** is a float the kernel reads, whatever its value). */
+static CUresult alloc_ce(tune_Gpu *g)
+{
+  tune_Driver *d = &g->drv;
+  const size_t rows = (size_t)g->p.rows;
+  const float scale = (float)(1. / (double)g->p.rows);
+  CUresult r;
+  if ((r = d->cuMemAlloc(&g->labels, 8 * rows)) || (r = d->cuMemAlloc(&g->weight, 4 * (size_t)g->p.cols)) ||
+      (r = d->cuMemAlloc(&g->loss, 4 * rows)) || (r = d->cuMemAlloc(&g->lse, 4 * rows)) ||
+      (r = d->cuMemAlloc(&g->scale, 4)) || (r = d->cuMemAlloc(&g->flag, 4)) ||
+      (r = d->cuMemcpyHtoDAsync(g->scale, &scale, 4, g->stream)) || (r = d->cuMemsetD32Async(g->flag, 0, 1, g->stream)) ||
+      (r = d->cuStreamSynchronize(g->stream)))
+    return r;
+  g->params.stride = g->p.cols;
+  g->params.weight = g->use_weight ? g->weight : 0;
+  g->params.scale = 0;
+  g->params.flag = g->flag;
+  return CUDA_SUCCESS;
+}
+
 /* Context, stream, events, buffers, aux kernels: everything but the configs' modules. */
 static int setup(tune_Gpu *g, char *err, size_t errlen)
 {
   tune_Driver *d = &g->drv;
   CUresult r;
   size_t free_mem = 0, total = 0;
-  const size_t need = (size_t)(2 + g->bw) * g->bytes + FLUSH_BYTES + (64u << 20);
+  const size_t need = (size_t)(g->op->reads + 1) * g->bytes + FLUSH_BYTES + (64u << 20);
   if ((r = d->cuDevicePrimaryCtxRetain(&g->ctx, g->dev.dev)) != CUDA_SUCCESS) {
     g->ctx = NULL;
     return cu_msg(g, "cannot get a context on the GPU", r, err, errlen), 1;
@@ -175,12 +210,14 @@ static int setup(tune_Gpu *g, char *err, size_t errlen)
   if ((r = d->cuMemAlloc(&g->in, g->bytes)) || (r = d->cuMemAlloc(&g->out, g->bytes)) ||
       (r = d->cuMemAlloc(&g->flush, FLUSH_BYTES)) || (r = d->cuMemAlloc(&g->res, sizeof(CheckOut))) ||
       (r = d->cuMemAlloc(&g->ws, WS_BYTES)) || (r = d->cuMemsetD8(g->ws, 0, WS_BYTES)) ||
-      (g->bw && (r = d->cuMemAlloc(&g->in2, g->bytes))))
+      (g->bw && (r = d->cuMemAlloc(&g->in2, g->bytes))) || (g->ce && (r = alloc_ce(g))))
     return cu_msg(g, "cannot allocate GPU memory", r, err, errlen), 1;
+  static const char *const floors[] = { NULL, "st_add", "st_read_rows" };
   if ((r = d->cuModuleLoadData(&g->auxmod, g->aux.data)) ||
-      (r = d->cuModuleGetFunction(&g->fill, g->auxmod, g->bw ? "st_fill_bw" : "st_fill")) ||
-      (r = d->cuModuleGetFunction(&g->check, g->auxmod, g->bw ? "st_check_bw" : "st_check")) ||
-      (g->bw && (r = d->cuModuleGetFunction(&g->add, g->auxmod, "st_add"))))
+      (r = d->cuModuleGetFunction(&g->fill, g->auxmod, g->ce ? "st_fill" : g->op->fill)) ||
+      (g->ce && (r = d->cuModuleGetFunction(&g->fill_ce, g->auxmod, g->op->fill))) ||
+      (r = d->cuModuleGetFunction(&g->check, g->auxmod, g->op->check)) ||
+      (floors[g->op->floor] && (r = d->cuModuleGetFunction(&g->floor, g->auxmod, floors[g->op->floor]))))
     return cu_msg(g, "cannot load the fill and check kernels", r, err, errlen), 1;
   g->ready = 1;
   return 0;
@@ -190,7 +227,9 @@ int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslo
 {
   char *src;
   g->p = *p;
-  g->bw = gen_op_inputs(p->op) == 2;
+  g->op = gen_op(p->op);
+  g->bw = g->op->reads == 2;
+  g->ce = g->op->params;
   g->bytes = (size_t)(p->rows * p->cols * gen_dtype_size(p->dtype));
   g->seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
   if (!(g->slots = calloc((size_t)nslots, sizeof *g->slots))) return snprintf(err, errlen, "out of memory"), 1;
@@ -331,7 +370,12 @@ static CUresult fresh_input(tune_Gpu *g)
   unsigned long long seed = ++g->seed * 0xbf58476d1ce4e5b9ull;
   int specials = 1;
   void *args[] = { &g->in, &rows, &seed, &specials }, *args_bw[] = { &g->in, &g->in2, &rows, &seed, &specials };
+  void *args_ce[] = { &g->labels, &g->weight, &rows, &seed, &g->params };
+  if (g->ce) specials = 0;   /* a loss needs finite logits: rows of NaN or all -inf have none */
   CUresult r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->bw ? args_bw : args, NULL);
+  if (!r && g->ce) r = d->cuLaunchKernel(g->fill_ce, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_ce, NULL);
+  if (!r && g->ce) r = d->cuMemsetD32Async(g->loss, tune_poison(GEN_F32), (size_t)g->p.rows, g->stream);
+  if (!r && g->ce) r = d->cuMemsetD32Async(g->lse, tune_poison(GEN_F32), (size_t)g->p.rows, g->stream);
   if (r) return r;
   const uint32_t p = tune_poison(g->p.dtype);
   if (g->p.dtype == GEN_F32) return d->cuMemsetD32Async(g->out, p, g->bytes / 4, g->stream);
@@ -343,6 +387,15 @@ static void describe_bad(tune_Gpu *g, const CheckOut *co, tune_Trial *t)
 {
   const int64_t cols = g->p.cols, es = gen_dtype_size(g->p.dtype);
   char first[160] = "";
+  if (g->ce) {   /* the float64 reference of a row needs its label and options: the check kernel's word */
+    float dev;
+    memcpy(&dev, &co->max_sumdev, 4);
+    snprintf(t->reason, sizeof t->reason, "wrong: %llu gradient elements out of bounds (first: row %lld col %lld); %llu rows'"
+             " loss or lse off (max |loss - reference| %.3g)", (unsigned long long)co->bad,
+             co->bad ? (long long)(co->first_bad / (uint64_t)cols) : -1LL, co->bad ? (long long)(co->first_bad % (uint64_t)cols) : -1LL,
+             (unsigned long long)co->bad_sums, dev);
+    return;
+  }
   if (co->bad) {
     const int64_t row = (int64_t)(co->first_bad / (uint64_t)cols), col = (int64_t)(co->first_bad % (uint64_t)cols);
     const CUdeviceptr at = (CUdeviceptr)(row * cols * es);
@@ -372,16 +425,42 @@ static CUresult check_buffers(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, CheckOu
   long long rows = g->p.rows;
   uint32_t poison = tune_poison(g->p.dtype);
   void *args[] = { &x, &y, &rows, &poison, &g->res }, *args_bw[] = { &x, &g->in2, &y, &rows, &poison, &g->res };
+  void *args_ce[] = { &x, &g->labels, &y, &g->loss, &g->lse, &rows, &g->params, &poison, &g->res };
   CUresult r;
   const CheckOut init = { 0, ~0ull, 0, 0, 0 };
   /* in stream order: a plain HtoD from pageable memory may land after the kernel starts */
   if ((r = g->drv.cuMemcpyHtoDAsync(g->res, &init, sizeof init, g->stream)) ||
-      (r = g->drv.cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->bw ? args_bw : args, NULL)) || (r = wait(g, 60.)))
+      (r = g->drv.cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->ce ? args_ce : g->bw ? args_bw : args,
+                                 NULL)) || (r = wait(g, 60.)))
     return r;
   return g->drv.cuMemcpyDtoH(co, g->res, sizeof *co);
 }
 
 static CUresult run_check(tune_Gpu *g, CheckOut *co) { return check_buffers(g, g->in, g->out, co); }
+
+/* The op's kernel arguments over the tuner's buffers (gen_Op's order). */
+void tune_gpu_args(tune_Gpu *g, tune_Args *a)
+{
+  memset(a, 0, sizeof *a);
+  if (g->ce) {
+    const CUdeviceptr b[] = { g->in, g->labels, g->out, g->loss, g->lse };
+    memcpy(a->buf, b, sizeof b);
+    a->params = &g->params;
+  } else if (g->bw) {
+    a->buf[0] = g->in, a->buf[1] = g->in2, a->buf[2] = g->out;
+  } else {
+    a->buf[0] = g->in, a->buf[1] = g->out;
+  }
+  a->rows = g->p.rows;
+  a->ws = g->ws;
+}
+
+static CUresult launch_slot(tune_Gpu *g, const Slot *s)
+{
+  tune_Args a;
+  tune_gpu_args(g, &a);
+  return tune_launch(&g->drv, s->fn, &s->launch, &a, s->resident, g->stream);
+}
 
 static int gpu_verify(void *ud, int slot, tune_Trial *t)
 {
@@ -390,8 +469,7 @@ static int gpu_verify(void *ud, int slot, tune_Trial *t)
   CheckOut co;
   CUresult r;
   if ((r = fresh_input(g))) return run_failed(g, "fill", r, NULL);
-  if ((r = tune_launch(&g->drv, s->fn, &s->launch, g->in, g->in2, g->out, g->p.rows, g->ws, s->resident, g->stream)))
-    return run_failed(g, "launch", r, t);
+  if ((r = launch_slot(g, s))) return run_failed(g, "launch", r, t);
   if ((r = wait(g, 20.))) return run_failed(g, "run", r, t);
   if ((r = run_check(g, &co))) return run_failed(g, "check", r, NULL);
   float err;
@@ -412,6 +490,34 @@ static CUresult poke(tune_Gpu *g, int64_t i, const void *bits)
   return r ? r : wait(g, 20.);
 }
 
+/* The cross-entropy check (after a verified run): one gradient element moved by 8 ulps of its
+** dtype and 2^-12 of itself, then poisoned, must each be caught; so must a loss moved by 2^-8. */
+static int selftest_ce(tune_Gpu *g, char *err, size_t errlen)
+{
+  const int64_t mid = g->p.cols / 2;
+  const int es = gen_dtype_size(g->p.dtype);
+  uint32_t bits[2] = { 0, 0 };
+  float loss0;
+  CheckOut co;
+  CUresult r = g->drv.cuMemcpyDtoH(bits, g->out + (CUdeviceptr)(mid * es), (size_t)es);
+  if (!r) r = g->drv.cuMemcpyDtoH(&loss0, g->loss, 4);
+  const double v = r ? 0. : tune_load(bits, g->p.dtype, 0);
+  for (int k = 0; k < 3 && !r; k++) {
+    if (k == 0) tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + fabs(v) * 0x1p-12), r = poke(g, mid, bits);
+    if (k == 1) bits[0] = tune_poison(g->p.dtype), r = poke(g, mid, bits);
+    if (k == 2) {   /* the gradient as it was, the loss moved */
+      const float moved = loss0 + fabsf(loss0) * 0x1p-8f + 0x1p-8f;
+      tune_store_elem(bits, g->p.dtype, 0, v);
+      if (!(r = poke(g, mid, bits)) && !(r = g->drv.cuMemcpyHtoDAsync(g->loss, &moved, 4, g->stream))) r = wait(g, 20.);
+    }
+    if (!r) r = run_check(g, &co);
+    if (!r && (k < 2 ? co.bad != 1 : co.bad != 0 || co.bad_sums != 1))
+      return snprintf(err, errlen, "step %d: the check found %llu bad elements and %llu bad rows", k, (unsigned long long)co.bad,
+                      (unsigned long long)co.bad_sums), 1;
+  }
+  return r ? (cu_msg(g, "selftest", r, err, errlen), 1) : 0;
+}
+
 /* The GPU check against the CPU reference on the whole (small) problem, before and after one
 ** element of the output is moved by 8 ulps of its dtype and 2^-12 of itself (past any float32
 ** error bound), then set to the poison. */
@@ -429,6 +535,7 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
   memset(&t, 0, sizeof t);
   if (!x || !y || !dy) snprintf(err, errlen, "out of memory");
   else if (gpu_verify(g, slot, &t)) snprintf(err, errlen, "verify: %s", t.reason);
+  else if (g->ce) rc = selftest_ce(g, err, errlen);
   else {
     for (int k = 0; k < 3; k++) {
       CUresult r = CUDA_SUCCESS;
@@ -495,21 +602,26 @@ static CUresult timed(tune_Gpu *g, CUresult (*go)(tune_Gpu *, void *), void *arg
   return CUDA_SUCCESS;
 }
 
-/* The floor: a copy of the tensor, or for the backward ops out = in + in2 (two reads, a write). */
+/* The floor (gen_Op): a copy of the tensor; for the backward ops out = in + in2 (two reads, a
+** write); for the loss-only op a read of the tensor and a float a row written. */
 static CUresult go_copy(tune_Gpu *g, void *arg)
 {
   (void)arg;
-  if (!g->bw) return g->drv.cuMemcpyDtoDAsync(g->out, g->in, g->bytes, g->stream);
-  long long n = g->p.rows * g->p.cols;
+  long long n = g->p.rows * g->p.cols, rows = g->p.rows;
   const long long nv = n * gen_dtype_size(g->p.dtype) / 16;
+  if (g->op->floor == GEN_FLOOR_COPY) return g->drv.cuMemcpyDtoDAsync(g->out, g->in, g->bytes, g->stream);
+  if (g->op->floor == GEN_FLOOR_READ) {
+    long long n16 = nv;
+    void *args[] = { &g->in, &g->loss, &rows, &n16 };
+    return g->drv.cuLaunchKernel(g->floor, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL);
+  }
   void *args[] = { &g->in, &g->in2, &g->out, &n };
-  return g->drv.cuLaunchKernel(g->add, (unsigned)(nv / 1024 + 1), 1, 1, 256, 1, 1, 0, g->stream, args, NULL);
+  return g->drv.cuLaunchKernel(g->floor, (unsigned)(nv / 1024 + 1), 1, 1, 256, 1, 1, 0, g->stream, args, NULL);
 }
 
 static CUresult go_slot(tune_Gpu *g, void *arg)
 {
-  const Slot *s = arg;
-  return tune_launch(&g->drv, s->fn, &s->launch, g->in, g->in2, g->out, g->p.rows, g->ws, s->resident, g->stream);
+  return launch_slot(g, arg);
 }
 
 static int gpu_time(void *ud, int slot, int n, double *us, char *err, size_t errlen)
@@ -534,6 +646,15 @@ void tune_gpu_buffers(tune_Gpu *g, CUdeviceptr *in, CUdeviceptr *out, CUstream *
 CUdeviceptr tune_gpu_in2(tune_Gpu *g)
 {
   return g->in2;
+}
+
+void tune_gpu_ce_options(tune_Gpu *g, float smoothing, float zloss, float softcap, int weight, int labels64)
+{
+  g->params.smoothing = smoothing;
+  g->params.zloss = zloss;
+  g->params.softcap = softcap;
+  g->params.labels64 = labels64;
+  g->use_weight = weight;
 }
 
 const tune_Driver *tune_gpu_driver(const tune_Gpu *g)

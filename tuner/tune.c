@@ -289,7 +289,7 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
 
   memset(r, 0, sizeof *r);
   r->winner = -1;
-  r->bytes = (gen_op_inputs(p->op) + 1) * p->rows * p->cols * gen_dtype_size(p->dtype);   /* read + written */
+  r->bytes = gen_op_bytes(p->op, p->rows, p->cols, p->dtype);   /* read + written */
   if (gen_space(g, p, &list, &n)) return snprintf(err, errlen, "%s", gen_error(g)), 1;
   r->space = space = n;
   if (tune_fast_list(p, list, &n, o->keep, err, errlen)) return gen_free_list(list, n), 1;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "ce_params.h"
 #include "cudrv.h"
 #include "gen.h"
 #include "ref.h"
@@ -143,6 +144,12 @@ typedef CUresult (*tune_Call)(void *ud, CUdeviceptr in, CUdeviceptr out, CUstrea
 void tune_gpu_buffers(tune_Gpu *g, CUdeviceptr *in, CUdeviceptr *out, CUstream *s);
 /* The backward ops' second input (dy; in is y, out dx), filled with in; 0 for the forward ops. */
 CUdeviceptr tune_gpu_in2(tune_Gpu *g);
+/* The op's kernel arguments over the prepared buffers (a cross-entropy op's params included). */
+void tune_gpu_args(tune_Gpu *g, tune_Args *a);
+/* The cross-entropy options kernels are verified and timed with (before tune_gpu_prepare):
+** label smoothing, z-loss, softcap (0: none), class weights (drawn at random) and int64 labels;
+** the defaults are none of them, ignore_index -100, int64 labels and a gradient scale of 1/rows. */
+void tune_gpu_ce_options(tune_Gpu *g, float smoothing, float zloss, float softcap, int weight, int labels64);
 const tune_Driver *tune_gpu_driver(const tune_Gpu *g);
 int tune_gpu_fill(tune_Gpu *g, char *err, size_t errlen);
 int tune_gpu_check(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, tune_Check *c, char *err, size_t errlen);

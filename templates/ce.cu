@@ -1,0 +1,314 @@
+// ce.cu — cross-entropy over rows of logits z (softcapped first when asked) with a label per row:
+//   lse = log(sum exp(z)), p = exp(z - lse), W the label's class weight (1 without weights),
+//   loss = (1 - eps) W (lse - z[y]) + eps (lse - mean(z)) + zl lse^2,
+//   dz   = scale ((1 - eps) W + eps + 2 zl lse) p - scale eps / cols - scale (1 - eps) W [j == y],
+// and dx = dz (1 - (z / cap)^2) under a softcap. op cross_entropy writes loss, lse and dx (the
+// logits read once, the gradient written once); cross_entropy_loss writes loss and lse only.
+// Rows labelled ignore_index get loss 0 and dx 0; a label outside [0, cols) gets a NaN loss, dx 0
+// and sets the flag. Options are launch arguments (CeParams, ce_params.h); eps with weights is
+// refused by the callers. Also st_ce_count: scale = 1 / (the rows not ignored, weighted), the
+// mean's divisor, as torch takes it.
+// Knobs: threads, rows (split=1: a group of G = threads/rows threads per row), items, vec, reduce,
+//        hint, passes (1: the row held in registers, hold=reg as floats or hold=packed as 16-bit
+//        words; 2: hold=none, statistics in one read, outputs in a second), split (> 1: a cluster
+//        of `split` blocks per row, xchg=dsmem, each holding a part; they swap (max, sum, sum of z)).
+// Regime: a group's registers (short rows), a block's, a cluster's (up to 16 blocks: 256000 bf16
+//         columns), and two reads beyond them or without clusters (before sm_90).
+% team = split > 1 and threads or G
+% include("common.cu")
+% include("ce_params.h")
+% local LOSS_ONLY = op == "cross_entropy_loss"
+#define R $(R)
+#define S $(split)
+
+// A row segment's statistics: max m of z, s = sum(exp(z - m)), and t = sum(z) (for smoothing).
+struct MST { float m, s, t; };
+
+__device__ __forceinline__ MST combine3(MST a, MST b)
+{
+  const MS p = combine(MS{ a.m, a.s }, MS{ b.m, b.s });
+  return MST{ p.m, p.s, a.t + b.t };
+}
+struct OpMST { __device__ MST operator()(MST a, MST b) const { return combine3(a, b); } };
+__device__ __forceinline__ MST shfl_x(MST v, int o) { return MST{ shfl_x(v.m, o), shfl_x(v.s, o), shfl_x(v.t, o) }; }
+__device__ __forceinline__ MST shfl_0(MST v) { return MST{ shfl_0(v.m), shfl_0(v.s), shfl_0(v.t) }; }
+
+// CAP: a softcap is on (the kernel runs its rows through one of two instances of the row loop,
+// so no element pays for a branch on it).
+template <bool CAP> __device__ __forceinline__ float capz(float x, float cap, float icap) { return CAP ? cap * tanhf(x * icap) : x; }
+
+// What a row's outputs need, once its statistics are in.
+struct Row {
+  float lse, a, c, b;   // dz = a p - c - b [j == y], scale folded in
+  float wl;             // (1 - eps) W, the label's share of the loss
+  int y;                // the label's column, -1 when there is none (ignored or bad)
+  float cap, icap;
+};
+
+__device__ __forceinline__ i64 label_of(const CeParams &p, const void *labels, i64 row)
+{
+  return p.labels64 ? ((const i64 *)labels)[row] : (i64)((const int *)labels)[row];
+}
+
+// The row's scalars from its statistics; writes lse, and the loss where the label's logit is not
+// needed (ignored and bad labels). `lead`: the one thread of the row that writes them.
+__device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, i64 row, MST all, bool lead, float *loss,
+                                      float *lse)
+{
+  Row r;
+  r.cap = p.softcap;
+  r.icap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
+  r.lse = all.m + logf(all.s);
+  const i64 y = label_of(p, labels, row);
+  const bool ignored = y == p.ignore, bad = !ignored && (y < 0 || y >= COLS);
+  const float w = ignored || bad ? 0.f : p.weight ? ((const float *)p.weight)[y] : 1.f;
+  const float scale = p.scale ? *(const float *)p.scale : 1.f, eps = p.smoothing;
+  r.y = ignored || bad ? -1 : (int)y;
+  r.wl = (1.f - eps) * w;
+  r.b = scale * r.wl;
+  r.c = r.y < 0 ? 0.f : scale * eps / COLS;
+  r.a = r.y < 0 ? 0.f : r.b + scale * (eps + 2.f * p.zloss * r.lse);
+  if (lead) {
+    lse[row] = r.lse;
+    if (r.y < 0) loss[row] = bad ? __int_as_float(0x7fc00000) : 0.f;
+    if (bad && p.flag) atomicOr((int *)p.flag, 1);
+  }
+  return r;
+}
+
+// The loss, by the thread that holds the label's logit z (all: the row's statistics).
+__device__ __forceinline__ void loss_out(const CeParams &p, const Row &r, MST all, float z, float *loss, i64 row)
+{
+  const float eps = p.smoothing;
+  loss[row] = r.wl * (r.lse - z) + eps * (r.lse - all.t / COLS) + p.zloss * r.lse * r.lse;
+}
+
+// dx of one element of logit x in column col.
+template <bool CAP>
+__device__ __forceinline__ float grad(const Row &r, float x, int col)
+{
+  const float z = capz<CAP>(x, r.cap, r.icap);
+  float g = r.a * ex_finite(z, r.lse) - r.c - (col == r.y ? r.b : 0.f);
+  if (CAP) g *= 1.f - z * r.icap * (z * r.icap);
+  return g;
+}
+
+// Each held vector (slot i, body vector j, in the row, its VEC values) to f; words unpacked.
+template <class H, class F>
+__device__ __forceinline__ void each_vector(const H *v, int begin, int end, int lane, bool live, F f)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = begin + i * TEAM + lane;
+    float x[VEC];
+% if words then
+    #pragma unroll
+    for (int q = 0; q < NW; q++) unpack(opaque(v[i * NW + q]), x + q * PER_WORD);
+% else
+    #pragma unroll
+    for (int k = 0; k < VEC; k++) x[k] = v[i * VEC + k];
+% end
+    f(i, j, live && j < end, x);
+  }
+}
+
+// Each held value (slot n, body column, in the row, value) to f.
+template <class H, class F>
+__device__ __forceinline__ void each_held(const H *v, int begin, int end, int lane, bool live, F f)
+{
+  each_vector(v, begin, end, lane, live, [&](int i, int j, bool in, const float *x) {
+    #pragma unroll
+    for (int k = 0; k < VEC; k++) f(i * VEC + k, j * VEC + k, in, x[k]);
+  });
+}
+
+// Each of the thread's edge elements (slot, column, in the row, value) to f.
+template <class F>
+__device__ __forceinline__ void each_edge(const float *e, Geo g, int lane, bool live, F f)
+{
+  #pragma unroll
+  for (int i = 0; i < EDGE; i++) {
+    const int k = i * TEAM + lane;
+    f(i, edge_pos(g, k), live && k < g.h + g.t, e[i]);
+  }
+}
+
+// A thread's values as each_edge and each_held give them, for stats_of.
+struct Edges {
+  const float *e;
+  Geo g;
+  int lane;
+  bool live;
+  template <class F> __device__ __forceinline__ void each(F f) const { each_edge(e, g, lane, live, f); }
+};
+template <class H> struct Held {
+  const H *v;
+  int begin, end, lane;
+  bool live;
+  template <class F> __device__ __forceinline__ void each(F f) const { each_held(v, begin, end, lane, live, f); }
+};
+
+// A thread's statistics over the values of src, folded into a: the max first, then the sums.
+template <bool CAP, class Src>
+__device__ __forceinline__ MST stats_of(const Src &src, float cap, float icap, MST a)
+{
+  float m = a.m;
+  src.each([&](int, int, bool in, float x) { if (in) m = fmaxf(m, capz<CAP>(x, cap, icap)); });
+  float s = a.s * ex(a.m, m), t = a.t;
+  src.each([&](int, int, bool in, float x) {
+    if (in) {
+      const float z = capz<CAP>(x, cap, icap);
+      s += ex(z, m);
+      t += z;
+    }
+  });
+  return MST{ m, s, t };
+}
+
+% if split > 1 then
+__device__ __forceinline__ void cluster_sync()
+{
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// The statistics block `rank` of this cluster posted in its slot (same offset in every block).
+__device__ __forceinline__ MST remote(const MST *slot, u32 rank)
+{
+  u32 a;
+  MST v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((u32)__cvta_generic_to_shared(slot)), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v.m) : "r"(a));
+  asm volatile("ld.shared::cluster.f32 %0, [%1 + 4];" : "=f"(v.s) : "r"(a));
+  asm volatile("ld.shared::cluster.f32 %0, [%1 + 8];" : "=f"(v.t) : "r"(a));
+  return v;
+}
+
+// The row's statistics from every block's: each posts its own, one cluster barrier, and the
+// first warp folds the S posts for the block. Posts alternate by row parity k: a block posts
+// row k+2 only after every block passed row k+1's barrier, so after it read row k's posts.
+__device__ __forceinline__ MST cluster_fold(MST t, MST (*slot)[1], MST *all, u32 k)
+{
+  if (threadIdx.x == 0) slot[k & 1][0] = t;
+  cluster_sync();
+  if (threadIdx.x < 32) {
+    MST v = threadIdx.x < S ? remote(slot[k & 1], threadIdx.x) : MST{ NEG_INF, 0.f, 0.f };
+    v = lanes_reduce<32>(v, OpMST());
+    if (threadIdx.x == 0) *all = v;
+  }
+  __syncthreads();
+  return *all;
+}
+% end
+
+template <bool CAP>
+__device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, elem_t *out, float *loss, float *lse, i64 rows,
+                                        const CeParams &p)
+{
+  const float cap = p.softcap, icap = CAP ? 1.f / cap : 0.f;
+% if split > 1 then
+  const u32 rank = blockIdx.x % S;   // a cluster's blocks are consecutive
+  const int lane = threadIdx.x, grp = 0;
+  __shared__ MST slot[2][1];
+  __shared__ MST shared_all;
+  u32 k = 0;
+  for (i64 row = blockIdx.x / S; row < rows; row += gridDim.x / S, k++) {
+    const bool live = true, edges = rank == 0;   // block 0 also owns the unaligned head and tail
+% else
+  const u32 rank = 0;
+  const int lane = threadIdx.x % $(G), grp = threadIdx.x / $(G);
+  const i64 nblocks = (rows + R - 1) / R;
+  for (i64 blk = blockIdx.x; blk < nblocks; blk += gridDim.x) {
+    const i64 row = blk * R + grp;
+    const bool live = row < rows, edges = live;   // dead groups still take part in the barriers
+% end
+    const elem_t *x = in + (live ? row : 0) * p.stride;
+    elem_t *y = out + (live ? row : 0) * COLS;
+    const Geo g = geometry(x);
+    int begin = 0, end = g.nv;
+% if split > 1 then
+    begin = (int)(rank * $(CV)), end = min(g.nv, begin + $(CV));
+% end
+    float e[EDGE_SLOTS];
+    edge_load(x, g, lane, edges, e);
+    const Edges ed = { e, g, lane, edges };
+    MST mine = stats_of<CAP>(ed, cap, icap, MST{ NEG_INF, 0.f, 0.f });
+% if hold ~= "none" then
+    held_t v[HELD];
+    hold_load<true>(x + g.h, begin, end, lane, live, v);
+    mine = stats_of<CAP>(Held<held_t>{ v, begin, end, lane, live }, cap, icap, mine);
+% else
+    for (int base = begin; base < end; base += ITEMS * TEAM) {
+      float v[ITEMS * VEC];
+      load_step<false, false>(x + g.h, base, end, lane, live, v);
+      mine = stats_of<CAP>(Held<float>{ v, base, end, lane, live }, cap, icap, mine);
+    }
+% end
+    MST all = group_reduce(mine, OpMST());
+% if split > 1 then
+    all = cluster_fold(all, slot, &shared_all, k);
+% end
+    const Row r = row_of(p, labels, live ? row : 0, all, live && rank == 0 && lane == 0, loss, lse);
+    // the label's holder writes the loss: it has z[y]
+    const auto out_each = [&](int col, bool in, float xv) {
+      if (in && col == r.y) loss_out(p, r, all, capz<CAP>(xv, cap, icap), loss, row);
+    };
+    ed.each([&](int, int col, bool in, float xv) {
+      out_each(col, in, xv);
+% if not LOSS_ONLY then
+      if (in) store1(y + col, grad<CAP>(r, xv, col));
+% end
+    });
+% if hold == "none" then
+    for (int base = begin; base < end; base += ITEMS * TEAM) {
+      float v[ITEMS * VEC];
+      load_step<false, true>(x + g.h, base, end, lane, live, v);
+% else
+    {
+      const int base = begin;
+% end
+      each_vector(v, base, end, lane, live, [&](int, int j, bool in, const float *xv) {
+        float o[VEC];
+        #pragma unroll
+        for (int q = 0; q < VEC; q++) {
+          const int col = g.h + j * VEC + q;
+          out_each(col, in, xv[q]);
+          o[q] = grad<CAP>(r, xv[q], col);
+        }
+% if not LOSS_ONLY then
+        if (in) stv<false>(y + g.h + (i64)j * VEC, o);
+% end
+      });
+    }
+  }
+% if split > 1 then
+  cluster_sync();   // no block leaves while another may still read its posts
+% end
+}
+
+extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
+$(kernel)(const elem_t *in, const void *labels, elem_t *out, float *loss, float *lse, i64 rows, void *ws, CeParams p)
+{
+  if (p.softcap > 0.f) rows_of<true>(in, labels, out, loss, lse, rows, p);
+  else rows_of<false>(in, labels, out, loss, lse, rows, p);
+}
+
+// The mean's factor: 1 / the sum over rows not ignored of their label's weight (their count
+// without weights), 0 when there is none. One block.
+extern "C" __global__ void __launch_bounds__(1024) st_ce_count(const void *labels, i64 rows, CeParams p, float *out)
+{
+  __shared__ double part[32];
+  double n = 0.;
+  for (i64 i = threadIdx.x; i < rows; i += blockDim.x) {
+    const i64 y = label_of(p, labels, i);
+    if (y != p.ignore && y >= 0 && y < COLS) n += p.weight ? ((const float *)p.weight)[y] : 1.;
+  }
+  for (int o = 16; o > 0; o >>= 1) n += __shfl_xor_sync(0xffffffffu, n, o);
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = n;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double sum = 0.;
+    for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) sum += part[w];
+    *out = sum > 0. ? (float)(1. / sum) : 0.f;
+  }
+}
