@@ -50,10 +50,11 @@ __device__ __forceinline__ i64 label_of(const CeParams &p, const void *labels, i
   return p.labels64 ? ((const i64 *)labels)[row] : (i64)((const int *)labels)[row];
 }
 
-// The row's scalars from its statistics; writes lse, and the loss where the label's logit is not
-// needed (ignored and bad labels). `lead`: the one thread of the row that writes them.
-__device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, i64 row, MST all, bool lead, float *loss,
-                                      float *lse)
+// The row's scalars from its statistics; `lead`, the one thread of the row that writes them,
+// writes lse and the loss (the label's logit read again from x: one cached load a row).
+template <bool CAP>
+__device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, const elem_t *x, i64 row, MST all, bool lead,
+                                      float *loss, float *lse)
 {
   Row r;
   r.cap = p.softcap;
@@ -70,17 +71,12 @@ __device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, i64
   r.a = r.y < 0 ? 0.f : r.b + scale * (eps + 2.f * p.zloss * r.lse);
   if (lead) {
     lse[row] = r.lse;
-    if (r.y < 0) loss[row] = bad ? __int_as_float(0x7fc00000) : 0.f;
+    if (r.y >= 0)
+      loss[row] = r.wl * (r.lse - capz<CAP>(load1(x + r.y), r.cap, r.icap)) + eps * (r.lse - all.t / COLS) + p.zloss * r.lse * r.lse;
+    else loss[row] = bad ? __int_as_float(0x7fc00000) : 0.f;
     if (bad && p.flag) atomicOr((int *)p.flag, 1);
   }
   return r;
-}
-
-// The loss, by the thread that holds the label's logit z (all: the row's statistics).
-__device__ __forceinline__ void loss_out(const CeParams &p, const Row &r, MST all, float z, float *loss, i64 row)
-{
-  const float eps = p.smoothing;
-  loss[row] = r.wl * (r.lse - z) + eps * (r.lse - all.t / COLS) + p.zloss * r.lse * r.lse;
 }
 
 // dx of one element of logit x in column col.
@@ -163,6 +159,18 @@ __device__ __forceinline__ MST stats_of(const Src &src, float cap, float icap, M
     }
   });
   return MST{ m, s, t };
+}
+
+// dx of the held vectors [begin, end) (or a streamed step's), written at y's body.
+template <bool CAP, class H>
+__device__ __forceinline__ void held_out(const H *v, int begin, int end, int lane, bool live, const Row &r, elem_t *y, Geo g)
+{
+  each_vector(v, begin, end, lane, live, [&](int, int j, bool in, const float *xv) {
+    float o[VEC];
+    #pragma unroll
+    for (int q = 0; q < VEC; q++) o[q] = grad<CAP>(r, xv[q], g.h + j * VEC + q);
+    if (in) stv<false>(y + g.h + (i64)j * VEC, o);
+  });
 }
 
 % if split > 1 then
@@ -248,38 +256,23 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 % if split > 1 then
     all = cluster_fold(all, slot, &shared_all, k);
 % end
-    const Row r = row_of(p, labels, live ? row : 0, all, live && rank == 0 && lane == 0, loss, lse);
-    // the label's holder writes the loss: it has z[y]
-    const auto out_each = [&](int col, bool in, float xv) {
-      if (in && col == r.y) loss_out(p, r, all, capz<CAP>(xv, cap, icap), loss, row);
-    };
-    ed.each([&](int, int col, bool in, float xv) {
-      out_each(col, in, xv);
+    const Row r = row_of<CAP>(p, labels, x, live ? row : 0, all, live && rank == 0 && lane == 0, loss, lse);
 % if not LOSS_ONLY then
+    ed.each([&](int, int col, bool in, float xv) {
       if (in) store1(y + col, grad<CAP>(r, xv, col));
-% end
     });
-% if hold == "none" then
+% end
+% if LOSS_ONLY then
+    (void)y;
+% elseif hold == "none" then
     for (int base = begin; base < end; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
       load_step<false, true>(x + g.h, base, end, lane, live, v);
-% else
-    {
-      const int base = begin;
-% end
-      each_vector(v, base, end, lane, live, [&](int, int j, bool in, const float *xv) {
-        float o[VEC];
-        #pragma unroll
-        for (int q = 0; q < VEC; q++) {
-          const int col = g.h + j * VEC + q;
-          out_each(col, in, xv[q]);
-          o[q] = grad<CAP>(r, xv[q], col);
-        }
-% if not LOSS_ONLY then
-        if (in) stv<false>(y + g.h + (i64)j * VEC, o);
-% end
-      });
+      held_out<CAP>(v, base, end, lane, live, r, y, g);
     }
+% else
+    held_out<CAP>(v, begin, end, lane, live, r, y, g);
+% end
   }
 % if split > 1 then
   cluster_sync();   // no block leaves while another may still read its posts
