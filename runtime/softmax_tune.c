@@ -25,6 +25,7 @@ typedef struct Memo {
   gen_Launch launch;
   int resident;             /* blocks resident at once, for cooperative grids */
   char config[256];
+  int untuned;              /* n: the n-th problem served untuned (st_untuned); 0: tuned */
 } Memo;
 
 /* A zeroed workspace for cooperative kernels, one per stream: kernels on one stream run in
@@ -52,6 +53,7 @@ struct st_ctx {
   int cap, n;
   Workspace *ws;            /* guarded by mu too */
   int nws;
+  int nuntuned;             /* memo entries with untuned set, guarded by mu */
 };
 
 static _Thread_local char last_error[1024];
@@ -302,6 +304,7 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
       (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op),
       unaligned ? " with input and output differently aligned" : "", ch.config, ch.source, (long long)p->rows,
       (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), *note ? "; " : "", note);
+  m->untuned = !unaligned;   /* tuning would not change an unaligned call's kernel */
   return compile_config(c, m, p, ch.config);
 }
 
@@ -350,7 +353,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   pthread_mutex_lock(&c->mu);
   Memo *m = find(c, dtype, op, unaligned, rows, cols);
   if (!m || !m->used) {
-    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, { 0 }, 0, "" };
+    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, { 0 }, 0, "", 0 };
     CUresult r = c->drv.cuCtxPushCurrent(c->cu);
     s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols);
     if (!r) c->drv.cuCtxPopCurrent(NULL);
@@ -358,6 +361,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
     if (s == ST_OK) {
       *m = fresh;
       c->n++;
+      if (m->untuned) m->untuned = ++c->nuntuned;
     }
   }
   if (s == ST_OK) *out = *m;
@@ -451,4 +455,20 @@ st_status st_config(st_ctx *c, st_dtype dtype, st_op op, int64_t rows, int64_t c
 st_status st_config_backward(st_ctx *c, st_dtype dtype, st_op op, int64_t rows, int64_t cols, char *out, int outlen)
 {
   return config_of(c, dtype, op, GEN_SOFTMAX_BW + (int)op, rows, cols, out, outlen);
+}
+
+int st_untuned(st_ctx *c, st_problem *out, int cap)
+{
+  if (!c || cap < 0 || (cap > 0 && !out))
+    return fail(ST_EINVAL, "st_untuned: %s", !c ? "ctx is NULL" : cap < 0 ? "cap < 0" : "out is NULL"), -1;
+  pthread_mutex_lock(&c->mu);
+  int n = c->nuntuned;
+  for (int i = 0; i < c->cap; i++) {
+    const Memo *m = &c->memo[i];
+    int bw = m->op >= GEN_SOFTMAX_BW;   /* as st_softmax_backward numbers them */
+    if (m->used && m->untuned && m->untuned <= cap)
+      out[m->untuned - 1] = (st_problem){ m->rows, m->cols, (st_dtype)m->dtype, (st_op)(m->op - (bw ? GEN_SOFTMAX_BW : 0)), bw };
+  }
+  pthread_mutex_unlock(&c->mu);
+  return n;
 }
