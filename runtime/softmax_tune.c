@@ -304,7 +304,7 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
       (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op),
       unaligned ? " with input and output differently aligned" : "", ch.config, ch.source, (long long)p->rows,
       (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), *note ? "; " : "", note);
-  m->untuned = !unaligned;   /* tuning would not change an unaligned call's kernel */
+  m->untuned = !unaligned && p->op <= GEN_LOG_SOFTMAX_BW;   /* an unaligned call's kernel is never tuned */
   return compile_config(c, m, p, ch.config);
 }
 

@@ -174,12 +174,14 @@ def untuned():
     """The problems run without a tuned kernel on any device so far, each once, in the order first
     met (device by device): (rows, cols, dtype, op) with dtype f32/f16/bf16 and op softmax,
     log_softmax, softmax_backward or log_softmax_backward. [] when the library lacks st_untuned."""
-    lib = _load()
-    if not hasattr(lib, "st_untuned"):
+    with _lock:   # a context opened meanwhile in another thread: next time
+        contexts = sorted(_contexts.items())
+    if not contexts or not hasattr(_load(), "st_untuned"):   # nothing ran yet, or an older library
         return []
+    lib = _load()
     seen = {}
-    for device in sorted(_contexts):
-        for p in _listed(lib, _contexts[device]):
+    for _device, ctx in contexts:
+        for p in _listed(lib, ctx):
             op = OP_NAMES[p.op] + ("_backward" if p.backward else "")
             seen.setdefault((p.rows, p.cols, DTYPE_NAMES[p.dtype], op), None)
     return list(seen)
