@@ -39,6 +39,7 @@ def problems(path):
 
 def phase(args):
     os.environ.setdefault("SOFTMAX_TUNE_CUBINS", "none")   # first_call_ms with the compile, not a kept cubin
+    os.environ.setdefault("SOFTMAX_TUNE_WARN", "each")     # the per-problem messages name each one's source
     import torch
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, "..", "python"))

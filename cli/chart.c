@@ -172,12 +172,19 @@ int cli_chart_run(FILE *f, const cache_Run *r, const cache_Trial *t, int n)
 
 /* ---- the problems ---- */
 
-/* A problem's label: rows x cols dtype, and op when not softmax. */
-static void problem_label(FILE *f, const cache_Run *r)
+/* A problem's label: rows x cols dtype, and op when not softmax; its length. */
+static int problem_label(char *buf, size_t n, const cache_Run *r)
 {
-  fprintf(f, "%lldx%lld %s%s", (long long)r->key.rows, (long long)r->key.cols, gen_dtype_name(r->key.dtype),
-          r->key.op == GEN_SOFTMAX ? "" : " log");
+  static const char *const OPS[] = { "", " log", " bw", " log bw" };   /* by gen op */
+  return snprintf(buf, n, "%lldx%lld %s%s", (long long)r->key.rows, (long long)r->key.cols, gen_dtype_name(r->key.dtype),
+                  r->key.op >= 0 && r->key.op < GEN_NOP ? OPS[r->key.op] : " ?");
 }
+
+/* A bar label's reach from its anchor (text-anchor end, rotated 35 degrees): at most LW pixels
+** a character of the 11px font, to the left (dx) and down (dy). */
+enum { LW = 7 };
+static double label_dx(int len) { return len * LW * 0.819; }
+static double label_dy(int len) { return len * LW * 0.574 + 4; }
 
 /* A bar for problem p at x, w wide; its colour is its GPU's (the problems come grouped by GPU). */
 static void bar(FILE *f, const cache_Run *p, double x, double w, double top, int h, int gpu)
@@ -194,18 +201,26 @@ static void bar(FILE *f, const cache_Run *p, double x, double w, double top, int
   if (w >= 24 && p->winner[0]) fprintf(f, "<text class=\"bar-value\" x=\"%.1f\" y=\"%.1f\">%.3f</text>\n", x + w / 2, y - 4, p->frac);
   else if (w >= 24) fprintf(f, "<text class=\"bar-value none\" x=\"%.1f\" y=\"%.1f\">none</text>\n", x + w / 2, y - 4);
   if (w < 8) return;   /* too many problems to name under their bars: the tooltips do */
-  fprintf(f, "<text class=\"bar-label\" transform=\"translate(%.1f,%d) rotate(-35)\">", x + w / 2, h + 12);
-  problem_label(f, p);
-  fputs("</text>\n", f);
+  char label[96];
+  problem_label(label, sizeof label, p);
+  fprintf(f, "<text class=\"bar-label\" transform=\"translate(%.1f,%d) rotate(-35)\">%s</text>\n", x + w / 2, h + 12, label);
 }
 
 int cli_chart_problems(FILE *f, const cache_Run *const *p, int n)
 {
   int h = 140, gpu = 0;
-  double largest = 0, slot = (double)(W - ML - MR) / (n ? n : 1), w = fmin(36, slot * 0.7);
-  for (int i = 0; i < n; i++) largest = fmax(largest, p[i]->winner[0] ? drawn(p[i]->frac) : 0);
-  fprintf(f, "<svg class=\"problems-chart\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"winner's fraction of copy by "
-             "problem\">\n", W, h + 90);
+  char label[96];
+  double largest = 0, slot = (double)(W - ML - MR) / (n ? n : 1), w = fmin(36, slot * 0.7), left = 0, bottom = h + 90;
+  for (int i = 0; i < n; i++) {
+    int len = problem_label(label, sizeof label, p[i]);
+    largest = fmax(largest, p[i]->winner[0] ? drawn(p[i]->frac) : 0);
+    if (w >= 8) {   /* labels drawn (see bar): the drawing holds them whole */
+      left = fmin(left, ML + slot * (i + 0.5) - label_dx(len) - 4);
+      bottom = fmax(bottom, h + 12 + label_dy(len));
+    }
+  }
+  fprintf(f, "<svg class=\"problems-chart\" viewBox=\"%.0f 0 %.0f %.0f\" role=\"img\" aria-label=\"winner's fraction of "
+             "copy by problem\">\n", floor(left), W - floor(left), ceil(bottom));
   axes(f, y_top(largest), h, "of copy");
   for (int i = 0; i < n; i++) {
     if (i && strcmp(p[i]->key.gpu, p[i - 1]->key.gpu)) gpu++;

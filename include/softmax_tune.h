@@ -120,6 +120,24 @@ st_status st_cross_entropy(st_ctx *ctx, st_dtype dtype, const void *logits, cons
 ** gradient, 0 loss only). */
 st_status st_config_cross_entropy(st_ctx *ctx, st_dtype dtype, int grad, int64_t rows, int64_t cols, char *out, int outlen);
 
+/* A problem this context ran without a tuned kernel (st_untuned). As a line of a shapes file
+** for `softmax-tune --shapes FILE`: "ROWSxCOLS dtype op", dtype f32, f16 or bf16, op softmax,
+** log_softmax, softmax_backward or log_softmax_backward (backward: st_softmax_backward's). */
+typedef struct st_problem {
+  int64_t rows, cols;
+  st_dtype dtype;
+  st_op op;
+  int backward;
+} st_problem;
+
+/* The problems st_softmax and st_softmax_backward served on this context without a tuned
+** kernel (the untuned path, ST_MISS_HEURISTIC: a rule-based config compiled on first use), each
+** once, in the order first met: the first cap of them into out (out may be NULL when cap is 0).
+** Returns how many there are in all (more than cap: call again with a larger array), or -1 (ctx
+** NULL, cap < 0, or out NULL with cap > 0; st_error says which). A call with differently aligned
+** input and output pointers is not listed: its vector-free kernel is never a tuned one. */
+int st_untuned(st_ctx *ctx, st_problem *out, int cap);
+
 /* The message of the last failed call in this thread; ctx may be NULL. */
 const char *st_error(const st_ctx *ctx);
 const char *st_version(void);

@@ -4,7 +4,7 @@ element, between the float32 error bounds of the float64 reference, each rounded
 (to nearest even, subnormals included); NaN exactly where the reference is NaN, infinities
 equal; each row's sum (of exp(out) for log_softmax) between the sums of those bounds. A
 correctly rounded output always passes. The C tool applies the same rule (tuner/ref.c, and
-templates/check.cu on the GPU); bench/peers.py, bench/rank.py and tests/test_python.py use this.
+templates/check.cu on the GPU); bench/peers.py, lab/rank.py and tests/test_python.py use this.
 
     ok, max_err_ulps = check(y, x, log=False)
     ok, max_err_ulps, first_failure = explain(y, x, log=False)

@@ -27,6 +27,7 @@ typedef struct Memo {
   gen_Launch launch;
   int resident;             /* blocks resident at once, for cooperative grids */
   char config[256];
+  int untuned;              /* n: the n-th problem served untuned (st_untuned); 0: tuned */
 } Memo;
 
 /* A zeroed workspace for cooperative kernels, one per stream: kernels on one stream run in
@@ -55,6 +56,7 @@ struct st_ctx {
   int cap, n;
   Workspace *ws;            /* guarded by mu too */
   int nws;
+  int nuntuned;             /* memo entries with untuned set, guarded by mu */
 };
 
 static _Thread_local char last_error[1024];
@@ -278,19 +280,22 @@ static st_status tune_now(st_ctx *c, Memo *m, const gen_Problem *p, const cache_
   return s;
 }
 
-/* An entry made under another driver or NVRTC is verified again, on its own shape, before its
-** first use: CACHE_OK to use it; else it is freed (failed: gone from the cache, a miss). */
+/* An entry made under another driver or NVRTC, or imported from a bundle and not retimed, is
+** verified again, on its own shape, before its first use: CACHE_OK to use it; else it is freed (failed: gone from the cache, a miss). */
 static int still_good(st_ctx *c, const gen_Problem *p, const cache_Key *k, cache_Entry *e)
 {
-  char err[1024];
+  char err[1024], made[64];
   gen_Problem q = *p;
   cache_Key kk = *k;
   if (!tune_stale(k, e)) return CACHE_OK;
   q.rows = kk.rows = e->key.rows;
+  /* driver 0: imported from a bundle and not timed here */
+  if (e->key.driver) snprintf(made, sizeof made, "was tuned under driver %d, NVRTC %d", e->key.driver, e->key.nvrtc);
+  else snprintf(made, sizeof made, "came from a bundle");
   int rc = tune_gpu_reverify(c->dev.ordinal, c->gen, &q, c->db, &kk, e, err, sizeof err);
-  say(c, "softmax-tune: the kernel of %lldx%lld %s %s was tuned under driver %d, NVRTC %d: verified again, %s%s%s",
-      (long long)e->key.rows, (long long)e->key.cols, gen_dtype_name(e->key.dtype), gen_op_name(e->key.op),
-      e->key.driver, e->key.nvrtc, rc == CACHE_OK ? "passed" : "not used", err[0] ? ": " : "", err);
+  say(c, "softmax-tune: the kernel of %lldx%lld %s %s %s: verified again, %s%s%s", (long long)e->key.rows,
+      (long long)e->key.cols, gen_dtype_name(e->key.dtype), gen_op_name(e->key.op), made,
+      rc == CACHE_OK ? "passed" : "not used", err[0] ? ": " : "", err);
   if (rc != CACHE_OK) cache_entry_free(e);
   return rc;
 }
@@ -306,6 +311,8 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
       (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op),
       unaligned ? " with input and output differently aligned" : "", ch.config, ch.source, (long long)p->rows,
       (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), *note ? "; " : "", note);
+  /* tuning would not change an unaligned call's kernel; st_problem names the softmax ops only (not cross-entropy) */
+  m->untuned = !unaligned && m->op < GEN_CE;
   return compile_config(c, m, p, ch.config);
 }
 
@@ -354,7 +361,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   pthread_mutex_lock(&c->mu);
   Memo *m = find(c, dtype, op, unaligned, rows, cols);
   if (!m || !m->used) {
-    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, NULL, { 0 }, 0, "" };
+    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, NULL, { 0 }, 0, "", 0 };
     CUresult r = c->drv.cuCtxPushCurrent(c->cu);
     s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols);
     if (!r) c->drv.cuCtxPopCurrent(NULL);
@@ -362,6 +369,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
     if (s == ST_OK) {
       *m = fresh;
       c->n++;
+      if (m->untuned) m->untuned = ++c->nuntuned;
     }
   }
   if (s == ST_OK) *out = *m;
@@ -542,4 +550,20 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
 st_status st_config_cross_entropy(st_ctx *c, st_dtype dtype, int grad, int64_t rows, int64_t cols, char *out, int outlen)
 {
   return config_of(c, dtype, ST_SOFTMAX, grad ? GEN_CE : GEN_CE_LOSS, rows, cols, out, outlen);
+}
+
+int st_untuned(st_ctx *c, st_problem *out, int cap)
+{
+  if (!c || cap < 0 || (cap > 0 && !out))
+    return fail(ST_EINVAL, "st_untuned: %s", !c ? "ctx is NULL" : cap < 0 ? "cap < 0" : "out is NULL"), -1;
+  pthread_mutex_lock(&c->mu);
+  int n = c->nuntuned;
+  for (int i = 0; i < c->cap; i++) {
+    const Memo *m = &c->memo[i];
+    int bw = m->op >= GEN_SOFTMAX_BW;   /* as st_softmax_backward numbers them */
+    if (m->used && m->untuned && m->untuned <= cap)
+      out[m->untuned - 1] = (st_problem){ m->rows, m->cols, (st_dtype)m->dtype, (st_op)(m->op - (bw ? GEN_SOFTMAX_BW : 0)), bw };
+  }
+  pthread_mutex_unlock(&c->mu);
+  return n;
 }

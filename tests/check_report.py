@@ -7,13 +7,20 @@ matching WHERE (an SQL condition on the runs table; all runs by default) there i
 <svg class="run-chart" data-run=ID> with one mark (a circle of class "mark") per timed trial,
 the winner's mark (its tooltip names the winner's config) and one finalist mark per other
 finalist, and the run's section names the winner and every prune or failure reason; without
---single (a page of one run, --run), the problems table has one row per problem. Prints what
+--single (a page of one run, --run), the problems table has one row per problem, and the
+problems chart's bar labels are each a whole problem name ("1048576x128 f32") lying within the
+chart's drawing (viewBox), at a generous 0.62 em a character of its 11px font. Prints what
 it checked; exit 0 when all holds, 1 otherwise."""
 import argparse
 import html.parser
+import math
 import os
+import re
 import sqlite3
 import sys
+
+OPS = {"softmax": "", "log_softmax": " log", "softmax_backward": " bw", "log_softmax_backward": " log bw"}
+CHAR_PX = 0.62 * 11
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
@@ -25,6 +32,7 @@ class Page(html.parser.HTMLParser):
         self.charts = {}      # run id -> {"marks": n, "winner": [configs], "finalist": n}
         self.sections = {}    # run id -> its text
         self.problem_rows = 0
+        self.problems_box, self.labels, self.label = None, [], None   # viewBox; (x, y, text) of each bar label
         self.cache_text = ""
         self.chart, self.title, self.title_for = None, None, None
 
@@ -45,6 +53,11 @@ class Page(html.parser.HTMLParser):
             self.title_for = "winner" if "winner" in self.classes(attrs) else None
         if tag == "title":
             self.title = ""
+        if tag == "svg" and "problems-chart" in self.classes(attrs):
+            self.problems_box = [float(v) for v in a["viewbox"].split()]
+        if tag == "text" and "bar-label" in self.classes(attrs):
+            m = re.fullmatch(r"translate\(([-\d.]+),([-\d.]+)\) rotate\(-35\)", a.get("transform", ""))
+            self.label = [float(m[1]), float(m[2]), ""] if m else [math.nan, math.nan, ""]
         if tag == "section" and a.get("id", "").startswith("run-"):
             self.sections[int(a["id"][4:])] = ""
         if tag == "tr" and any(t == "table" and "problems" in self.classes(at) for t, at in self.stack):
@@ -68,10 +81,15 @@ class Page(html.parser.HTMLParser):
             self.chart["winner"].append(self.title.split("\n")[0])
         if tag == "title":
             self.title, self.title_for = None, None
+        if tag == "text" and self.label is not None:
+            self.labels.append(tuple(self.label))
+            self.label = None
 
     def handle_data(self, data):
         if self.title is not None:
             self.title += data
+        if self.label is not None:
+            self.label[2] += data
         for tag, attrs in self.stack:
             if tag == "section" and dict(attrs).get("id", "").startswith("run-"):
                 self.sections[int(dict(attrs)["id"][4:])] += data
@@ -86,6 +104,26 @@ class Page(html.parser.HTMLParser):
                 self.errors.append(f"{k}={v!r} fetches or leaves the page")
             if k.startswith("on"):
                 self.errors.append(f"an event handler {k}")
+
+
+def check_labels(p, db, where, problems):
+    """The problems chart's labels: whole names of the problems, inside the drawing (anchored at
+    their end, rotated 35 degrees up: they reach left and down from the anchor)."""
+    want = {f"{r}x{c} {d}{OPS.get(op, ' ?')}" for d, op, r, c in
+            db.execute(f"SELECT DISTINCT dtype, op, rows, cols FROM runs WHERE {where}")}
+    if p.problems_box is None:
+        return ["no problems chart"]
+    x0, y0, w, h = p.problems_box
+    errors = []
+    if p.labels and len(p.labels) != problems:
+        errors.append(f"{len(p.labels)} bar labels, {problems} problems")
+    for x, y, text in p.labels:
+        reach = len(text) * CHAR_PX
+        if text not in want:
+            errors.append(f"bar label {text!r} is no whole problem name ({sorted(want)[:4]}...)")
+        if not (x - reach * math.cos(math.radians(35)) >= x0 and y + reach * math.sin(math.radians(35)) <= y0 + h):
+            errors.append(f"bar label {text!r} at ({x}, {y}) reaches past the drawing {p.problems_box}")
+    return errors
 
 
 def main():
@@ -138,6 +176,7 @@ def main():
         problems = db.execute(f"SELECT count(*) FROM (SELECT DISTINCT gpu, dtype, op, rows, cols FROM runs WHERE {o.where})").fetchone()[0]
         if p.problem_rows != problems + 1:
             errors.append(f"the problems table has {p.problem_rows - 1} rows, want {problems}")
+        errors += check_labels(p, db, o.where, problems)
     for e in errors[:30]:
         print("FAIL:", e)
     print(f"{o.page}: {len(runs)} runs, {marks} marks, {reasons} reasons checked; {len(errors)} problems")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # python_pkg.sh SOURCE LIBRARY BUILD — the Python package with no torch and no GPU: every Python
-# file of the binding, tests and benchmarks compiles; softmax_tune/_lib.py (torch-free) finds the
+# file of the binding, tests, benchmarks and lab/ compiles; softmax_tune/_lib.py (torch-free) finds the
 # library through SOFTMAX_TUNE_LIB and, installed by `cmake --install`, in its prefix, and loads it;
 # `pip install python/` builds with no torch (where setuptools and wheel are installed: offline,
 # --no-build-isolation) and installs the package and softmax_tune_check.
@@ -8,10 +8,10 @@ set -eu
 src=$1 lib=$2 build=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in "$src"/python/softmax_tune/*.py "$src"/python/softmax_tune_check.py "$src"/tests/*.py "$src"/bench/*.py; do
+for f in "$src"/python/softmax_tune/*.py "$src"/python/softmax_tune_check.py "$src"/tests/*.py "$src"/bench/*.py "$src"/lab/*.py; do
   python3 -c "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)" "$f" "$tmp/c.pyc"
 done
-echo "compiled: the package, tests/*.py, bench/*.py"
+echo "compiled: the package, tests/*.py, bench/*.py, lab/*.py"
 # library_path() and loading, from a module file at $1 (no torch imported)
 lookup() {
   python3 - "$1" <<'PY'

@@ -132,6 +132,12 @@ int main(int argc, char **argv)
     { 4096, 4096, GEN_F32, GEN_SOFTMAX, 1, 0, NULL },    { 32, 16384, GEN_BF16, GEN_LOG_SOFTMAX, 0, 0, NULL },
     { 8, 262144, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },     { 1024, 256, GEN_F16, GEN_SOFTMAX, 0, 0, "Fake <GPU> & \"B\"" },
     { 64, 1000, GEN_F32, GEN_SOFTMAX, 0, 1, NULL },
+    /* enough f32 softmax problems that report --dtype f32 draws narrow bars, the longest label first */
+    { 1048576, 128, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },  { 32768, 256, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },
+    { 2048, 512, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },     { 16384, 768, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },
+    { 4096, 1024, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },    { 1024, 1536, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },
+    { 512, 2048, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },     { 256, 3072, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },
+    { 2000, 6000, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },    { 128, 8192, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },
   };
   char err[1024];
   gen_State *g;

@@ -4,7 +4,7 @@
 ** them, each problem tuned once) and one of another (tuning all of it), the fake's fastest
 ** config winning each, the cache answering a second run, the compiles queued ahead handing
 ** the sweep every cubin, a cancel keeping the finished problems, and the command's summary
-** and exit status, Ctrl-C included.
+** and exit status, Ctrl-C included. With --parse FILE: FILE's problems, printed.
 */
 #include <fcntl.h>
 #include <signal.h>
@@ -217,9 +217,24 @@ static void check_command(void)
   CHECK(signal(SIGINT, SIG_DFL) == SIG_DFL, "the command left its SIGINT handler");
 }
 
-int main(void)
+/* test_batch --parse FILE: FILE's problems as the command reads them, "RxC dtype op" a line
+** (tests/test_untuned_py.py checks that softmax_tune.write_untuned's files read back whole). */
+static int parse_only(const char *path)
+{
+  gen_Problem *l;
+  char err[512];
+  int n = problems(NULL, path, NULL, NULL, &l, err);
+  if (n < 0) return fprintf(stderr, "%s\n", err), 2;
+  for (int i = 0; i < n; i++)
+    printf("%lldx%lld %s %s\n", (long long)l[i].rows, (long long)l[i].cols, gen_dtype_name(l[i].dtype), gen_op_name(l[i].op));
+  free(l);
+  return 0;
+}
+
+int main(int argc, char **argv)
 {
   gen_State *g;
+  if (argc == 3 && strcmp(argv[1], "--parse") == 0) return parse_only(argv[2]);
   char err[512];
   if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
   if (gen_open(&g, NULL, err, sizeof err)) return fprintf(stderr, "gen_open: %s\n", err), 1;

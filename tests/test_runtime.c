@@ -39,6 +39,7 @@ static void test_cpu(void)
         strstr(st_error(NULL), "ctx is NULL"), "backward, NULL ctx: %s", st_error(NULL));
   st_options o = { (st_miss)9, NULL, NULL };
   CHECK(st_open_ex(&c, 0, NULL, &o) == ST_EINVAL, "bad miss policy");
+  CHECK(st_untuned(NULL, NULL, 0) == -1 && strstr(st_error(NULL), "ctx is NULL"), "st_untuned, NULL ctx: %s", st_error(NULL));
   st_close(NULL);
 }
 
@@ -231,6 +232,26 @@ static st_ctx *open_with(st_miss miss)
   return c;
 }
 
+/* c has served 77x3000 bf16 log_softmax untuned and nothing else: st_untuned lists it alone; a
+** tuned shape (256x1024 f32, cached by the tune policy) and a backward miss are listed after. */
+static void test_untuned_list(st_ctx *c)
+{
+  char cfg[256];
+  st_problem p[4] = { { 0 } };
+  if (!c) return;
+  CHECK(st_untuned(c, p, 4) == 1 && p[0].rows == 77 && p[0].cols == 3000 && p[0].dtype == ST_BF16 &&
+        p[0].op == ST_LOG_SOFTMAX && !p[0].backward, "untuned: %lldx%lld dtype %d op %d", (long long)p[0].rows,
+        (long long)p[0].cols, p[0].dtype, p[0].op);
+  CHECK(st_config(c, ST_F32, ST_SOFTMAX, 256, 1024, cfg, sizeof cfg) == ST_OK && st_untuned(c, NULL, 0) == 1,
+        "a tuned shape is not listed: %d", st_untuned(c, NULL, 0));
+  CHECK(st_config_backward(c, ST_F16, ST_SOFTMAX, 5, 700, cfg, sizeof cfg) == ST_OK && st_untuned(c, p, 1) == 2 &&
+        p[0].rows == 77, "a backward miss: %d", st_untuned(c, NULL, 0));
+  CHECK(st_untuned(c, p, 4) == 2 && p[1].rows == 5 && p[1].cols == 700 && p[1].dtype == ST_F16 && p[1].op == ST_SOFTMAX &&
+        p[1].backward == 1, "the backward one second: %lldx%lld backward %d", (long long)p[1].rows, (long long)p[1].cols,
+        p[1].backward);
+  CHECK(st_untuned(c, NULL, 1) == -1 && st_untuned(c, p, -1) == -1, "st_untuned: bad out or cap accepted");
+}
+
 static void test_policies(void)
 {
   char cfg[256], cfg2[256];
@@ -255,6 +276,7 @@ static void test_policies(void)
   CHECK(c && st_config(c, ST_BF16, ST_LOG_SOFTMAX, 77, 3000, cfg, sizeof cfg) == ST_OK, "heuristic: %s", st_error(c));
   CHECK(c && st_config(c, ST_BF16, ST_LOG_SOFTMAX, 77, 3000, cfg, sizeof cfg) == ST_OK && logged == 1,
         "heuristic said once, got %d", logged);
+  test_untuned_list(c);
   st_close(c);
 }
 

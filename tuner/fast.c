@@ -1,6 +1,6 @@
 /*
 ** fast.c — the fast sweep's pick (see tune.h): the space ranked by a prior fitted offline on
-** full sweeps (fast_prior.h, made by bench/fast_sim.py), and cut to the `keep` best-ranked
+** full sweeps (fast_prior.h, made by lab/fast_sim.py), and cut to the `keep` best-ranked
 ** configs plus the best-ranked one of each family (passes, hold, row or split; the ring with
 ** claimed parts, xchg=claim, apart), so that no family goes untried. A config's score is the
 ** sum, over its features (family, threads, threads per row, bytes per access, hint, reduce,

@@ -2,7 +2,7 @@
 ** green.c — a GPU narrowed to some of its SMs: a green context (CUDA 12.4+ driver) holding N
 ** SMs, for the tuner's --sms. Kernels launched in it run on those SMs alone while memory keeps
 ** its whole bandwidth, so each SM must move more bytes per microsecond: 88-96 of an H100's 132
-** SMs ask of each SM what an H200's faster memory asks of its 132 (bench/green_probe.cu).
+** SMs ask of each SM what an H200's faster memory asks of its 132 (lab/green_probe.cu).
 ** The entry points are looked up here (tune_driver_proc), not among the ones cudrv.c requires,
 ** so drivers before 12.4 still load.
 */

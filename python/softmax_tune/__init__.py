@@ -19,6 +19,9 @@ copied. Anything else (a CPU tensor, float64, an empty or 0-d tensor) is torch's
 Under torch.compile the call goes through the custom op softmax_tune::softmax
 (softmax_tune/ops.py); eager calls go straight to the library (with requires_grad, through an
 autograd.Function whose backward runs the same backward kernel).
+Shapes nobody tuned are recorded: softmax_tune.untuned() lists them, write_untuned("shapes.txt")
+writes them for `softmax-tune --shapes shapes.txt`, and one warning at exit says how many
+(SOFTMAX_TUNE_WARN=each: also one per problem as it comes; =none: none).
 See docs/python.md; the library is found as softmax_tune/_lib.py says.
 """
 
@@ -26,8 +29,10 @@ import torch
 
 from . import _lib, nn, ops
 
-__all__ = ["softmax", "log_softmax", "config", "library_path", "nn"]
+__all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "UntunedWarning", "library_path", "nn"]
 library_path = _lib.library_path
+untuned = _lib.untuned
+UntunedWarning = _lib.UntunedWarning
 
 
 def _last(x, dim):
@@ -88,3 +93,9 @@ def config(x, log=False, backward=False):
                          % (x.device, x.dtype))
     device, dtype, rows, cols, _ = ops._args(x)
     return _lib.config(device, dtype, int(log), rows, cols, backward)
+
+
+def write_untuned(path):
+    """Write untuned() to path as a shapes file ('RxC dtype op' a line, the whole file at once), for
+    `softmax-tune --shapes path`; returns how many problems it holds."""
+    return _lib.write_shapes(path, untuned())

@@ -1,6 +1,7 @@
 """_lib.py — the runtime library (libsoftmax_tune.so) through ctypes: where it is found, one
 st_ctx per CUDA device (opened on first use, thread-safe), and the three calls the binding
-makes (st_softmax, st_softmax_backward, st_config[_backward]) on raw device pointers. No torch here.
+makes (st_softmax, st_softmax_backward, st_config[_backward]) on raw device pointers, and the
+list of problems run without a tuned kernel (st_untuned) with its one warning. No torch here.
 
 The library is found at $SOFTMAX_TUNE_LIB, next to this package, in the install prefix
 (<prefix>/lib when this package is <prefix>/share/softmax-tune/python/softmax_tune), in the
@@ -8,9 +9,11 @@ source tree's build/ (python/../build), else by the dynamic loader (LD_LIBRARY_P
 after `cmake --install build --prefix /usr/local`, for a `pip install`ed package).
 """
 
+import atexit
 import ctypes
 import os
 import threading
+import warnings
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _NAME = "libsoftmax_tune.so"
@@ -51,6 +54,8 @@ def _load():
         lib.st_config.argtypes = [_PTR, _INT, _INT, _I64, _I64, ctypes.c_char_p, _INT]
         lib.st_error.argtypes = [_PTR]
         lib.st_error.restype = ctypes.c_char_p
+        if hasattr(lib, "st_untuned"):   # absent from libraries built before it
+            lib.st_untuned.argtypes = [_PTR, ctypes.POINTER(_Problem), _INT]
         if hasattr(lib, "st_softmax_backward"):   # absent from libraries built before it
             lib.st_softmax_backward.argtypes = [_PTR, _INT, _INT, _PTR, _PTR, _PTR, _I64, _I64, _PTR]
             lib.st_config_backward.argtypes = lib.st_config.argtypes
@@ -58,10 +63,35 @@ def _load():
     return _lib
 
 
+class UntunedWarning(UserWarning):
+    """The one warning a process gets, at exit, when it ran problems without a tuned kernel."""
+
+
+class _Problem(ctypes.Structure):   # st_problem
+    _fields_ = [("rows", _I64), ("cols", _I64), ("dtype", _INT), ("op", _INT), ("backward", _INT)]
+
+
+DTYPE_NAMES = ("f32", "f16", "bf16")        # st_dtype -> the --shapes word
+OP_NAMES = ("softmax", "log_softmax")       # st_op; the backward's with "_backward"
+_PER_SHAPE = ("softmax-tune: no tuned kernel for ", " uses the kernel tuned for ")
+
+
+def _per_shape(text):
+    """What a per-problem message (an untuned shape, or a kernel of other rows) still says
+    without SOFTMAX_TUNE_WARN=each: the note after an untuned one (a stale table), else None."""
+    if not any(k in text for k in _PER_SHAPE):
+        return text
+    if os.environ.get("SOFTMAX_TUNE_WARN") == "each":
+        return text
+    note = text.partition("(tune with: ")[2].partition("); ")[2]
+    return "softmax-tune: " + note if note else None
+
+
 @_LOG
 def _log(_ud, message):
-    import warnings
-    warnings.warn(message.decode(errors="replace"), stacklevel=3)
+    text = _per_shape(message.decode(errors="replace"))
+    if text:
+        warnings.warn(text, stacklevel=3)
 
 
 class _Options(ctypes.Structure):
@@ -82,6 +112,8 @@ def context(device):
             if lib.st_open_ex(ctypes.byref(handle), device, None, ctypes.byref(opts)) != 0:
                 raise RuntimeError("softmax_tune: " + lib.st_error(None).decode(errors="replace"))
             ctx = _contexts[device] = handle.value
+            if len(_contexts) == 1:
+                atexit.register(_warn_untuned)
         return ctx
 
 
@@ -123,3 +155,69 @@ def config(device, dtype, op, rows, cols, backward=False):
     buf = ctypes.create_string_buffer(256)
     _check(fn(ctx, dtype, op, rows, cols, buf, 256), ctx)
     return buf.value.decode()
+
+
+def _listed(lib, ctx):
+    """st_untuned of one context, whole (it may grow between the count and the copy)."""
+    n = 0
+    while True:
+        buf = (_Problem * n)()
+        got = lib.st_untuned(ctx, buf, n)
+        if got < 0:
+            _check(1, ctx)
+        if got <= n:
+            return buf[:got]
+        n = got
+
+
+def untuned():
+    """The problems run without a tuned kernel on any device so far, each once, in the order first
+    met (device by device): (rows, cols, dtype, op) with dtype f32/f16/bf16 and op softmax,
+    log_softmax, softmax_backward or log_softmax_backward. [] when the library lacks st_untuned."""
+    with _lock:   # a context opened meanwhile in another thread: next time
+        contexts = sorted(_contexts.items())
+    if not contexts or not hasattr(_load(), "st_untuned"):   # nothing ran yet, or an older library
+        return []
+    lib = _load()
+    seen = {}
+    for _device, ctx in contexts:
+        for p in _listed(lib, ctx):
+            op = OP_NAMES[p.op] + ("_backward" if p.backward else "")
+            seen.setdefault((p.rows, p.cols, DTYPE_NAMES[p.dtype], op), None)
+    return list(seen)
+
+
+def write_shapes(path, problems, merge=False):
+    """problems as a shapes file for `softmax-tune --shapes`: 'RxC dtype op' a line, written whole
+    (a temporary file renamed over path). merge: the lines path has already are kept, first."""
+    lines = ["%dx%d %s %s\n" % p for p in problems]
+    if merge and os.path.exists(path):
+        with open(path) as f:
+            old = [line if line.endswith("\n") else line + "\n" for line in f]
+        lines = old + [line for line in lines if line not in old]
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.writelines(lines)
+    os.replace(tmp, path)
+    return len(lines)
+
+
+def _warn_untuned():
+    """At exit: how many problems ran untuned, written to $SOFTMAX_TUNE_UNTUNED if set, and how
+    to tune them; nothing with SOFTMAX_TUNE_WARN=none."""
+    path = os.environ.get("SOFTMAX_TUNE_UNTUNED")
+    try:
+        found = untuned()
+        if path and found:
+            write_shapes(path, found, merge=True)
+    except Exception as e:   # noqa: BLE001  (at exit, one line beats a traceback)
+        warnings.warn("softmax_tune: listing the untuned problems: %s" % e, UntunedWarning)
+        return
+    if not found or os.environ.get("SOFTMAX_TUNE_WARN") == "none":
+        return
+    n, file = len(found), path or "shapes.txt"
+    how = ("written to %s" % path if path else
+           "softmax_tune.write_untuned(\"shapes.txt\") (or SOFTMAX_TUNE_UNTUNED=shapes.txt) writes them")
+    warnings.warn("softmax_tune: %d problem%s ran without a tuned kernel: %s; `softmax-tune --shapes %s` tunes them "
+                  "(SOFTMAX_TUNE_WARN=each: a warning per problem too; =none: no warning)"
+                  % (n, "" if n == 1 else "s", how, file), UntunedWarning)

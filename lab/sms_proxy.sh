@@ -3,7 +3,7 @@
 # packed by bench/carry.sh: cold fast tunes of each problem on the whole GPU and then on $SMS
 # (default "96 88") of its SMs (--sms: a green context; the copy floor runs there too), each
 # winner's us also divided into the whole GPU's copy us of the same problem. 88-96 of an H100's
-# 132 SMs must each move what an H200's 132 move (bench/green_probe.cu): what the tuner would
+# 132 SMs must each move what an H200's 132 move (lab/green_probe.cu): what the tuner would
 # find where memory is faster per SM. Prints "dtype shape sms winner_us copy_us frac frac_of_whole config".
 set -u
 B=.carry/softmax-tune

@@ -5,7 +5,7 @@
 // bytes each SM must move per microsecond match an H200's (132 SMs, about 1.41 times the
 // bandwidth), and a kernel run on those SMs shows whether it keeps pace with an H200's memory.
 // Build and run on the GPU machine:
-//   nvcc -O3 -arch=sm_90 -std=c++17 -o green_probe bench/green_probe.cu -lcuda && ./green_probe
+//   nvcc -O3 -arch=sm_90 -std=c++17 -o green_probe lab/green_probe.cu -lcuda && ./green_probe
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>

@@ -7,7 +7,7 @@ is written without it, `softmax-tune explain --arch sm_XX` picks its config from
 fastest: untuned/tuned as fractions of copy (first-round timings of one sweep, so like with like).
 A config the sweep never tried is counted as unknown. --table none: today's heuristic alone.
 
-    python3 bench/untuned_loo.py --cache all.db --table templates/defaults/sm_90.tsv [--bin build/softmax-tune]
+    python3 lab/untuned_loo.py --cache all.db --table templates/defaults/sm_90.tsv [--bin build/softmax-tune]
 """
 import argparse
 import math

@@ -6,7 +6,7 @@
 // triton.testing.do_bench clears L2); rounds of every variant are interleaved; median. Every
 // softmax variant is checked against a float64 softmax on the CPU first.
 //
-//     nvcc -O3 -arch=sm_90 -std=c++17 -o lat32 bench/lat32.cu && ./lat32 [rounds]
+//     nvcc -O3 -arch=sm_90 -std=c++17 -o lat32 lab/lat32.cu && ./lat32 [rounds]
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <cooperative_groups.h>

@@ -3,7 +3,7 @@
 (triton.testing.do_bench through the runtime library), next to the copy and the Triton row
 kernel, to check that the tuner's own timing ranks them as peers.py would.
 
-    python3 bench/rank.py --shape 32x16384 --dtype bfloat16 [--rounds 5] CONFIG ...
+    python3 lab/rank.py --shape 32x16384 --dtype bfloat16 [--rounds 5] CONFIG ...
 
 Each config is tuned alone (softmax-tune --config) into its own cache, so the library launches
 exactly that kernel; the tuner's fraction of copy is shown beside the do_bench one. Rounds run every system once each, in turn, so drift hits all alike;
@@ -23,7 +23,7 @@ import triton
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "bench"))   # peers.py, benchlib.py
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import peers  # noqa: E402
 import softmax_tune  # noqa: E402

@@ -12,7 +12,7 @@
 // Each launch is timed alone by events after a 256 MB memset; rounds of every variant are
 // interleaved; median. Every variant's output is compared with its input byte for byte first.
 //
-//     nvcc -O3 -arch=sm_90 -std=c++17 -o ringcopy bench/ringcopy.cu && ./ringcopy [MB] [part_KB] [rounds]
+//     nvcc -O3 -arch=sm_90 -std=c++17 -o ringcopy lab/ringcopy.cu && ./ringcopy [MB] [part_KB] [rounds]
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>

@@ -8,7 +8,7 @@
 ** the tuner's figures are verified.
 ** THREADS, GRID and SMEM are the launch `softmax-tune` would use (gen_Launch; the ring: one
 ** block a SM in groups of split, DEPTH stages of RV vectors), given by hand.
-** Build: cc -O2 bench/rawtime.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda */
+** Build: cc -O2 lab/rawtime.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
