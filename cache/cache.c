@@ -326,8 +326,7 @@ static void read_key(sqlite3_stmt *st, cache_Key *k)
   k->cols = sqlite3_column_int64(st, 9);
 }
 
-/* An entries row (ENTRY_COLS, then the cubin when with_cubin) into e. */
-static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cubin)
+void cache_entry_row(sqlite3_stmt *st, cache_Entry *e)
 {
   memset(e, 0, sizeof *e);
   read_key(st, &e->key);
@@ -350,6 +349,12 @@ static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cu
   e->run = sqlite3_column_int64(st, 25);
   text_col(st, 26, e->created, sizeof e->created);
   text_col(st, 27, e->origin, sizeof e->origin);
+}
+
+/* An entries row (ENTRY_COLS, then the cubin when with_cubin) into e. */
+static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cubin)
+{
+  cache_entry_row(st, e);
   if (!with_cubin) return 0;
   const void *blob = sqlite3_column_blob(st, 28);
   int n = sqlite3_column_bytes(st, 28);

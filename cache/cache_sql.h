@@ -27,6 +27,8 @@ extern const char *const cache_schema_sql;
 #define FILTER "(?1 IS NULL OR gpu = ?1) AND (?2 IS NULL OR dtype = ?2) AND (?3 IS NULL OR op = ?3) " \
                "AND (?4 IS NULL OR rows = ?4) AND (?5 IS NULL OR cols = ?5)"
 int cache_bind_filter(sqlite3_stmt *st, const cache_Key *f);
+/* A row of ENTRY_COLS (from column 0) into e, without its cubin. */
+void cache_entry_row(sqlite3_stmt *st, cache_Entry *e);
 
 /* The schema version in the meta table: *v 0 when there is none, -1 when it is not a number. */
 int cache_read_version(sqlite3 *db, int *v);
