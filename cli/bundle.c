@@ -33,20 +33,22 @@ int cli_cache_export(cli_Options *o)
 }
 
 /* This host's side of an import: its templates, NVRTC and kept cubins; with --retime, its GPU. */
-static int here(cli_Options *o, gen_State **g, tune_Retimer *t, cache_Rebuild *r, char *cubins, size_t n)
+static int here(cli_Options *o, gen_State **g, tune_Unit **units, tune_Retimer *t, cache_Rebuild *r, char *cubins,
+                size_t len)
 {
+  int n = 0;
   memset(r, 0, sizeof *r);
   if (gen_open(g, o->templates, o->err, sizeof o->err)) return cli_fail("%s", o->err), 2;
   if (tune_templates_hash(*g, r->templates, &r->nvrtc, o->err, sizeof o->err)) return cli_fail("%s", o->err), 1;
-  cache_cubin_dir(NULL, cubins, n);
+  cache_cubin_dir(NULL, cubins, len);
   r->gen = *g, r->cubins = cubins;
   if (!o->retime) return 0;
-  if (tune_gpu_open(&t->gpu, o->gpu, o->err, sizeof o->err)) return cli_fail("cache import --retime: %s", o->err), 1;
-  const tune_Device *d = tune_gpu_device(t->gpu);
+  if (tune_gpu_units(&o->gpu, 1, units, &n, o->err, sizeof o->err)) return cli_fail("cache import --retime: %s", o->err), 1;
+  const tune_Device *d = (*units)->dev;
   snprintf(r->gpu, sizeof r->gpu, "%s", d->name);
   r->arch = d->arch, r->sms = d->sms, r->driver = d->driver;
-  t->gen = *g;
-  r->retime = tune_gpu_retime, r->ud = t;
+  t->unit = *units, t->gen = *g;
+  r->retime = tune_unit_retime, r->ud = t;
   return 0;
 }
 
@@ -70,16 +72,17 @@ int cli_cache_import(cli_Options *o)
   cache_Rebuild r;
   gen_State *g = NULL;
   tune_Retimer t = { NULL, NULL };
+  tune_Unit *units = NULL;
   if (o->nargs != 2) return cli_fail("cache import needs one bundle file: softmax-tune cache import FILE"), 2;
   if (cache_path(o->cache, 1, path, sizeof path, o->err, sizeof o->err)) return cli_fail("%s", o->err), 2;
-  int rc = here(o, &g, &t, &r, cubins, sizeof cubins);
+  int rc = here(o, &g, &units, &t, &r, cubins, sizeof cubins);
   if (!rc && (rc = cache_import(path, o->args[1], &r, &b, o->err, sizeof o->err))) {
     cli_fail("%s", o->err);
     rc = status_of(rc);
   } else if (!rc) {
     print_import(o, path, &b);
   }
-  tune_gpu_close(t.gpu);
+  tune_gpu_units_free(units, units ? 1 : 0);
   gen_close(g);
   return rc;
 }

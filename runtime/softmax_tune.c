@@ -274,19 +274,22 @@ static st_status tune_now(st_ctx *c, Memo *m, const gen_Problem *p, const cache_
   return s;
 }
 
-/* An entry made under another driver or NVRTC is verified again, on its own shape, before its
-** first use: CACHE_OK to use it; else it is freed (failed: gone from the cache, a miss). */
+/* An entry made under another driver or NVRTC, or imported from a bundle and not retimed, is
+** verified again, on its own shape, before its first use: CACHE_OK to use it; else it is freed (failed: gone from the cache, a miss). */
 static int still_good(st_ctx *c, const gen_Problem *p, const cache_Key *k, cache_Entry *e)
 {
-  char err[1024];
+  char err[1024], made[64];
   gen_Problem q = *p;
   cache_Key kk = *k;
   if (!tune_stale(k, e)) return CACHE_OK;
   q.rows = kk.rows = e->key.rows;
+  /* driver 0: imported from a bundle and not timed here */
+  if (e->key.driver) snprintf(made, sizeof made, "was tuned under driver %d, NVRTC %d", e->key.driver, e->key.nvrtc);
+  else snprintf(made, sizeof made, "came from a bundle");
   int rc = tune_gpu_reverify(c->dev.ordinal, c->gen, &q, c->db, &kk, e, err, sizeof err);
-  say(c, "softmax-tune: the kernel of %lldx%lld %s %s was tuned under driver %d, NVRTC %d: verified again, %s%s%s",
-      (long long)e->key.rows, (long long)e->key.cols, gen_dtype_name(e->key.dtype), gen_op_name(e->key.op),
-      e->key.driver, e->key.nvrtc, rc == CACHE_OK ? "passed" : "not used", err[0] ? ": " : "", err);
+  say(c, "softmax-tune: the kernel of %lldx%lld %s %s %s: verified again, %s%s%s", (long long)e->key.rows,
+      (long long)e->key.cols, gen_dtype_name(e->key.dtype), gen_op_name(e->key.op), made,
+      rc == CACHE_OK ? "passed" : "not used", err[0] ? ": " : "", err);
   if (rc != CACHE_OK) cache_entry_free(e);
   return rc;
 }

@@ -90,16 +90,18 @@ int tune_retime(const tune_Backend *b, cache_Entry *e, cache_Trial *t, char *err
   return rc == TUNE_EOK ? 0 : CACHE_MISS;
 }
 
-int tune_gpu_retime(void *ud, cache_Entry *e, cache_Trial *t, char *err, size_t errlen)
+int tune_unit_retime(void *ud, cache_Entry *e, cache_Trial *t, char *err, size_t errlen)
 {
   tune_Retimer *r = ud;
+  const tune_Unit *u = r->unit;
+  tune_Backend b;
   gen_Problem p;
   memset(&p, 0, sizeof p);
-  tune_device_limits(tune_gpu_device(r->gpu), &p);
+  tune_device_limits(u->dev, &p);
   p.rows = e->key.rows, p.cols = e->key.cols, p.dtype = e->key.dtype, p.op = e->key.op;
-  if (tune_gpu_prepare(r->gpu, r->gen, &p, 1, err, errlen)) return CACHE_ERROR;
-  tune_Backend b = tune_gpu_backend(r->gpu);
-  return tune_retime(&b, e, t, err, errlen);
+  int rc = u->prepare(u->ud, r->gen, &p, 1, &b, err, errlen) ? CACHE_ERROR : tune_retime(&b, e, t, err, errlen);
+  u->release(u->ud);
+  return rc;
 }
 
 int tune_gpu_reverify(int ordinal, gen_State *g, const gen_Problem *p, cache_Db *db, const cache_Key *k,

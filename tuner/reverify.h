@@ -10,6 +10,7 @@
 #ifndef REVERIFY_H
 #define REVERIFY_H
 
+#include "batch.h"
 #include "tune.h"
 
 /* Whether e, found for k, was made under another driver or NVRTC than k's. */
@@ -31,11 +32,12 @@ int tune_gpu_reverify(int ordinal, gen_State *g, const gen_Problem *p, cache_Db 
 ** says why); CACHE_ERROR the device failed (err). t: the trial, as the log keeps it. */
 int tune_retime(const tune_Backend *b, cache_Entry *e, cache_Trial *t, char *err, size_t errlen);
 
-/* cache_Rebuild.retime on a GPU (ud: a tune_Retimer): tune_retime on gpu, prepared for e's problem. */
+/* cache_Rebuild.retime on a batch's unit (a GPU, tune_gpu_units; ud: a tune_Retimer):
+** tune_retime on it, prepared for e's problem with the unit's limits. */
 typedef struct tune_Retimer {
-  tune_Gpu *gpu;
+  const tune_Unit *unit;
   gen_State *gen;
 } tune_Retimer;
-int tune_gpu_retime(void *ud, cache_Entry *e, cache_Trial *t, char *err, size_t errlen);
+int tune_unit_retime(void *ud, cache_Entry *e, cache_Trial *t, char *err, size_t errlen);
 
 #endif
