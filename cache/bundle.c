@@ -1,6 +1,6 @@
 /*
 ** bundle.c — the bundle file (a header line over an SQLite image, see bundle.h) and exporting
-** cache entries into one. Importing is merge.c.
+** cache entries into one, without their cubins. Importing is merge.c.
 */
 #include "bundle.h"
 
@@ -29,11 +29,11 @@ static int write_all(int fd, const void *p, size_t n)
   return 0;
 }
 
-int cache_bundle_write(const char *path, const void *image, size_t n, char *err, size_t errlen)
+int cache_bundle_write(const char *path, int format, const void *image, size_t n, char *err, size_t errlen)
 {
   char tmp[4200], sum[65], head[160];
   cache_sha256(image, n, sum);
-  int hn = snprintf(head, sizeof head, MAGIC "%d bytes=%zu sha256=%s\n", CACHE_BUNDLE_VERSION, n, sum);
+  int hn = snprintf(head, sizeof head, MAGIC "%d bytes=%zu sha256=%s\n", format, n, sum);
   if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
     return snprintf(err, errlen, "bundle path too long: '%.200s'", path), CACHE_REFUSED;
   int fd = mkstemp(tmp);
@@ -93,7 +93,7 @@ static const char *opening(const char *buf, size_t n, char *out, size_t outlen)
   return out;
 }
 
-int cache_bundle_read(const char *path, void **image, size_t *n, char *err, size_t errlen)
+int cache_bundle_read(const char *path, int *format, void **image, size_t *n, char *err, size_t errlen)
 {
   char *buf, sum[65] = "", got[65], start[32];
   size_t len, size = 0, hlen = 0;
@@ -102,8 +102,9 @@ int cache_bundle_read(const char *path, void **image, size_t *n, char *err, size
   if (rc) return rc;
   if (parse_header(buf, len, &version, &size, sum, &hlen))
     rc = snprintf(err, errlen, "'%s' is not a softmax-tune bundle: it starts with '%s'", path, opening(buf, len, start, sizeof start));
-  else if (version != CACHE_BUNDLE_VERSION)
-    rc = snprintf(err, errlen, "bundle '%s' is format %d; this softmax-tune reads format %d", path, version, CACHE_BUNDLE_VERSION);
+  else if (version < 1 || version > CACHE_BUNDLE_VERSION)
+    rc = snprintf(err, errlen, "bundle '%s' is format %d; this softmax-tune reads formats 1 to %d", path, version,
+                  CACHE_BUNDLE_VERSION);
   else if (len - hlen != size)
     rc = snprintf(err, errlen, "bundle '%s' is damaged: %zu bytes after its header, it says %zu (%s)", path, len - hlen, size,
                   len - hlen < size ? "truncated" : "bytes appended");
@@ -116,6 +117,7 @@ int cache_bundle_read(const char *path, void **image, size_t *n, char *err, size
   memmove(buf, buf + hlen, size);
   *image = buf;
   *n = size;
+  *format = version;
   return 0;
 }
 
@@ -157,11 +159,12 @@ int cache_attach(sqlite3 *db, const char *path, const char *as, char *err, size_
 
 /* ---- export ---- */
 
-/* Copy the entries matching f, their runs and trials, from src into main. */
+/* Copy the entries matching f without their cubins, their runs and trials, from src into main. */
 static int copy_matching(sqlite3 *db, const cache_Key *f, char *err, size_t errlen)
 {
   sqlite3_stmt *st;
-  int rc = sqlite3_prepare_v2(db, "INSERT INTO main.entries SELECT * FROM src.entries WHERE " FILTER, -1, &st, NULL);
+  int rc = sqlite3_prepare_v2(db, "INSERT INTO main.entries(" ENTRY_COLS ", cubin) SELECT " ENTRY_COLS ", x''"
+                              " FROM src.entries WHERE " FILTER, -1, &st, NULL);
   if (rc == SQLITE_OK && cache_bind_filter(st, f) == SQLITE_OK) rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
   else rc = SQLITE_ERROR;
   sqlite3_finalize(st);
@@ -172,41 +175,35 @@ static int copy_matching(sqlite3 *db, const cache_Key *f, char *err, size_t errl
                     err, errlen) ? CACHE_ERROR : 0;
 }
 
-/* The bundle's meta rows: its format, when and where it was made. */
-static int stamp(sqlite3 *db, char *err, size_t errlen)
+/* The bundle's meta rows: its format and when it was made; where, only when asked. */
+static int stamp(sqlite3 *db, int with_host, char *err, size_t errlen)
 {
-  char sql[512], host[128] = "", when[32];
+  char host[256] = "", when[32];
   time_t t = time(NULL);
   struct tm tm;
   gmtime_r(&t, &tm);
   strftime(when, sizeof when, "%Y-%m-%d %H:%M:%SZ", &tm);
-  gethostname(host, sizeof host - 1);
-  char *q = sqlite3_mprintf("INSERT INTO meta VALUES('bundle', '%d'), ('exported', %Q), ('host', %Q);", CACHE_BUNDLE_VERSION,
-                            when, host);
-  snprintf(sql, sizeof sql, "%s", q ? q : "");
+  if (with_host && gethostname(host, sizeof host - 1) != 0)
+    return snprintf(err, errlen, "cannot read the host name: %s", strerror(errno)), CACHE_ERROR;
+  char *q = sqlite3_mprintf("INSERT INTO meta VALUES('bundle', '%d'), ('exported', %Q)", CACHE_BUNDLE_VERSION, when);
+  char *h = with_host ? sqlite3_mprintf("INSERT INTO meta VALUES('host', %Q)", host) : NULL;
+  int rc = !q || (with_host && !h) || cache_exec(db, q, err, errlen) || (h && cache_exec(db, h, err, errlen));
   sqlite3_free(q);
-  return cache_exec(db, sql, err, errlen) ? CACHE_ERROR : 0;
+  sqlite3_free(h);
+  return rc ? CACHE_ERROR : 0;
 }
 
-/* Counts of what main holds, and the first entry failing its checksum (CACHE_CORRUPT). */
+/* Counts of what main holds. */
 static int count_bundle(sqlite3 *db, cache_Bundle *b, char *err, size_t errlen)
 {
   sqlite3_stmt *st;
   const char *sql = "SELECT (SELECT count(*) FROM main.entries), (SELECT count(*) FROM main.runs),"
-                    " (SELECT count(*) FROM main.trials), (SELECT dtype || ' ' || rows || 'x' || cols || ' on ' || gpu"
-                    " FROM main.entries WHERE sha256 IS NOT st_sha256(cubin) LIMIT 1)";
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
-    snprintf(err, errlen, "counting the bundle: %s", sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-    return CACHE_ERROR;
-  }
-  b->entries = sqlite3_column_int(st, 0), b->runs = sqlite3_column_int(st, 1), b->trials = sqlite3_column_int(st, 2);
-  int rc = sqlite3_column_type(st, 3) == SQLITE_NULL
-             ? 0
-             : (snprintf(err, errlen, "cache entry %s fails its checksum: clear it (softmax-tune cache clear) and export again",
-                         sqlite3_column_text(st, 3)), CACHE_CORRUPT);
+                    " (SELECT count(*) FROM main.trials)";
+  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW;
+  if (rc) snprintf(err, errlen, "counting the bundle: %s", sqlite3_errmsg(db));
+  else b->entries = sqlite3_column_int(st, 0), b->runs = sqlite3_column_int(st, 1), b->trials = sqlite3_column_int(st, 2);
   sqlite3_finalize(st);
-  return rc;
+  return rc ? CACHE_ERROR : 0;
 }
 
 /* The cache at path is there and at the current schema (migrated if it was older). */
@@ -223,13 +220,13 @@ static int serialize_to(sqlite3 *db, const char *out, char *err, size_t errlen)
   sqlite3_int64 size = 0;
   unsigned char *image = sqlite3_serialize(db, "main", &size, 0);
   if (!image) return snprintf(err, errlen, "cannot serialize the bundle: out of memory"), CACHE_ERROR;
-  int rc = cache_bundle_write(out, image, (size_t)size, err, errlen);
+  int rc = cache_bundle_write(out, CACHE_BUNDLE_VERSION, image, (size_t)size, err, errlen);
   sqlite3_free(image);
   return rc;
 }
 
-int cache_export(const char *cache_path, const cache_Key *filter, const char *out, cache_Bundle *b, char *err,
-                 size_t errlen)
+int cache_export(const char *cache_path, const cache_Key *filter, int with_host, const char *out, cache_Bundle *b,
+                 char *err, size_t errlen)
 {
   sqlite3 *db = NULL;
   int rc;
@@ -241,7 +238,7 @@ int cache_export(const char *cache_path, const cache_Key *filter, const char *ou
   if (!rc) rc = copy_matching(db, filter, err, errlen);
   if (!rc) rc = count_bundle(db, b, err, errlen);
   if (!rc && b->entries == 0) rc = (snprintf(err, errlen, "no cache entries match in '%s': nothing exported", cache_path), CACHE_MISS);
-  if (!rc && (cache_exec(db, "COMMIT; DETACH src", err, errlen) || stamp(db, err, errlen))) rc = CACHE_ERROR;
+  if (!rc && (cache_exec(db, "COMMIT; DETACH src", err, errlen) || stamp(db, with_host, err, errlen))) rc = CACHE_ERROR;
   if (!rc) rc = serialize_to(db, out, err, errlen);
   sqlite3_close(db);
   return rc;

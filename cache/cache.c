@@ -34,14 +34,14 @@ const char *const cache_schema_sql =
   "  blocks_per_row INTEGER NOT NULL, cluster INTEGER NOT NULL, smem INTEGER NOT NULL,"
   "  coop INTEGER NOT NULL, workspace INTEGER NOT NULL, ws_groups INTEGER NOT NULL,"
   "  cubin BLOB NOT NULL, sha256 TEXT NOT NULL, us REAL, gbps REAL, frac REAL, copy_us REAL,"
-  "  run INTEGER, created TEXT NOT NULL,"
+  "  run INTEGER, created TEXT NOT NULL, origin TEXT NOT NULL DEFAULT '',"
   "  PRIMARY KEY(" KEY_COLS "));"
   "CREATE TABLE IF NOT EXISTS runs("
   "  id INTEGER PRIMARY KEY, started TEXT NOT NULL, seconds REAL, status TEXT NOT NULL,"
   "  gpu TEXT NOT NULL, arch INTEGER, sms INTEGER, driver INTEGER, nvrtc INTEGER, templates TEXT,"
   "  dtype TEXT NOT NULL, op TEXT NOT NULL, rows INTEGER NOT NULL, cols INTEGER NOT NULL,"
   "  configs INTEGER, verified INTEGER, pruned INTEGER, failed INTEGER,"
-  "  winner TEXT, winner_us REAL, copy_us REAL, frac REAL);"
+  "  winner TEXT, winner_us REAL, copy_us REAL, frac REAL, origin TEXT NOT NULL DEFAULT '');"
   "CREATE TABLE IF NOT EXISTS trials("
   "  run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, idx INTEGER NOT NULL,"
   "  config TEXT NOT NULL, status TEXT NOT NULL, reason TEXT,"
@@ -326,8 +326,7 @@ static void read_key(sqlite3_stmt *st, cache_Key *k)
   k->cols = sqlite3_column_int64(st, 9);
 }
 
-/* An entries row (ENTRY_COLS, then the cubin when with_cubin) into e. */
-static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cubin)
+void cache_entry_row(sqlite3_stmt *st, cache_Entry *e)
 {
   memset(e, 0, sizeof *e);
   read_key(st, &e->key);
@@ -349,9 +348,16 @@ static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cu
   e->copy_us = sqlite3_column_double(st, 24);
   e->run = sqlite3_column_int64(st, 25);
   text_col(st, 26, e->created, sizeof e->created);
+  text_col(st, 27, e->origin, sizeof e->origin);
+}
+
+/* An entries row (ENTRY_COLS, then the cubin when with_cubin) into e. */
+static int read_entry(cache_Db *c, sqlite3_stmt *st, cache_Entry *e, int with_cubin)
+{
+  cache_entry_row(st, e);
   if (!with_cubin) return 0;
-  const void *blob = sqlite3_column_blob(st, 27);
-  int n = sqlite3_column_bytes(st, 27);
+  const void *blob = sqlite3_column_blob(st, 28);
+  int n = sqlite3_column_bytes(st, 28);
   if (!blob || n <= 0) return fail(c, CACHE_CORRUPT, "cache entry for %s has no cubin", e->config);
   if (!(e->cubin = malloc((size_t)n))) return fail(c, CACHE_ERROR, "out of memory reading a cubin");
   memcpy(e->cubin, blob, (size_t)n);
@@ -423,8 +429,8 @@ static int insert_run(cache_Db *c, cache_Run *r)
   sqlite3_stmt *st;
   int rc = 0;
   const char *sql = "INSERT INTO runs(" KEYED_COLS ", started, seconds,"
-                    " status, configs, verified, pruned, failed, winner, winner_us, copy_us, frac)"
-                    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)";
+                    " status, configs, verified, pruned, failed, winner, winner_us, copy_us, frac, origin)"
+                    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)";
   if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "logging a run");
   if (!r->started[0]) now_utc(r->started, sizeof r->started);
   rc |= bind_key(st, &r->key, 1);
@@ -439,6 +445,7 @@ static int insert_run(cache_Db *c, cache_Run *r)
   rc |= sqlite3_bind_double(st, 19, r->winner_us);
   rc |= sqlite3_bind_double(st, 20, r->copy_us);
   rc |= sqlite3_bind_double(st, 21, r->frac);
+  rc |= sqlite3_bind_text(st, 22, r->origin, -1, SQLITE_STATIC);
   rc = rc != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE ? sql_fail(c, "logging a run") : 0;
   sqlite3_finalize(st);
   if (rc == 0) r->id = sqlite3_last_insert_rowid(c->db);
@@ -482,7 +489,7 @@ static int insert_entry(cache_Db *c, const cache_Entry *e, int64_t run)
   int rc = 0;
   char created[32], sum[65];
   const char *sql = "INSERT OR REPLACE INTO entries(" ENTRY_COLS ", cubin)"
-                    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28)";
+                    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29)";
   if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "storing the winner");
   now_utc(created, sizeof created);
   cache_sha256(e->cubin, e->size, sum);
@@ -504,7 +511,8 @@ static int insert_entry(cache_Db *c, const cache_Entry *e, int64_t run)
   rc |= sqlite3_bind_double(st, 25, e->copy_us);
   rc |= sqlite3_bind_int64(st, 26, run);
   rc |= sqlite3_bind_text(st, 27, created, -1, SQLITE_STATIC);
-  rc |= sqlite3_bind_blob(st, 28, e->cubin, (int)e->size, SQLITE_STATIC);
+  rc |= sqlite3_bind_text(st, 28, e->origin, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_blob(st, 29, e->cubin, (int)e->size, SQLITE_STATIC);
   rc = rc != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE ? sql_fail(c, "storing the winner") : 0;
   sqlite3_finalize(st);
   return rc;
@@ -617,6 +625,7 @@ static int run_row(cache_Db *c, sqlite3_stmt *st, void *item)
   r->winner_us = sqlite3_column_double(st, 19);
   r->copy_us = sqlite3_column_double(st, 20);
   r->frac = sqlite3_column_double(st, 21);
+  text_col(st, 22, r->origin, sizeof r->origin);
   return 0;
 }
 
@@ -624,7 +633,7 @@ int cache_runs(cache_Db *c, const cache_Key *f, int64_t id, int limit, cache_Run
 {
   sqlite3_stmt *st;
   const char *sql = "SELECT " KEYED_COLS ", id, started, seconds, status, configs, verified, pruned, failed, winner,"
-                    " winner_us, copy_us, frac FROM runs WHERE " FILTER " AND (?6 IS NULL OR id = ?6)"
+                    " winner_us, copy_us, frac, origin FROM runs WHERE " FILTER " AND (?6 IS NULL OR id = ?6)"
                     " ORDER BY id DESC LIMIT ?7";
   if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "reading the log");
   int rc = cache_bind_filter(st, f);

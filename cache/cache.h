@@ -5,7 +5,8 @@
 ** An entry is keyed by everything that changes the kernel: GPU model, compute capability, SM
 ** count, a hash of the templates, dtype, op, rows and cols. The driver and NVRTC versions it
 ** was made (or last verified) under are recorded with it: a caller under others verifies it
-** again before use (cache_reverified). Entries are written in one transaction with their run,
+** again before use (cache_reverified); driver 0 (an entry imported from a bundle, not timed
+** here) is verified before its first use under any driver. Entries are written in one transaction with their run,
 ** or not at all; the cubin's SHA-256 is checked on every read. A cache of an earlier schema is
 ** migrated in place, in one transaction, when opened (migrate.c). WAL mode and a busy timeout let several tuners share
 ** one file. Functions return 0 or an error code; cache_error() says what went wrong.
@@ -38,7 +39,15 @@ typedef struct cache_Entry {
   char sha256[65];
   double us, gbps, frac, copy_us;
   int64_t run;
+  char origin[32];                /* "" tuned here, or CACHE_BUNDLE / CACHE_RETIMED (imported) */
 } cache_Entry;
+
+/* Where an entry came from (cache_Entry.origin): imported from a bundle, its figures the
+** bundle's claims and its driver 0 until it is verified here before its first use; or imported
+** and verified and timed on this host's GPU (cache import --retime). A run's origin is
+** CACHE_BUNDLE when it is a bundle's run, carried into this log. */
+#define CACHE_BUNDLE "bundle"
+#define CACHE_RETIMED "bundle, retimed"
 
 /* One trial of a run, as logged. */
 typedef struct cache_Trial {
@@ -54,6 +63,7 @@ typedef struct cache_Run {
   char started[32], status[32], winner[256];
   double seconds, winner_us, copy_us, frac;
   int configs, verified, pruned, failed;
+  char origin[32];                /* "" run here, CACHE_BUNDLE a bundle's run */
 } cache_Run;
 
 typedef struct cache_Db cache_Db;

@@ -9,8 +9,9 @@
 
 #include "cache.h"
 
-/* 3: driver and NVRTC are recorded with an entry, no longer part of its key (migrate.c). */
-#define CACHE_SCHEMA_VERSION 3
+/* 3: driver and NVRTC are recorded with an entry, no longer part of its key; 4: entries and
+** runs say where they came from (origin), (migrate.c). */
+#define CACHE_SCHEMA_VERSION 4
 
 /* Every table, made when missing (CREATE TABLE IF NOT EXISTS), and the version row. */
 extern const char *const cache_schema_sql;
@@ -20,12 +21,14 @@ extern const char *const cache_schema_sql;
 /* The key, then the driver and NVRTC an entry was made or last verified under. */
 #define KEYED_COLS "gpu, arch, sms, driver, nvrtc, templates, dtype, op, rows, cols"
 #define ENTRY_COLS KEYED_COLS ", config, kernel, threads, rows_per_block, blocks_per_row, cluster, smem, " \
-                   "coop, workspace, ws_groups, sha256, us, gbps, frac, copy_us, run, created"
+                   "coop, workspace, ws_groups, sha256, us, gbps, frac, copy_us, run, created, origin"
 
 /* A filter on ?1..?5: each field matches when the bound value is NULL. */
 #define FILTER "(?1 IS NULL OR gpu = ?1) AND (?2 IS NULL OR dtype = ?2) AND (?3 IS NULL OR op = ?3) " \
                "AND (?4 IS NULL OR rows = ?4) AND (?5 IS NULL OR cols = ?5)"
 int cache_bind_filter(sqlite3_stmt *st, const cache_Key *f);
+/* A row of ENTRY_COLS (from column 0) into e, without its cubin. */
+void cache_entry_row(sqlite3_stmt *st, cache_Entry *e);
 
 /* The schema version in the meta table: *v 0 when there is none, -1 when it is not a number. */
 int cache_read_version(sqlite3 *db, int *v);

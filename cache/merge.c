@@ -1,10 +1,13 @@
 /*
 ** merge.c — importing a bundle (bundle.h): every check on the bundle before anything is
-** written, then one transaction that adds its runs and trials under new run ids and, for each
-** of its entries, keeps whichever of it and the cache's entry of that key is faster.
+** written; every entry rebuilt from its config with this host's templates and NVRTC (and,
+** when asked, verified and timed on this GPU), in the bundle's scratch copy; then one
+** transaction that adds its runs and trials under new run ids and, for each of its entries,
+** keeps whichever of it and the cache's entry of that key is faster.
 */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bundle.h"
@@ -17,12 +20,11 @@
 /* What makes a bundle's entry wrong, as a condition on it (alias b), and how to say it. */
 static const struct { const char *bad, *what; } ENTRY_CHECKS[] = {
   { "b.dtype NOT IN ('f32', 'f16', 'bf16')", "an unknown dtype" },
-  { "b.op NOT IN ('softmax', 'log_softmax')", "an unknown op" },
+  { "b.op NOT IN ('softmax', 'log_softmax', 'softmax_backward', 'log_softmax_backward')", "an unknown op" },
   { "typeof(b.rows) != 'integer' OR typeof(b.cols) != 'integer' OR b.rows < 1 OR b.cols < 1", "a bad shape" },
   { "typeof(b.arch) != 'integer' OR typeof(b.sms) != 'integer' OR b.arch < 1 OR b.sms < 1 OR b.gpu = ''",
     "a bad GPU, arch or SM count" },
   { "length(b.templates) != 64 OR b.templates GLOB '*[^0-9a-f]*'", "a bad template hash" },
-  { "length(b.cubin) < 1 OR b.sha256 IS NOT st_sha256(b.cubin)", "a cubin that fails its checksum" },
   { "NOT EXISTS (SELECT 1 FROM main.runs d WHERE d.id = b.run AND d.winner = b.config AND " SAME_KEY ")",
     "a key or config that its run in the bundle does not have" },
 };
@@ -94,28 +96,42 @@ static int check_entries(sqlite3 *db, const char *path, char *err, size_t errlen
   return bad[0] ? refuse(err, errlen, path, "trials of a run it does not hold (run %s)", bad) : 0;
 }
 
-/* The whole bundle, before anything is written: a sound database of our schema, a bundle,
-** every entry's key and cubin right. */
-static int check_bundle(sqlite3 *db, const char *path, char *err, size_t errlen)
+/* A format-1 image (schema 3) brought to this schema, as an old cache is. */
+static int migrate_image(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
-  char ok[256], kind[32];
-  int v = 0, rc;
+  char why[512];
+  if (cache_exec(db, "BEGIN", why, sizeof why) || cache_migrate(db, 3, why, sizeof why) ||
+      cache_exec(db, "COMMIT", why, sizeof why)) {
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return refuse(err, errlen, path, "its format-1 database cannot be read: %s", why);
+  }
+  return 0;
+}
+
+/* The whole bundle, before anything is written: a sound database of the schema of its format
+** (format 1: schema 3, then migrated), a bundle, every entry's key right. */
+static int check_bundle(sqlite3 *db, const char *path, int format, char *err, size_t errlen)
+{
+  char ok[256], kind[32], want[8];
+  int v = 0, schema = format == 1 ? 3 : CACHE_SCHEMA_VERSION, rc;
   if (text_of(db, "PRAGMA integrity_check", NULL, ok, sizeof ok) || strcmp(ok, "ok") != 0)
     return refuse(err, errlen, path, "its database is damaged: %s", ok[0] ? ok : sqlite3_errmsg(db));
-  if (cache_read_version(db, &v) != SQLITE_OK || v != CACHE_SCHEMA_VERSION)
-    return refuse(err, errlen, path, "a foreign schema: version %d, this softmax-tune writes %d", v, CACHE_SCHEMA_VERSION);
-  if (text_of(db, "SELECT v FROM meta WHERE k = 'bundle'", NULL, kind, sizeof kind) || strcmp(kind, "1") != 0)
-    return refuse(err, errlen, path, "its database is not a bundle (meta bundle = '%s')", kind);
+  if (cache_read_version(db, &v) != SQLITE_OK || v != schema)
+    return refuse(err, errlen, path, "a foreign schema: version %d, a format-%d bundle has %d", v, format, schema);
+  snprintf(want, sizeof want, "%d", format);
+  if (text_of(db, "SELECT v FROM meta WHERE k = 'bundle'", NULL, kind, sizeof kind) || strcmp(kind, want) != 0)
+    return refuse(err, errlen, path, "its database is not a format-%d bundle (meta bundle = '%s')", format, kind);
+  if (format == 1 && (rc = migrate_image(db, path, err, errlen))) return rc;
   if ((rc = check_tables(db, path, err, errlen))) return rc;
   return check_entries(db, path, err, errlen);
 }
 
-/* The bundle's image as the main database of a scratch connection. */
-static int load_image(sqlite3 **db, const char *path, char *err, size_t errlen)
+/* The bundle's image as the main database of a scratch connection; *format its format. */
+static int load_image(sqlite3 **db, const char *path, int *format, char *err, size_t errlen)
 {
   void *image;
   size_t n;
-  int rc = cache_bundle_read(path, &image, &n, err, errlen);
+  int rc = cache_bundle_read(path, format, &image, &n, err, errlen);
   if (rc) return rc;
   if ((rc = cache_scratch(db, err, errlen))) {
     sqlite3_free(image);
@@ -136,6 +152,178 @@ static int ints_of(sqlite3 *db, const char *sql, int64_t *v, int n)
   int rc = sqlite3_step(st) != SQLITE_ROW;
   for (int i = 0; !rc && i < n; i++) v[i] = sqlite3_column_int64(st, i);
   sqlite3_finalize(st);
+  return rc;
+}
+
+/* ---- rebuilding each entry on this host ---- */
+
+/* "f32 softmax 1024x4096 on GPU" for messages. */
+static const char *entry_name(const cache_Entry *e, char *out, size_t n)
+{
+  snprintf(out, n, "%s %s %lldx%lld on %s", gen_dtype_name(e->key.dtype), gen_op_name(e->key.op), (long long)e->key.rows,
+           (long long)e->key.cols, e->key.gpu);
+  return out;
+}
+
+/* Statement sql stepped once, its parameters bound from e, its row id and t (a retiming's
+** trial, or NULL): ?1 row id, ?2 cubin, ?3-?7 text, ?8-?19 integers, ?20-?24 figures. */
+static int step_entry(sqlite3 *db, const char *sql, const cache_Entry *e, int64_t rowid, const cache_Trial *t)
+{
+  static const cache_Trial none;
+  sqlite3_stmt *st;
+  if (!t) t = &none;
+  const char *texts[] = { e->sha256, e->kernel, e->origin, t->status, t->reason };
+  const int ints[] = { e->launch.threads, e->launch.rows_per_block, e->launch.blocks_per_row, e->launch.cluster,
+                       e->launch.smem, e->launch.coop, e->launch.workspace, e->launch.ws_groups, e->key.driver,
+                       e->key.nvrtc, t->regs, t->blocks_sm };
+  const double figs[] = { t->max_err, e->us, e->gbps, e->frac, e->copy_us };
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return 1;
+  int np = sqlite3_bind_parameter_count(st), rc = sqlite3_bind_int64(st, 1, rowid);
+  if (np >= 2) rc |= sqlite3_bind_blob(st, 2, e->cubin ? e->cubin : "", (int)e->size, SQLITE_STATIC);
+  for (int i = 3; i <= np && i <= 7; i++) rc |= sqlite3_bind_text(st, i, texts[i - 3], -1, SQLITE_STATIC);
+  for (int i = 8; i <= np && i <= 19; i++) rc |= sqlite3_bind_int(st, i, ints[i - 8]);
+  for (int i = 20; i <= np && i <= 24; i++) rc |= sqlite3_bind_double(st, i, figs[i - 20]);
+  rc = rc != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE;
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* The entry at rowid, rebuilt: our cubin, launch, versions and origin (and figures, retimed). */
+static const char *const UPDATE_ENTRY =
+  "UPDATE main.entries SET cubin = ?2, sha256 = ?3, kernel = ?4, origin = ?5, threads = ?8, rows_per_block = ?9,"
+  " blocks_per_row = ?10, cluster = ?11, smem = ?12, coop = ?13, workspace = ?14, ws_groups = ?15, driver = ?16,"
+  " nvrtc = ?17, us = ?21, gbps = ?22, frac = ?23, copy_us = ?24 WHERE rowid = ?1";
+
+/* A run of this host for the retiming of the entry at rowid, with its one trial; its id the
+** bundle's last + 1 (renumbered with the others). */
+static const char *const LOG_RETIME =
+  "INSERT INTO main.runs(id, started, seconds, status, gpu, arch, sms, driver, nvrtc, templates, dtype, op, rows, cols,"
+  " configs, verified, pruned, failed, winner, winner_us, copy_us, frac, origin)"
+  " SELECT (SELECT coalesce(max(id), 0) + 1 FROM main.runs), strftime('%Y-%m-%d %H:%M:%SZ', 'now'), 0,"
+  " CASE ?6 WHEN 'ok' THEN 'retimed' ELSE 'retime failed' END, gpu, arch, sms, ?16, ?17, templates, dtype, op, rows, cols,"
+  " 1, ?6 = 'ok', 0, ?6 != 'ok', CASE ?6 WHEN 'ok' THEN config END, CASE ?6 WHEN 'ok' THEN ?21 ELSE 0 END, ?24,"
+  " CASE ?6 WHEN 'ok' THEN ?23 ELSE 0 END, '' FROM main.entries WHERE rowid = ?1;"
+  "INSERT INTO main.trials(run, idx, config, status, reason, regs, local_bytes, smem, blocks_sm, occupancy, compile_ms,"
+  " us, gbps, frac, max_err, finalist) SELECT (SELECT max(id) FROM main.runs), 0, config, ?6, ?7, ?18, 0, ?12, ?19,"
+  " 0, 0, ?21, ?22, ?23, ?20, 0 FROM main.entries WHERE rowid = ?1";
+
+/* Each statement of sql (';' separated, as LOG_RETIME) through step_entry. */
+static int step_all(sqlite3 *db, const char *sql, const cache_Entry *e, int64_t rowid, const cache_Trial *t)
+{
+  const char *semi = strchr(sql, ';');
+  char *first = semi ? sqlite3_mprintf("%.*s", (int)(semi - sql), sql) : NULL;
+  int rc = semi ? !first || step_entry(db, first, e, rowid, t) || step_all(db, semi + 1, e, rowid, t)
+                : step_entry(db, sql, e, rowid, t);
+  sqlite3_free(first);
+  return rc;
+}
+
+/* Verify and time e here when it is of this host's GPU: 0 kept (retimed or not), CACHE_MISS
+** failed here (logged, left out), CACHE_ERROR the device or the log failed. */
+static int retime(sqlite3 *db, const cache_Rebuild *r, cache_Entry *e, int64_t rowid, cache_Bundle *b, char *err,
+                  size_t errlen)
+{
+  cache_Trial t;
+  char name[512], why[768] = "";
+  if (!r->retime || strcmp(e->key.gpu, r->gpu) != 0 || e->key.arch != r->arch || e->key.sms != r->sms) return 0;
+  memset(&t, 0, sizeof t);
+  int rc = r->retime(r->ud, e, &t, why, sizeof why);
+  if (rc == CACHE_ERROR) return snprintf(err, errlen, "retiming %s: %s", entry_name(e, name, sizeof name), why), CACHE_ERROR;
+  e->key.driver = r->driver;
+  snprintf(t.status, sizeof t.status, "%s", rc ? "failed" : "ok");
+  if (step_all(db, LOG_RETIME, e, rowid, &t))
+    return snprintf(err, errlen, "logging a retiming: %s", sqlite3_errmsg(db)), CACHE_ERROR;
+  if (rc) return b->dropped++, CACHE_MISS;
+  snprintf(e->origin, sizeof e->origin, CACHE_RETIMED);
+  return b->retimed++, 0;
+}
+
+/* e's config rendered with this host's templates for e's problem (the arch's limits, e's SM
+** count) and compiled: its cubin, kernel and launch now ours. */
+static int compile_entry(const cache_Rebuild *r, const char *path, cache_Entry *e, gen_Cubin *c, char *err, size_t errlen)
+{
+  gen_Problem p;
+  gen_Kernel k;
+  char name[512], why[768] = "";
+  memset(&p, 0, sizeof p);
+  memset(&k, 0, sizeof k);
+  p.rows = e->key.rows, p.cols = e->key.cols, p.dtype = e->key.dtype, p.op = e->key.op, p.arch = e->key.arch;
+  p.sms = e->key.sms;
+  if (gen_render(r->gen, &p, e->config, &k))
+    return refuse(err, errlen, path, "entry %s: these templates do not make its config %s: %s", entry_name(e, name, sizeof name),
+                  e->config, gen_error(r->gen));
+  int rc = r->compile ? r->compile(r->ud, &p, &k, c, why, sizeof why)
+                      : cache_compile(r->cubins, k.source, "softmax.cu", p.arch, c, why, sizeof why);
+  if (rc) snprintf(err, errlen, "compiling %s (%s): %s", entry_name(e, name, sizeof name), e->config, why);
+  snprintf(e->kernel, sizeof e->kernel, "%s", k.name);
+  e->launch = k.launch;
+  gen_kernel_free(&k);
+  return rc ? CACHE_ERROR : 0;
+}
+
+/* The entry at rowid: left for the log only (other templates), rebuilt and maybe retimed. */
+static int rebuild_one(sqlite3 *db, const cache_Rebuild *r, const char *path, cache_Entry *e, int64_t rowid,
+                       cache_Bundle *b, char *err, size_t errlen)
+{
+  gen_Cubin c;
+  char sum[65];
+  memset(&c, 0, sizeof c);
+  if (strcmp(e->key.templates, r->templates) != 0) {
+    b->foreign++;
+    return step_entry(db, "DELETE FROM main.entries WHERE rowid = ?1", e, rowid, NULL)
+             ? (snprintf(err, errlen, "%s", sqlite3_errmsg(db)), CACHE_ERROR) : 0;
+  }
+  int rc = compile_entry(r, path, e, &c, err, errlen);
+  if (rc) return gen_cubin_free(&c), rc;
+  cache_sha256(c.data, c.size, sum);
+  b->same += strcmp(sum, e->sha256) == 0;
+  memcpy(e->sha256, sum, sizeof sum);
+  e->cubin = c.data, e->size = c.size;
+  e->key.driver = 0, e->key.nvrtc = r->nvrtc;   /* driver 0: verified before its first use */
+  snprintf(e->origin, sizeof e->origin, CACHE_BUNDLE);
+  rc = retime(db, r, e, rowid, b, err, errlen);
+  if (rc != CACHE_ERROR && step_entry(db, rc ? "DELETE FROM main.entries WHERE rowid = ?1" : UPDATE_ENTRY, e, rowid, NULL))
+    rc = (snprintf(err, errlen, "%s", sqlite3_errmsg(db)), CACHE_ERROR);
+  e->cubin = NULL;
+  gen_cubin_free(&c);
+  return rc == CACHE_MISS ? 0 : rc;
+}
+
+/* The bundle's entries and their row ids, read whole before any is changed. */
+static int read_entries(sqlite3 *db, cache_Entry **out, int64_t **rowids, int *n)
+{
+  sqlite3_stmt *st;
+  int cap = 0, rc;
+  *out = NULL, *rowids = NULL, *n = 0;
+  if (sqlite3_prepare_v2(db, "SELECT " ENTRY_COLS ", rowid FROM main.entries ORDER BY rowid", -1, &st, NULL) != SQLITE_OK)
+    return 1;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 16;
+      cache_Entry *e = realloc(*out, (size_t)cap * sizeof *e);
+      int64_t *r = realloc(*rowids, (size_t)cap * sizeof *r);
+      if (e) *out = e;
+      if (r) *rowids = r;
+      if (!e || !r) break;
+    }
+    cache_entry_row(st, &(*out)[*n]);
+    (*rowids)[(*n)++] = sqlite3_column_int64(st, 28);
+  }
+  sqlite3_finalize(st);
+  return rc != SQLITE_DONE;
+}
+
+/* Every entry rebuilt (or left to the log), in the scratch copy; its runs marked as a bundle's. */
+static int rebuild(sqlite3 *db, const cache_Rebuild *r, const char *path, cache_Bundle *b, char *err, size_t errlen)
+{
+  cache_Entry *e;
+  int64_t *rowids;
+  int n, rc = 0;
+  if (cache_exec(db, "UPDATE main.runs SET origin = '" CACHE_BUNDLE "'", err, errlen)) return CACHE_ERROR;
+  if (read_entries(db, &e, &rowids, &n)) rc = (snprintf(err, errlen, "reading its entries: %s", sqlite3_errmsg(db)), CACHE_ERROR);
+  for (int i = 0; !rc && i < n; i++) rc = rebuild_one(db, r, path, &e[i], rowids[i], b, err, errlen);
+  free(e);
+  free(rowids);
   return rc;
 }
 
@@ -165,7 +353,7 @@ static int merge_rows(sqlite3 *db, cache_Bundle *b, char *err, size_t errlen)
     return err[0] ? 1 : (snprintf(err, errlen, "%s", sqlite3_errmsg(db)), 1);
   b->first_run = span[0], b->last_run = span[1];
   b->kept = (int)vs[0], b->replaced = (int)vs[1];
-  b->added = b->entries - b->kept - b->replaced;
+  b->added = b->entries - b->foreign - b->dropped - b->kept - b->replaced;
   return 0;
 }
 
@@ -183,17 +371,19 @@ static int merge(sqlite3 *db, const char *cache_path, cache_Bundle *b, char *err
   return 0;
 }
 
-int cache_import(const char *cache_path, const char *path, cache_Bundle *b, char *err, size_t errlen)
+int cache_import(const char *cache_path, const char *path, const cache_Rebuild *r, cache_Bundle *b, char *err,
+                 size_t errlen)
 {
   sqlite3 *db = NULL;
   int64_t n[3] = { 0, 0, 0 };
   memset(b, 0, sizeof *b);
-  int rc = load_image(&db, path, err, errlen);
-  if (!rc) rc = check_bundle(db, path, err, errlen);
+  int rc = load_image(&db, path, &b->format, err, errlen);
+  if (!rc) rc = check_bundle(db, path, b->format, err, errlen);
   if (!rc && ints_of(db, "SELECT (SELECT count(*) FROM entries), (SELECT count(*) FROM runs), (SELECT count(*) FROM trials)",
                      n, 3))
     rc = refuse(err, errlen, path, "counting its rows: %s", sqlite3_errmsg(db));
   b->entries = (int)n[0], b->runs = (int)n[1], b->trials = (int)n[2];
+  if (!rc) rc = rebuild(db, r, path, b, err, errlen);
   if (!rc) rc = merge(db, cache_path, b, err, errlen);
   sqlite3_close(db);
   return rc;

@@ -4,8 +4,9 @@
 ** Versions: 1 (the first release), 2 (entries gained the launch fields coop and workspace, and
 ** later ws_groups, under the same number), 3 (an entry's key no longer holds the driver and
 ** NVRTC versions: they are recorded with it, and an entry made under others is re-verified on
-** first use). The runs and trials tables have not changed. The migration rebuilds the entries
-** table under the new key in the caller's transaction: where two entries differ only in
+** first use), 4 (entries and runs gained origin: '' for what was tuned here, or a bundle's).
+** The trials table has not changed. The migration rebuilds the entries table under the new
+** key in the caller's transaction and adds the runs' origin column: where two entries differ only in
 ** driver or NVRTC, the one of the newest driver and NVRTC stays. Entries of older templates
 ** stay too (their template hash makes them misses); their runs stay in the log.
 */
@@ -60,25 +61,28 @@ int cache_exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
 
 int cache_migrate(sqlite3 *db, int from, char *err, size_t errlen)
 {
-  static const char *const launch[] = { "coop", "workspace", "ws_groups" };   /* missing before version 2 */
-  const char *have[3];
+  /* entries' columns missing before version 2 (launch fields) and 4 (origin), and their values then */
+  static const char *const added[][2] = { { "coop", "0" }, { "workspace", "0" }, { "ws_groups", "0" }, { "origin", "''" } };
+  const char *have[4];
   char sql[8192];
+  int runs_origin = has_column(db, "runs", "origin");
   if (from < 1 || from >= CACHE_SCHEMA_VERSION)
     return snprintf(err, errlen, "no migration from schema version %d", from), 1;
-  for (int i = 0; i < 3; i++) {
-    int h = has_column(db, "entries", launch[i]);
-    if (h < 0) return snprintf(err, errlen, "reading the entries table: %s", sqlite3_errmsg(db)), 1;
-    have[i] = h ? launch[i] : "0";
+  for (int i = 0; i < 4; i++) {
+    int h = has_column(db, "entries", added[i][0]);
+    if (h < 0 || runs_origin < 0) return snprintf(err, errlen, "reading the tables: %s", sqlite3_errmsg(db)), 1;
+    have[i] = added[i][!h];
   }
   snprintf(sql, sizeof sql,
            "ALTER TABLE entries RENAME TO entries_old;"
-           "%s"
+           "%s%s"
            "INSERT OR IGNORE INTO entries(" ENTRY_COLS ", cubin)"
            " SELECT gpu, arch, sms, driver, nvrtc, templates, dtype, op, rows, cols, config, kernel, threads,"
            " rows_per_block, blocks_per_row, cluster, smem, %s, %s, %s, sha256, us, gbps, frac, copy_us, run, created,"
-           " cubin FROM entries_old ORDER BY driver DESC, nvrtc DESC, created DESC;"
+           " %s, cubin FROM entries_old ORDER BY driver DESC, nvrtc DESC, created DESC;"
            "DROP TABLE entries_old;"
            "UPDATE meta SET v = '%d' WHERE k = 'schema';",
-           cache_schema_sql, have[0], have[1], have[2], CACHE_SCHEMA_VERSION);
+           runs_origin ? "" : "ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT '';", cache_schema_sql, have[0],
+           have[1], have[2], have[3], CACHE_SCHEMA_VERSION);
   return cache_exec(db, sql, err, errlen);
 }

@@ -33,6 +33,7 @@ typedef struct cli_Options {
   const char *dtypes, *ops;   /* --dtype, --op lists (with a comma) */
   const char *grid;           /* pretune --grid FILE */
   int from_cache, unaligned;  /* pretune --from-cache, explain --unaligned */
+  int with_host, retime;      /* cache export --with-host, cache import --retime */
   const char *restamp;        /* pretune --restamp DIR: the templates the table was made with */
   int gpu_set;                /* --gpu was given */
   char **args;                /* words after the options (cache's verb) */

@@ -72,6 +72,8 @@ static void print_json(const cache_Run *r, const cache_Trial *t, int n)
   printf(", \"arch\": %d, \"dtype\": \"%s\", \"op\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"status\": ", r->key.arch,
          gen_dtype_name(r->key.dtype), gen_op_name(r->key.op), (long long)r->key.rows, (long long)r->key.cols);
   json_str(r->status);
+  printf(", \"origin\": ");
+  json_str(r->origin);
   printf(", \"copy_us\": %.3f, \"winner\": ", r->copy_us);
   json_str(r->winner);
   printf(", \"winner_us\": %.3f, \"trials\": [", r->winner_us);
@@ -103,9 +105,11 @@ static void print_csv(const cache_Run *r, const cache_Trial *t, int n)
 
 static void print_table(const cache_Run *r, const cache_Trial *t, int n)
 {
-  printf("run %lld, %s: %s, sm_%d, %lldx%lld %s %s, %.1f s, %d configs: %d verified, %d pruned, %d failed\n",
+  printf("run %lld, %s: %s, sm_%d, %lldx%lld %s %s, %.1f s, %d configs: %d verified, %d pruned, %d failed%s\n",
          (long long)r->id, r->started, r->key.gpu, r->key.arch, (long long)r->key.rows, (long long)r->key.cols,
-         gen_dtype_name(r->key.dtype), gen_op_name(r->key.op), r->seconds, r->configs, r->verified, r->pruned, r->failed);
+         gen_dtype_name(r->key.dtype), gen_op_name(r->key.op), r->seconds, r->configs, r->verified, r->pruned, r->failed,
+         r->origin[0] ? " (imported from a bundle: run on another host)" : "");
+  if (strcmp(r->status, "ok") != 0) printf("status: %s\n", r->status);
   printf("copy floor %.1f us; winner %s%s\n", r->copy_us, r->winner[0] ? r->winner : "none", r->winner[0] ? "" : " (see below)");
   printf("%-74s %-7s %4s %5s %6s %4s %5s %10s %8s %7s %8s\n", "config", "status", "regs", "local", "smem", "b/sm", "occ",
          "us", "GB/s", "of copy", "err ulp");
@@ -151,18 +155,32 @@ int cli_log(cli_Options *o)
   return rc;
 }
 
+/* Where an entry came from, for cache list: "" tuned here. */
+static const char *origin(const cache_Entry *e)
+{
+  if (!e->origin[0]) return "";
+  if (strcmp(e->origin, CACHE_RETIMED) == 0) return "  [bundle, retimed here]";
+  return e->key.driver ? "  [bundle, verified here, not retimed]" : "  [bundle, not verified or retimed here yet]";
+}
+
 static void print_entry(const cache_Entry *e, int full)
 {
-  printf("%-28s sm_%-3d %-5s %-11s %10lld x %-8lld %10.1f us %6.3f  %s\n", e->key.gpu, e->key.arch,
+  printf("%-28s sm_%-3d %-5s %-11s %10lld x %-8lld %10.1f us %6.3f  %s%s\n", e->key.gpu, e->key.arch,
          gen_dtype_name(e->key.dtype), gen_op_name(e->key.op), (long long)e->key.rows, (long long)e->key.cols, e->us,
-         e->frac, e->config);
+         e->frac, e->config, origin(e));
   if (!full) return;
   printf("    kernel %s: %d threads, %d rows/block, %d blocks/row, cluster %d, %d bytes dynamic smem%s\n", e->kernel,
          e->launch.threads, e->launch.rows_per_block, e->launch.blocks_per_row, e->launch.cluster, e->launch.smem,
          e->launch.coop ? ", cooperative grid" : "");
-  printf("    %d SMs, verified under driver %d, NVRTC %d, templates %.16s, cubin sha256 %.16s, copy %.1f us, %.1f GB/s\n",
-         e->key.sms, e->key.driver, e->key.nvrtc, e->key.templates, e->sha256, e->copy_us, e->gbps);
-  printf("    tuned %s in run %lld\n", e->created, (long long)e->run);
+  printf("    %d SMs, %s driver %d, NVRTC %d, templates %.16s, cubin sha256 %.16s, copy %.1f us, %.1f GB/s\n", e->key.sms,
+         e->key.driver ? "verified under" : "to be verified before first use under any", e->key.driver, e->key.nvrtc,
+         e->key.templates, e->sha256, e->copy_us, e->gbps);
+  if (e->origin[0])
+    printf("    imported from a bundle (made %s in its run %lld)%s\n", e->created, (long long)e->run,
+           strcmp(e->origin, CACHE_RETIMED) == 0 ? "; verified and timed here (softmax-tune log shows the retiming)"
+                                                 : "; its time is the bundle's claim");
+  else
+    printf("    tuned %s in run %lld\n", e->created, (long long)e->run);
 }
 
 int cli_cache(cli_Options *o)

@@ -18,8 +18,10 @@ static const char *const USAGE =
   "       softmax-tune log [--shape RxC] [--dtype T] [--op OP] [--run ID] [--json|--csv]\n"
   "       softmax-tune report [--shape RxC] [--dtype T] [--op OP] [--run ID] [-o FILE.html]\n"
   "       softmax-tune cache list|show|clear [--shape RxC] [--dtype T] [--op OP] [--gpu-model NAME]\n"
-  "       softmax-tune cache export [--shape RxC] [--dtype T] [--op OP] [--gpu-model NAME] -o FILE\n"
-  "       softmax-tune cache import FILE  merge a bundle: checked whole, the faster entry of a key stays\n"
+  "       softmax-tune cache export [--shape RxC] [--dtype T] [--op OP] [--gpu-model NAME] [--with-host] -o FILE\n"
+  "       softmax-tune cache import FILE [--retime [--gpu N]]\n"
+  "                                  merge a bundle: checked whole, every kernel built here, the\n"
+  "                                  faster entry of a key stays\n"
   "       softmax-tune space --shape RxC [--dtype T] [--op OP] [--arch sm_XX]\n"
   "       softmax-tune emit --shape RxC --config STR [--dtype T] [--op OP] [--arch sm_XX]\n"
   "       softmax-tune compile --shape RxC --config STR --arch sm_XX -o FILE [--log]\n"
@@ -74,6 +76,10 @@ static const char *const USAGE =
   "  --restamp DIR    pretune: the table FILE was made with the templates in DIR; where every\n"
   "                   entry's kernel is the same under these templates, name these in it\n"
   "  --unaligned      explain: input and output pointers aligned differently (vec=1 kernels)\n"
+  "  --with-host      cache export: name this host in the bundle (by default nothing of it is)\n"
+  "  --retime         cache import: verify and time each entry of this GPU's model on GPU N\n"
+  "                   before merging (the faster-entry rule then compares these times);\n"
+  "                   without it, an imported entry is verified before its first use\n"
   "  --json, --csv    log: machine-readable output\n"
   "  --log            compile: print NVRTC's whole log\n"
   "  -h, --help       this text\n"
@@ -105,7 +111,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
        O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
-       O_SWEEP, O_RESTAMP, O_CUBINS, O_SMS };
+       O_SWEEP, O_RESTAMP, O_CUBINS, O_SMS, O_WITH_HOST, O_RETIME };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -122,6 +128,7 @@ static const struct option LONGOPTS[] = {
   { "from-cache", no_argument, 0, O_FROM_CACHE },   { "unaligned", no_argument, 0, O_UNALIGNED },
   { "sweep", required_argument, 0, O_SWEEP },       { "restamp", required_argument, 0, O_RESTAMP },
   { "cubins", required_argument, 0, O_CUBINS },     { "sms", required_argument, 0, O_SMS },
+  { "with-host", no_argument, 0, O_WITH_HOST },     { "retime", no_argument, 0, O_RETIME },
   { 0, 0, 0, 0 },
 };
 
@@ -207,6 +214,8 @@ static int parse_options(int argc, char **argv, cli_Options *o)
       if (strcmp(optarg, "full") && strcmp(optarg, "fast")) return usage_error("bad --sweep '%s': expected fast or full", optarg);
       o->sweep = strcmp(optarg, "full") == 0 ? CLI_FULL : CLI_FAST;
       break;
+    case O_WITH_HOST: o->with_host = 1; break;
+    case O_RETIME: o->retime = 1; break;
     case O_JSON: o->format = 'j'; break;
     case O_CSV: o->format = 'c'; break;
     case O_LOG: o->log = 1; break;

@@ -17,9 +17,12 @@ static const char *version(int v, char *buf, size_t n)
 int cli_reverify(cli_Options *o, gen_State *g, const gen_Problem *p, cache_Db *db, const cache_Key *k, const cache_Entry *e)
 {
   char err[1024], a[16], b[16], c[16], d[16];
-  printf("cached winner tuned under driver %s, NVRTC %s; verifying it again under driver %s, NVRTC %s\n",
-         version(e->key.driver, a, sizeof a), version(e->key.nvrtc, b, sizeof b), version(k->driver, c, sizeof c),
-         version(k->nvrtc, d, sizeof d));
+  if (e->key.driver == 0)   /* imported from a bundle, not retimed */
+    printf("cached winner imported from a bundle; verifying it on this GPU before its first use\n");
+  else
+    printf("cached winner tuned under driver %s, NVRTC %s; verifying it again under driver %s, NVRTC %s\n",
+           version(e->key.driver, a, sizeof a), version(e->key.nvrtc, b, sizeof b), version(k->driver, c, sizeof c),
+           version(k->nvrtc, d, sizeof d));
   fflush(stdout);
   int rc = tune_gpu_reverify(o->gpu, g, p, db, k, e, err, sizeof err);
   if (rc == CACHE_MISS) {

@@ -196,9 +196,10 @@ static inline int fake_count_runs(cache_Db *db)
 }
 
 /* Tune p on the fake and store it in db under the fake GPU's key, every time scaled by speed
-** (< 1: faster than the fake's own figures); *run gets the run id. 0, or 1 with err set. */
-static inline int fake_tune_store(gen_State *g, cache_Db *db, const gen_Problem *p, double speed, int64_t *run, char *err,
-                                  size_t errlen)
+** (< 1: faster than the fake's own figures); *run gets the run id. templates: the key's hash
+** (NULL: the fake's). 0, or 1 with err set. */
+static inline int fake_tune_store_as(gen_State *g, cache_Db *db, const gen_Problem *p, double speed, const char *templates,
+                                     int64_t *run, char *err, size_t errlen)
 {
   fake_Backend f;
   tune_Result r;
@@ -208,10 +209,17 @@ static inline int fake_tune_store(gen_State *g, cache_Db *db, const gen_Problem 
   if (rc == 0 && r.winner != f.best) rc = 1, snprintf(err, errlen, "the fake's fastest config did not win");
   for (int i = 0; i < r.ntrials; i++) r.trials[i].us *= speed;
   fake_key(p, &k);
+  if (templates) snprintf(k.templates, sizeof k.templates, "%s", templates);
   if (rc == 0) rc = tune_store(db, &k, &r, run, err, errlen);
   tune_result_free(&r);
   fake_free(&f);
   return rc;
+}
+
+static inline int fake_tune_store(gen_State *g, cache_Db *db, const gen_Problem *p, double speed, int64_t *run, char *err,
+                                  size_t errlen)
+{
+  return fake_tune_store_as(g, db, p, speed, NULL, run, err, errlen);
 }
 
 /* A problem of rows x 4096 f32 softmax on sm_90. */

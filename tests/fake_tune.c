@@ -2,7 +2,8 @@
 ** fake_tune.c — a stand-in for the softmax-tune command on a machine without a GPU, for the
 ** Slurm recipe's test (tests/slurm_test.sh): `fake_tune [--gpu N] --shape RxC [--dtype T]
 ** [--op OP] --cache PATH [--quiet]` tunes on the fake backend (fake_backend.h) and stores the
-** run as the command would; a command word (cache, log, ...) runs the real command,
+** run as the command would, under these templates' hash (so that `cache import` builds its
+** kernels with NVRTC); a command word (cache, log, ...) runs the real command,
 ** $ST_REAL_BIN, with the same arguments. Exit 0, 1 (failed), 2 (bad input).
 */
 #include <getopt.h>
@@ -45,8 +46,10 @@ int main(int argc, char **argv)
   gen_State *g = NULL;
   cache_Db *db = NULL;
   int64_t run = 0;
-  int rc = gen_open(&g, NULL, err, sizeof err) || cache_open(&db, cache, 1, err, sizeof err) ||
-           fake_tune_store(g, db, &p, 1.0, &run, err, sizeof err);
+  int nvrtc = 0;
+  char templates[65];
+  int rc = gen_open(&g, NULL, err, sizeof err) || tune_templates_hash(g, templates, &nvrtc, err, sizeof err) ||
+           cache_open(&db, cache, 1, err, sizeof err) || fake_tune_store_as(g, db, &p, 1.0, templates, &run, err, sizeof err);
   if (rc) fprintf(stderr, "fake_tune: %s\n", err);
   else printf("stored in %s (run %lld)\n", cache, (long long)run);
   cache_close(db);

@@ -14,7 +14,7 @@ fake=$2
 src=$(cd "$(dirname "$0")/.." && pwd)
 W=$(mktemp -d /tmp/st_slurm_XXXXXX)
 trap '[ -n "${ST_KEEP:-}" ] || rm -rf "$W"' EXIT
-export SOFTMAX_TUNE=$fake ST_REAL_BIN=$bin TMPDIR=$W
+export SOFTMAX_TUNE=$fake ST_REAL_BIN=$bin TMPDIR=$W SOFTMAX_TUNE_CUBINS=$W/cubins
 fail=0
 no() { echo "FAIL: $*"; fail=1; }
 entries() { "$bin" cache list --cache "$1" | head -1 | cut -d' ' -f1; }

@@ -1,7 +1,7 @@
 /*
 ** test_migrate.c — caches written by earlier versions of softmax-tune open (cache/migrate.c):
-** files made with the CREATE statements of schema 1, of schema 2 before and after ws_groups,
-** filled with plain SQL, are migrated in one transaction to the current schema; their runs,
+** files made with the CREATE statements of schema 1, of schema 2 before and after ws_groups, of 3
+** (before origin), filled with plain SQL, are migrated in one transaction to the current schema; their runs,
 ** trials and entries read back; two entries that differed only in driver keep the newest; a
 ** newer or unreadable version, and a read-only old file, are refused with one line and left
 ** as they were; processes opening an old cache at once all succeed and it is migrated once.
@@ -50,6 +50,7 @@ static const struct { const char *name, *version, *launch; } OLD[] = {
   { "v1", "1", "" },
   { "v2", "2", " coop INTEGER NOT NULL, workspace INTEGER NOT NULL," },
   { "v2ws", "2", " coop INTEGER NOT NULL, workspace INTEGER NOT NULL, ws_groups INTEGER NOT NULL," },
+  { "v3", "3", " coop INTEGER NOT NULL, workspace INTEGER NOT NULL, ws_groups INTEGER NOT NULL," },
 };
 
 #define GPU "NVIDIA H100 80GB HBM3"
@@ -126,9 +127,10 @@ static void test_old(int i)
   make_old(i, path_in(OLD[i].name, path), tpl);
   CHECK(cache_open(&db, path, 0, err, sizeof err) == 0, "%s: open: %s", OLD[i].name, err);
   if (!db) return;
-  CHECK(query(path, "SELECT v FROM meta WHERE k = 'schema'") == 3, "%s: not at version 3", OLD[i].name);
+  CHECK(query(path, "SELECT v FROM meta WHERE k = 'schema'") == 4, "%s: not at version 4", OLD[i].name);
   cache_filter_all(&all);
-  CHECK(cache_runs(db, &all, 0, 10, &runs, &n) == 0 && n == 2 && runs[0].id == 2, "%s: %d runs", OLD[i].name, n);
+  CHECK(cache_runs(db, &all, 0, 10, &runs, &n) == 0 && n == 2 && runs[0].id == 2 && !runs[0].origin[0], "%s: %d runs",
+        OLD[i].name, n);
   CHECK(cache_trials(db, 1, &t, &nt) == 0 && nt == 2 && strcmp(t[1].reason, "spills") == 0, "%s: %d trials", OLD[i].name, nt);
   free(runs);
   free(t);
@@ -171,9 +173,9 @@ static void expect_refused(const char *path, const char *needle)
 static void test_refused(void)
 {
   char path[4096], sql[8192];
-  snprintf(sql, sizeof sql, OLD_SCHEMA, "4", " coop INTEGER, workspace INTEGER, ws_groups INTEGER,");
-  run_sql(path_in("v4", path), sql);
-  expect_refused(path, "schema version 4");
+  snprintf(sql, sizeof sql, OLD_SCHEMA, "5", " coop INTEGER, workspace INTEGER, ws_groups INTEGER,");
+  run_sql(path_in("v5", path), sql);
+  expect_refused(path, "schema version 5");
   snprintf(sql, sizeof sql, OLD_SCHEMA, "two", "");
   run_sql(path_in("vtwo", path), sql);
   expect_refused(path, "not a number");
@@ -183,7 +185,7 @@ static void test_refused(void)
 }
 
 /* Eight processes open one old cache at once: every open succeeds, the file is migrated once
-** (two runs, one entry, version 3). */
+** (two runs, one entry, version 4). */
 static void test_concurrent(void)
 {
   char path[4096], tpl[65];
@@ -208,7 +210,7 @@ static void test_concurrent(void)
     ok += pids[i] > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
   CHECK(ok == 8, "%d of 8 racing opens succeeded", ok);
-  CHECK(query(path, "SELECT v FROM meta WHERE k = 'schema'") == 3 && query(path, "SELECT count(*) FROM runs") == 2 &&
+  CHECK(query(path, "SELECT v FROM meta WHERE k = 'schema'") == 4 && query(path, "SELECT count(*) FROM runs") == 2 &&
         query(path, "SELECT count(*) FROM entries") == 1, "after the race: version, runs or entries wrong");
 }
 
@@ -216,7 +218,7 @@ int main(void)
 {
   char cmd[64];
   if (!mkdtemp(root)) return perror("mkdtemp"), 1;
-  for (int i = 0; i < 3; i++) test_old(i);
+  for (int i = 0; i < 4; i++) test_old(i);
   test_refused();
   test_concurrent();
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);

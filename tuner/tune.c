@@ -371,21 +371,27 @@ void tune_result_free(tune_Result *r)
   r->winner = -1;
 }
 
-int tune_key(gen_State *g, const tune_Device *dev, const gen_Problem *p, cache_Key *k, char *err, size_t errlen)
+int tune_templates_hash(gen_State *g, char out[65], int *nvrtc, char *err, size_t errlen)
 {
   char *text;
   size_t len;
   int major = 0, minor = 0;
-  memset(k, 0, sizeof *k);
   if (gen_sources(g, &text, &len)) return snprintf(err, errlen, "%s", gen_error(g)), 1;
-  cache_sha256(text, len, k->templates);
+  cache_sha256(text, len, out);
   free(text);
   if (gen_nvrtc_version(&major, &minor)) return snprintf(err, errlen, "cannot read the NVRTC version"), 1;
+  *nvrtc = major * 1000 + minor * 10;
+  return 0;
+}
+
+int tune_key(gen_State *g, const tune_Device *dev, const gen_Problem *p, cache_Key *k, char *err, size_t errlen)
+{
+  memset(k, 0, sizeof *k);
+  if (tune_templates_hash(g, k->templates, &k->nvrtc, err, errlen)) return 1;
   snprintf(k->gpu, sizeof k->gpu, "%s", dev->name);
   k->arch = dev->arch;
   k->sms = dev->sms;
   k->driver = dev->driver;
-  k->nvrtc = major * 1000 + minor * 10;
   k->dtype = p->dtype;
   k->op = p->op;
   k->rows = p->rows;

@@ -112,6 +112,9 @@ int tune_fast_list(const gen_Problem *p, char **list, int *n, int keep, char *er
 int tune_fast_siblings(char *const *leaders, int nl, char *const *all, int nall, char *const *have, int nhave, int *out,
                        int max);
 
+/* The generator's fingerprint (SHA-256 of its templates, as cache_Key.templates) and the NVRTC
+** version (as cache_Key.nvrtc). */
+int tune_templates_hash(gen_State *g, char out[65], int *nvrtc, char *err, size_t errlen);
 /* The cache key for problem p on dev, with the generator's fingerprint and NVRTC version. */
 int tune_key(gen_State *g, const tune_Device *dev, const gen_Problem *p, cache_Key *k, char *err, size_t errlen);
 /* A trial as the log keeps it. */
