@@ -99,6 +99,9 @@ void gen_cubin_free(gen_Cubin *c);
 /* The options gen_compile gives NVRTC for arch, space separated (part of a kept cubin's key). */
 void gen_compile_options(int arch, char *text, size_t n);
 int gen_nvrtc_version(int *major, int *minor);
+/* The name NVRTC compiles `name` under: a fixed absolute one (/softmax-tune/name) that puts no
+** directory of the host in the cubin's line table (part of a kept cubin's key). */
+void gen_source_name(const char *name, char *out, size_t n);
 
 /* Parsing shared by the CLI and the library; err names the bad value. */
 int gen_parse_shape(const char *s, int64_t *rows, int64_t *cols, char *err, size_t errlen);

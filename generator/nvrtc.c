@@ -48,6 +48,19 @@ static int nvrtc_fail(nvrtcResult r, const char *what, char *err, size_t errlen)
 
 #define NOPTS 4
 
+/* NVRTC makes a relative source name absolute with the process's current directory, and the
+** line table (-lineinfo) and the PTX kept in the cubin for profilers carry it: the cubin would
+** hold a path of the host and change with the directory it was compiled in. No option moves
+** that directory (a #line name is made absolute the same way), so NVRTC gets a fixed absolute
+** name under a folder no host has: the cubin is a function of the source, name, arch and
+** options, and profilers still map its instructions to lines of the emitted source. */
+#define SOURCE_ROOT "/softmax-tune/"
+
+void gen_source_name(const char *name, char *out, size_t n)
+{
+  snprintf(out, n, SOURCE_ROOT "%s", name[0] == '/' ? strrchr(name, '/') + 1 : name);
+}
+
 /* NVRTC's options for arch: into opts (archopt holds the first) and, space separated, text. */
 static void options(int arch, char archopt[48], const char *opts[NOPTS], char *text, size_t n)
 {
@@ -69,6 +82,7 @@ int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, 
   char archopt[48];
   const char *opts[NOPTS];
   const int nopts = NOPTS;
+  char fixed[256];
   nvrtcProgram prog;
   nvrtcResult r;
   size_t n;
@@ -76,8 +90,9 @@ int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, 
 
   memset(out, 0, sizeof *out);
   options(arch, archopt, opts, out->options, sizeof out->options);
+  gen_source_name(name, fixed, sizeof fixed);
 
-  if ((r = nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL)) != NVRTC_SUCCESS)
+  if ((r = nvrtcCreateProgram(&prog, source, fixed, 0, NULL, NULL)) != NVRTC_SUCCESS)
     return nvrtc_fail(r, "create", err, errlen);
   nvrtcResult cr = nvrtcCompileProgram(prog, nopts, opts);
   if ((r = nvrtcGetProgramLogSize(prog, &n)) == NVRTC_SUCCESS && (out->log = malloc(n + 1)) &&
