@@ -1,9 +1,10 @@
 /*
 ** test_repro.c — a cubin is a function of its source, name, arch and NVRTC options: the same
 ** configs (each family, every dtype and op, and the tuner's aux kernels) compiled in two working
-** directories give identical bytes, kept (cache_compile) or not, and no printable run of a
-** cubin names a directory of the host (the working directories, "/tmp", "/work", "/home",
-** "/root", "/usr"); a run that starts with '/' and a letter is the fixed source name's folder.
+** directories give identical bytes, kept (cache_compile) or not, and as PTX (gen_compile_ptx);
+** no printable run of a cubin names a directory of the host (the working directories, "/tmp",
+** "/work", "/home", "/root", "/usr"); a run that starts with '/' and a letter is the fixed
+** source name's folder.
 */
 #include <ctype.h>
 #include <stdlib.h>
@@ -64,6 +65,17 @@ static void same_bytes(const char *src, const char *name, int arch, const char *
     no_host_path(&a, what, d, 3);
     gen_cubin_free(&b);
   }
+  /* PTX for the virtual arch (test_arch_ptx) too: the same text anywhere, naming no directory */
+  gen_Cubin v[2];
+  char err[1024];
+  for (int i = 0; i < 2; i++) {
+    CHECK(chdir(dirs[i]) == 0 && gen_compile_ptx(src, name, arch, &v[i], err, sizeof err) == 0, "%s PTX: %s", what, err);
+    CHECK(v[i].data && strstr(v[i].data, ".target sm_") && !v[i].ptx && v[i].size == strlen(v[i].data) + 1, "%s: PTX", what);
+    CHECK(v[i].data && !strstr(v[i].data, dirs[0]) && !strstr(v[i].data, "/tmp"), "%s: the PTX names a directory", what);
+  }
+  CHECK(v[0].size == v[1].size && v[0].data && memcmp(v[0].data, v[1].data, v[0].size) == 0, "%s: PTX differs by directory", what);
+  gen_cubin_free(&v[0]);
+  gen_cubin_free(&v[1]);
   for (int i = 0; i < 2; i++)
     if (compile_in(dirs[i], kept, src, name, arch, &k) == 0) {
       CHECK(k.size == a.size && memcmp(k.data, a.data, a.size) == 0, "%s: kept cubin differs (%d)", what, i);
@@ -79,6 +91,7 @@ int main(void)
     { 64, 32000, GEN_BF16, GEN_LOG_SOFTMAX, 90, "xchg=dsmem" },
     { 256, 1048576, GEN_F16, GEN_SOFTMAX_BW, 90, "hold=ring" },
     { 64, 4096, GEN_BF16, GEN_LOG_SOFTMAX_BW, 80, "split=1" },
+    { 300, 4099, GEN_BF16, GEN_SOFTMAX, 75, "hold=packed" },
   };
   char dirs[3][256], kept[300], err[1024];
   gen_State *g;
