@@ -1,7 +1,8 @@
 /*
 ** cubins.c — compiled kernels kept on disk, so that a source is compiled once: a folder of files
-** named <SHA-256 of source, name, arch, NVRTC version and options>.cubin, each a one-line header
-** (format, size, the cubin's SHA-256, ptxas' register and spill counts) and the cubin's bytes.
+** named <SHA-256 of source, name (as gen_source_name fixes it), arch, NVRTC version and
+** options>.cubin, each a one-line header (format, size, the cubin's SHA-256, ptxas' register
+** and spill counts) and the cubin's bytes.
 ** Written to a temporary file and renamed (readers never see half a file); a read checks size
 ** and checksum, and a file that fails is compiled again. A hit refreshes the file's time, so
 ** trimming the folder removes the least recently used first.
@@ -41,11 +42,12 @@ void cache_cubin_dir(const char *opt, char *out, size_t n)
 /* The file of a source in dir: dir/<key>.cubin. */
 static int key_path(const char *dir, const char *source, const char *name, int arch, char *path, size_t n)
 {
-  char opts[256], head[512], sum[65];
+  char opts[256], fixed[256], head[768], sum[65];
   int major = 0, minor = 0;
   gen_nvrtc_version(&major, &minor);
   gen_compile_options(arch, opts, sizeof opts);
-  int hn = snprintf(head, sizeof head, MAGIC "\nnvrtc %d.%d\n%s\n%s\n", major, minor, opts, name);
+  gen_source_name(name, fixed, sizeof fixed);   /* files kept before names were fixed: misses */
+  int hn = snprintf(head, sizeof head, MAGIC "\nnvrtc %d.%d\n%s\n%s\n", major, minor, opts, fixed);
   size_t sn = strlen(source);
   char *all = malloc((size_t)hn + sn);
   if (!all) return 1;

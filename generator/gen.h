@@ -116,10 +116,16 @@ int gen_knobs(gen_State *g, char **text);
 
 /* NVRTC; safe to call from several threads at once. arch as in gen_Problem. */
 int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen);
+/* As gen_compile, but PTX for the virtual arch compute_<arch>: data is the PTX text (its NUL
+** counted in size), which the driver compiles for whatever GPU loads it; no ptxas counts. */
+int gen_compile_ptx(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen);
 void gen_cubin_free(gen_Cubin *c);
 /* The options gen_compile gives NVRTC for arch, space separated (part of a kept cubin's key). */
 void gen_compile_options(int arch, char *text, size_t n);
 int gen_nvrtc_version(int *major, int *minor);
+/* The name NVRTC compiles `name` under: a fixed absolute one (/softmax-tune/name) that puts no
+** directory of the host in the cubin's line table (part of a kept cubin's key). */
+void gen_source_name(const char *name, char *out, size_t n);
 
 /* Parsing shared by the CLI and the library; err names the bad value. */
 int gen_parse_shape(const char *s, int64_t *rows, int64_t *cols, char *err, size_t errlen);

@@ -48,36 +48,63 @@ static int nvrtc_fail(nvrtcResult r, const char *what, char *err, size_t errlen)
 
 #define NOPTS 4
 
-/* NVRTC's options for arch: into opts (archopt holds the first) and, space separated, text. */
-static void options(int arch, char archopt[48], const char *opts[NOPTS], char *text, size_t n)
+/* NVRTC makes a relative source name absolute with the process's current directory, and the
+** line table (-lineinfo) and the PTX kept in the cubin for profilers carry it: the cubin would
+** hold a path of the host and change with the directory it was compiled in. No option moves
+** that directory (a #line name is made absolute the same way), so NVRTC gets a fixed absolute
+** name under a folder no host has: the cubin is a function of the source, name, arch and
+** options, and profilers still map its instructions to lines of the emitted source. */
+#define SOURCE_ROOT "/softmax-tune/"
+
+void gen_source_name(const char *name, char *out, size_t n)
 {
-  snprintf(archopt, 48, "--gpu-architecture=sm_%d", arch);
+  snprintf(out, n, SOURCE_ROOT "%s", name[0] == '/' ? strrchr(name, '/') + 1 : name);
+}
+
+/* NVRTC's options for arch (virt: PTX for the virtual arch compute_XX alone, where ptxas does not
+** run): into opts (archopt holds the first) and, space separated, text; returns their count. */
+static int options(int arch, int virt, char archopt[48], const char *opts[NOPTS], char *text, size_t n)
+{
+  int nopts = virt ? NOPTS - 1 : NOPTS;
+  snprintf(archopt, 48, "--gpu-architecture=%s_%d", virt ? "compute" : "sm", arch);
   opts[0] = archopt, opts[1] = "--std=c++17", opts[2] = "-lineinfo", opts[3] = "--ptxas-options=-v";
-  for (int i = 0, at = 0; i < NOPTS && at < (int)n; i++)
+  for (int i = 0, at = 0; i < nopts && at < (int)n; i++)
     at += snprintf(text + at, n - (size_t)at, "%s%s", i ? " " : "", opts[i]);
+  return nopts;
 }
 
 void gen_compile_options(int arch, char *text, size_t n)
 {
   char archopt[48];
   const char *opts[NOPTS];
-  options(arch, archopt, opts, text, n);
+  options(arch, 0, archopt, opts, text, n);
 }
 
-int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen)
+/* The NVRTC output `what` (cubin or PTX) of prog into a malloc'ed *data of *size bytes. */
+static nvrtcResult output(nvrtcProgram prog, int ptx, void **data, size_t *size)
 {
-  char archopt[48];
+  nvrtcResult r = ptx ? nvrtcGetPTXSize(prog, size) : nvrtcGetCUBINSize(prog, size);
+  if (r != NVRTC_SUCCESS) return r;
+  if (*size == 0) return NVRTC_ERROR_INTERNAL_ERROR;
+  if (!(*data = malloc(*size))) return NVRTC_ERROR_OUT_OF_MEMORY;
+  return ptx ? nvrtcGetPTX(prog, *data) : nvrtcGetCUBIN(prog, *data);
+}
+
+static int compile(const char *source, const char *name, int arch, int virt, gen_Cubin *out, char *err, size_t errlen)
+{
+  char archopt[48], fixed[256], what[16];
   const char *opts[NOPTS];
-  const int nopts = NOPTS;
   nvrtcProgram prog;
   nvrtcResult r;
   size_t n;
   double t0 = now_ms();
 
   memset(out, 0, sizeof *out);
-  options(arch, archopt, opts, out->options, sizeof out->options);
+  int nopts = options(arch, virt, archopt, opts, out->options, sizeof out->options);
+  gen_source_name(name, fixed, sizeof fixed);
+  snprintf(what, sizeof what, "%s_%d", virt ? "compute" : "sm", arch);
 
-  if ((r = nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL)) != NVRTC_SUCCESS)
+  if ((r = nvrtcCreateProgram(&prog, source, fixed, 0, NULL, NULL)) != NVRTC_SUCCESS)
     return nvrtc_fail(r, "create", err, errlen);
   nvrtcResult cr = nvrtcCompileProgram(prog, nopts, opts);
   if ((r = nvrtcGetProgramLogSize(prog, &n)) == NVRTC_SUCCESS && (out->log = malloc(n + 1)) &&
@@ -91,30 +118,33 @@ int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, 
   }
   if (cr != NVRTC_SUCCESS) {
     const char *first = strstr(out->log, "error");
-    snprintf(err, errlen, "NVRTC compile of %s for sm_%d failed: %.300s", name, arch, first ? first : out->log);
+    snprintf(err, errlen, "NVRTC compile of %s for %s failed: %.300s", name, what, first ? first : out->log);
     for (char *p = err; *p; p++)
       if (*p == '\n') *p = ' ';
     nvrtcDestroyProgram(&prog);
     return 1;   /* the log stays in out for the caller to show */
   }
-  if ((r = nvrtcGetCUBINSize(prog, &out->size)) != NVRTC_SUCCESS || out->size == 0 ||
-      !(out->data = malloc(out->size)) || (r = nvrtcGetCUBIN(prog, out->data)) != NVRTC_SUCCESS) {
+  /* a cubin and the PTX it was assembled from; virt: the PTX alone, as the data */
+  if ((r = output(prog, virt, &out->data, &out->size)) != NVRTC_SUCCESS ||
+      (!virt && (r = output(prog, 1, (void **)&out->ptx, &n)) != NVRTC_SUCCESS)) {
     nvrtcDestroyProgram(&prog);
     gen_cubin_free(out);
-    return r != NVRTC_SUCCESS ? nvrtc_fail(r, "cubin", err, errlen)
-                              : (snprintf(err, errlen, "NVRTC gave no cubin for sm_%d", arch), 1);
-  }
-  if ((r = nvrtcGetPTXSize(prog, &n)) != NVRTC_SUCCESS || !(out->ptx = malloc(n)) ||
-      (r = nvrtcGetPTX(prog, out->ptx)) != NVRTC_SUCCESS) {
-    nvrtcDestroyProgram(&prog);
-    gen_cubin_free(out);
-    return r != NVRTC_SUCCESS ? nvrtc_fail(r, "ptx", err, errlen)
-                              : (snprintf(err, errlen, "out of memory reading PTX"), 1);
+    return nvrtc_fail(r, virt ? "ptx" : "cubin", err, errlen);
   }
   nvrtcDestroyProgram(&prog);
   read_resources(out);
   out->ms = now_ms() - t0;
   return 0;
+}
+
+int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen)
+{
+  return compile(source, name, arch, 0, out, err, errlen);
+}
+
+int gen_compile_ptx(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen)
+{
+  return compile(source, name, arch, 1, out, err, errlen);
 }
 
 void gen_cubin_free(gen_Cubin *c)

@@ -53,12 +53,16 @@ __device__ __forceinline__ void unpack(u32 w, float *f)
   f[0] = __uint_as_float(w << 16);
   f[1] = __uint_as_float(w & 0xffff0000u);
 }
+%     if has.bf16 then
 __device__ __forceinline__ u32 pack(const float *f)
 {
   u32 w;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(f[1]), "f"(f[0]));
   return w;
 }
+%     else
+__device__ __forceinline__ u32 pack(const float *f) { return bf16_bits(f[0]) | bf16_bits(f[1]) << 16; }
+%     end
 %   else
 __device__ __forceinline__ void unpack(u32 w, float *f)
 {
@@ -68,7 +72,12 @@ __device__ __forceinline__ void unpack(u32 w, float *f)
 __device__ __forceinline__ u32 pack(const float *f)
 {
   u32 w;
+%     if has.bf16 then
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(f[1]), "f"(f[0]));
+%     else
+  asm("{ .reg .f16 lo, hi; cvt.rn.f16.f32 lo, %1; cvt.rn.f16.f32 hi, %2; mov.b32 %0, {lo, hi}; }"
+      : "=r"(w) : "f"(f[0]), "f"(f[1]));   // no f16x2 conversion before sm_80
+%     end
   return w;
 }
 %   end
@@ -133,9 +142,18 @@ __device__ __forceinline__ void stv(elem_t *p, const float *f)
 // Lane-wise max of two words of 16-bit pairs (a NaN loses, as with fmaxf: the sum keeps it).
 __device__ __forceinline__ u32 max2(u32 a, u32 b)
 {
+%   if has.bf16 then
   u32 r;
   asm("max.$(dtype == "bf16" and "bf16" or "f16")x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   return r;
+%   else
+  float x[2], y[2];   // no 16-bit pair max before sm_80: as floats (a max of two words is exact)
+  unpack(a, x);
+  unpack(b, y);
+  x[0] = fmaxf(x[0], y[0]);
+  x[1] = fmaxf(x[1], y[1]);
+  return pack(x);
+%   end
 }
 
 % end
@@ -186,6 +204,7 @@ __device__ __forceinline__ T lanes_reduce(T v, Op op)
   return v;
 }
 
+% if has.async then
 // A whole warp's max in one redux (sm_80+) on the floats' bits, mapped to ints of the same order.
 template <int W>
 __device__ __forceinline__ float lanes_reduce(float v, OpMax op)
@@ -198,6 +217,7 @@ __device__ __forceinline__ float lanes_reduce(float v, OpMax op)
     return __int_as_float(k ^ ((k >> 31) & 0x7fffffff));
   }
 }
+% end
 
 // (max, sum) pairs in two steps, the max and then the sums rescaled to it: one exp per lane,
 // none in the chain of shuffles.

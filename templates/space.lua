@@ -16,9 +16,13 @@ local CTYPE = { f32 = "float", f16 = "u16", bf16 = "u16" }
 local OPS = { softmax = true, log_softmax = true, softmax_backward = true, log_softmax_backward = true,
               cross_entropy = true, cross_entropy_loss = true }
 
--- Device limits per arch, for commands run without a GPU; the tuner passes the real ones.
+-- Device limits per arch, for commands run without a GPU (the GPU of each, by its SMs: T4, A100,
+-- RTX 3090, Orin, ..., L40/RTX 4090, H100 SXM, B200, ..., RTX 5090); the tuner passes the real ones
+-- (SMs, opt-in shared memory per block, cluster size). Registers are 64K per SM on every one;
+-- threads_sm, resident threads per SM, is 2048 where not given (what __launch_bounds__ may ask).
 local KB = 1024
 local ARCH = {
+  [75]  = { sms = 40,  smem_block = 64 * KB, cluster = 1, threads_sm = 1024 },
   [80]  = { sms = 108, smem_block = 163 * KB, cluster = 1 },
   [86]  = { sms = 84,  smem_block = 99 * KB, cluster = 1 },
   [87]  = { sms = 16,  smem_block = 163 * KB, cluster = 1 },
@@ -31,6 +35,26 @@ local ARCH = {
   [120] = { sms = 84,  smem_block = 99 * KB, cluster = 8 },
   [121] = { sms = 48,  smem_block = 99 * KB, cluster = 8 },
 }
+
+-- What each architecture has, by the first one that has it; the space's rules and the templates
+-- ask P.has (vars' `has`), never the arch number.
+local FEATURES = {
+  -- thread-block clusters, distributed shared memory, bulk copies (TMA) completing on mbarriers:
+  -- xchg=dsmem, hold=ring
+  { name = "bulk",  since = 90 },
+  -- cp.async, L2 cache policies (hint=keep's createpolicy, ld.L2::cache_hint), redux.sync
+  { name = "async", since = 80 },
+  -- bf16 arithmetic and conversions (cvt.rn.bf16, max.bf16x2), 16-bit pair conversions from f32
+  -- and max.f16x2. Before: f32 and f16 native, bf16 stored as bf16 but computed in f32 (rounded
+  -- to bf16 with integer operations) and pairs converted one by one
+  { name = "bf16",  since = 80 },
+}
+
+function M.features(arch)
+  local has = {}
+  for _, f in ipairs(FEATURES) do has[f.name] = arch >= f.since end
+  return has
+end
 
 local function range(a, b, step)
   local t = {}
@@ -112,6 +136,9 @@ function M.problem(P)
     bad("unsupported arch (sm_" .. table.concat(known, ", sm_") .. ")", "sm_" .. tostring(P.arch))
   end
   for k, v in pairs(d) do if P[k] == nil then P[k] = v end end
+  P.threads_sm = d.threads_sm or 2048
+  P.has = M.features(P.arch)
+  if not P.has.bulk then P.cluster = 1 end   -- no clusters whatever the caller says
   P.es = ESIZE[P.dtype]
   P.checked = true
   return P
@@ -224,7 +251,7 @@ function M.check(cfg, P)
   end
   if cfg.hold == "ring" then
     if cfg.xchg ~= "global" and cfg.xchg ~= "claim" then return "hold=ring needs xchg=global or claim" end
-    if P.arch < 90 then return string.format("hold=ring needs bulk copies (sm_90+), not sm_%d", P.arch) end
+    if not P.has.bulk then return string.format("hold=ring needs bulk copies (sm_90+), not sm_%d", P.arch) end
     if vb ~= 16 then return string.format("hold=ring copies 16-byte vectors: vec=%d is %d bytes", cfg.vec, vb) end
     if cfg.items ~= f.need then return string.format("hold=ring needs items=%d for a block's part of the row", f.need) end
     if cfg.threads < 256 then return "hold=ring needs threads>=256" end
@@ -243,6 +270,7 @@ function M.check(cfg, P)
     end
   end
   if cfg.hint == "keep" and cfg.passes ~= 2 then return "hint=keep marks the first of two passes: it needs passes=2" end
+  if cfg.hint == "keep" and not P.has.async then return string.format("hint=keep needs L2 cache policies (sm_80+), not sm_%d", P.arch) end
   if cfg.hold == "packed" and (P.es ~= 2 or vb < 4) then
     return "hold=packed holds 16-bit words: f16 or bf16 with vec>=2"
   end
@@ -496,7 +524,7 @@ end
 -- Everything a template needs: the problem, the knobs, and the derived sizes.
 function M.vars(cfg, P)
   local v = {
-    dtype = P.dtype, op = P.op, cols = P.cols, es = P.es, ctype = CTYPE[P.dtype], arch = P.arch,
+    dtype = P.dtype, op = P.op, cols = P.cols, es = P.es, ctype = CTYPE[P.dtype], arch = P.arch, has = P.has,
   }
   if cfg then
     local f = facts(cfg, P)
@@ -520,7 +548,7 @@ function M.vars(cfg, P)
     v.words = cfg.hold == "packed" or (MIXED[cfg.hold] == true and P.es == 2 and v.VB >= 4)
     -- registers of values most live: packed, the held words; mix and ahead, a streamed step's floats
     local live = cfg.hold == "packed" and cfg.items * cfg.vec * P.es // 4 or v.words and cfg.items * cfg.vec
-    if live then v.minb = math.max(1, math.min(2048 // cfg.threads, 65536 // (cfg.threads * (live + 32)))) end
+    if live then v.minb = math.max(1, math.min(P.threads_sm // cfg.threads, 65536 // (cfg.threads * (live + 32)))) end
   end
   return v
 end

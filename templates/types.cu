@@ -16,12 +16,24 @@ __device__ __forceinline__ float load1(const elem_t *p) { return *p; }
 __device__ __forceinline__ void store1(elem_t *p, float f) { *p = f; }
 % elseif dtype == "bf16" then
 __device__ __forceinline__ float load1(const elem_t *p) { return __uint_as_float((u32)*p << 16); }
+%   if has.bf16 then
 __device__ __forceinline__ void store1(elem_t *p, float f)
 {
   u16 h;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
   *p = h;
 }
+%   else
+// f to bf16 bits, to nearest even by integer operations (no bf16 conversion before sm_80), as
+// cvt.rn.bf16.f32 gives them; a NaN stays a NaN (made quiet, its sign kept).
+__device__ __forceinline__ u32 bf16_bits(float f)
+{
+  const u32 u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+__device__ __forceinline__ void store1(elem_t *p, float f) { *p = (u16)bf16_bits(f); }
+%   end
 % else
 __device__ __forceinline__ float load1(const elem_t *p)
 {

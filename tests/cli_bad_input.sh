@@ -44,7 +44,7 @@ hold=smem|emit --shape 4096x4096 --op softmax_backward --config threads=256,item
 xchg=dsmem|emit --shape 1024x1048576 --op log_softmax_backward --config threads=512,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=64,xchg=global,hint=none
 max 64|compile --shape 64x4096 --op softmax_backward --arch sm_90 -o /tmp/st_bad.cubin --config threads=128,items=16,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none
 bad arch 'hopper'|space --shape 32000x16384 --arch hopper
-sm_75|space --shape 32000x16384 --arch sm_75
+sm_70|space --shape 32000x16384 --arch sm_70
 unknown option '--bogus'|space --shape 32000x16384 --bogus
 unknown command 'frobnicate'|frobnicate
 needs --shape|space

@@ -74,8 +74,13 @@ static void test_configs(gen_State *g)
   expect_error(g, &p, "threads", "not knob=value");
   gen_Problem p80 = problem(1024, 65536, GEN_F32, GEN_SOFTMAX, 80);
   expect_error(g, &p80, "threads=256,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none", "clusters");
-  gen_Problem bad = problem(1024, 4096, GEN_F32, GEN_SOFTMAX, 75);
-  expect_error(g, &bad, ok, "sm_75");
+  gen_Problem bad = problem(1024, 4096, GEN_F32, GEN_SOFTMAX, 70);
+  expect_error(g, &bad, ok, "sm_70");
+  /* sm_75: no clusters (whatever the caller says), no L2 policies */
+  gen_Problem p75 = problem(1024, 65536, GEN_BF16, GEN_SOFTMAX, 75);
+  p75.cluster = 16;
+  expect_error(g, &p75, "threads=256,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none", "clusters");
+  expect_error(g, &p75, "threads=512,items=4,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=keep", "sm_80");
 }
 
 /* Each knob that matters for this shape takes at least two values across the space. */

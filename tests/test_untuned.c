@@ -3,7 +3,8 @@
 ** the built-in default table parses and was made for these templates; a stale table is said;
 ** thousands of random problems of every dtype and op, aligned or not, on arches with and
 ** without a table (and the sm_90 table on other arches), with and without the user's entries,
-** each get a config the space's rules accept (gen_canon); a bad table is an error.
+** each get a config the space's rules accept (gen_canon), before sm_90 none of Hopper's
+** families (xchg=dsmem, hold=ring); a bad table is an error.
 */
 #include <stdint.h>
 #include <stdlib.h>
@@ -148,16 +149,16 @@ static void bad_tables(gen_State *g, const char *hash)
 /* n random problems: every choice a valid config of the space. */
 static void random_valid(gen_State *g, const char *hash, const char *table, int n)
 {
-  static const int ARCHES[] = { 90, 90, 90, 80, 89, 100, 120 };
+  static const int ARCHES[] = { 90, 90, 90, 75, 80, 86, 89, 100, 120 };
   gen_Tuned user[3] = {
     { 64, 8192, GEN_F32, GEN_SOFTMAX, "threads=128,items=4,vec=4,reduce=shfl,passes=1,hold=reg,rows=1,split=4,xchg=dsmem,hint=none" },
     { 2, 1 << 20, GEN_BF16, GEN_LOG_SOFTMAX, "threads=512,items=2,vec=8,reduce=shfl,passes=1,hold=ring,rows=1,split=128,xchg=global,hint=none" },
     { 100000, 100, GEN_F16, GEN_SOFTMAX, "threads=256,items=1,vec=8,reduce=shfl,passes=1,hold=reg,rows=16,split=1,xchg=none,hint=none" },
   };
-  int bad = 0, from_table = 0;
+  int bad = 0, from_table = 0, forward = 0;   /* the table and the user's entries are forward ones */
   for (int i = 0; i < n; i++) {
-    gen_Problem p = { .rows = logu(1, 1 << 20), .cols = logu(1, 4 << 20), .dtype = i % 3, .op = (i / 3) % 2,
-                      .arch = ARCHES[i % 7] };
+    gen_Problem p = { .rows = logu(1, 1 << 20), .cols = logu(1, 4 << 20), .dtype = i % 3, .op = (i / 3) % GEN_NOP,
+                      .arch = ARCHES[i % 9] };
     int unaligned = uniform() < 0.25;
     gen_Choice ch;
     char canon[256];
@@ -170,10 +171,14 @@ static void random_valid(gen_State *g, const char *hash, const char *table, int 
     if (!ok && bad++ < 5) CHECK(0, "%lldx%lld %d %d sm_%d unaligned %d: %s (%s) is not valid: %s", (long long)p.rows, (long long)p.cols,
                                 p.dtype, p.op, p.arch, unaligned, ch.config, ch.source, gen_error(g));
     if (unaligned) CHECK(strstr(ch.config, ",vec=1,") != NULL, "unaligned got %s", ch.config);
+    /* off Hopper and later, never a family of theirs (clusters, bulk copies), nor before sm_80 an L2 policy */
+    CHECK(p.arch >= 90 || (!strstr(ch.config, "xchg=dsmem") && !strstr(ch.config, "hold=ring")), "sm_%d got %s", p.arch, ch.config);
+    CHECK(p.arch >= 80 || !strstr(ch.config, "hint=keep"), "sm_%d got %s", p.arch, ch.config);
     from_table += strstr(ch.source, "adapted") != NULL;
+    forward += gen_op_inputs(p.op) == 1;
   }
   CHECK(bad == 0, "%d of %d choices invalid", bad, n);
-  CHECK(from_table > n / 2, "only %d of %d choices came from tuned entries", from_table, n);
+  CHECK(from_table > forward / 2, "only %d of %d forward choices came from tuned entries", from_table, forward);
   printf("%d random problems: %d from tuned entries, the rest by the rule\n", n, from_table);
 }
 

@@ -102,8 +102,8 @@ int tune_device(const tune_Driver *d, int ordinal, tune_Device *dev, char *err, 
   dev->mem = (int64_t)mem;
   dev->driver = d->version;
   dev->cluster = major >= 9 ? 16 : 1;   /* 8 portable, 16 with the non-portable attribute */
-  if (dev->arch < 80)
-    return snprintf(err, errlen, "GPU %d (%s) is sm_%d; softmax-tune needs sm_80 or newer", ordinal, dev->name, dev->arch), 1;
+  if (dev->arch < 75)
+    return snprintf(err, errlen, "GPU %d (%s) is sm_%d; softmax-tune needs sm_75 or newer", ordinal, dev->name, dev->arch), 1;
   return 0;
 }
 

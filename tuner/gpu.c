@@ -55,6 +55,7 @@ struct tune_Gpu {
   int use_weight;
   gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
   char cubins[4096];        /* the kept cubins' folder (cache_compile), "" for none */
+  int ptx_arch;             /* tune_gpu_ptx: configs compiled as PTX for compute_<ptx_arch>, or 0 */
   CUmodule auxmod;
   CUfunction fill, fill_ce, check, floor;
   Slot *slots;
@@ -112,6 +113,11 @@ int tune_gpu_open(tune_Gpu **out, int ordinal, char *err, size_t errlen)
   g->params.labels64 = 1;
   *out = g;
   return 0;
+}
+
+void tune_gpu_ptx(tune_Gpu *g, int arch)
+{
+  g->ptx_arch = arch;
 }
 
 const tune_Device *tune_gpu_device(const tune_Gpu *g)
@@ -334,7 +340,7 @@ static int gpu_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c,
                    k->launch.blocks_per_row, s->resident) > 0;
   if (!bad && tune_workspace(&k->launch, s->resident) > WS_BYTES)
     bad = snprintf(t->reason, sizeof t->reason, "needs %zu bytes of workspace", tune_workspace(&k->launch, s->resident)) > 0;
-  if (!bad && local > 0)
+  if (!bad && local > 0 && !g->ptx_arch)
     bad = snprintf(t->reason, sizeof t->reason, "spills: %d bytes of local memory per thread", local) > 0;
   if (bad) {
     unload_slot(g, s);
@@ -712,6 +718,7 @@ static void gpu_unload(void *ud, int slot)
 static int gpu_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, size_t errlen)
 {
   tune_Gpu *g = ud;
+  if (g->ptx_arch) return gen_compile_ptx(k->source, "softmax.cu", g->ptx_arch, c, err, errlen);
   return cache_compile(g->cubins, k->source, "softmax.cu", g->dev.arch, c, err, errlen);
 }
 

@@ -135,6 +135,10 @@ int tune_gpu_limit_sms(tune_Gpu *g, int sms, char *err, size_t errlen);
 ** Returns 2 when the problem does not fit in the GPU's free memory. */
 int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslots, char *err, size_t errlen);
 tune_Backend tune_gpu_backend(tune_Gpu *g);
+/* Another architecture's kernels on this GPU (tests/test_arch_ptx.c): the backend compiles PTX
+** for compute_<arch> (gen_compile_ptx), which the driver compiles for this GPU at load, and
+** loads configs that spill here too (this GPU's register use says nothing of that arch's). */
+void tune_gpu_ptx(tune_Gpu *g, int arch);
 /* For the GPU tests: slot verified, and the check kernel agreeing with the CPU float64
 ** reference on the whole problem, also after an output element is spoiled or left unwritten. */
 int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen);
