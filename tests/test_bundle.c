@@ -90,6 +90,7 @@ static const cache_Rebuild *here(int retimed)
   fake_key(&p, &k);
   memset(&R, 0, sizeof R);
   R.gen = G, R.nvrtc = 13010, R.compile = rebuild_compile;
+  R.threads = 1;   /* rebuild_compile reads the space through G, which is one thread's */
   memcpy(R.templates, k.templates, sizeof R.templates);
   snprintf(R.gpu, sizeof R.gpu, "%s", k.gpu);
   R.arch = k.arch, R.sms = k.sms, R.driver = 13020;
