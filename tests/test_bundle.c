@@ -477,6 +477,8 @@ static void retime_case(const char *name, double claim, double speed, int want_r
   CHECK(cache_runs(db, &all, 0, 1, &r, &n) == 0 && n == 1 &&
         strcmp(r[0].status, verify_fails ? "retime failed" : "retimed") == 0 && !r[0].origin[0],
         "%s: last run '%s'", name, n ? r[0].status : "");
+  free(r);
+  r = NULL;
   CHECK(cache_runs(db, &all, b.first_run, 1, &r, &n) == 0 && n == 1 && strcmp(r[0].origin, CACHE_BUNDLE) == 0,
         "%s: the bundle's run is not marked as a bundle's", name);
   free(r);
