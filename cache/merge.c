@@ -22,7 +22,6 @@
 /* What makes a bundle's entry wrong, as a condition on it (alias b), and how to say it. */
 static const struct { const char *bad, *what; } ENTRY_CHECKS[] = {
   { "b.dtype NOT IN ('f32', 'f16', 'bf16')", "an unknown dtype" },
-  { "b.op NOT IN ('softmax', 'log_softmax', 'softmax_backward', 'log_softmax_backward')", "an unknown op" },
   { "typeof(b.rows) != 'integer' OR typeof(b.cols) != 'integer' OR b.rows < 1 OR b.cols < 1", "a bad shape" },
   { "typeof(b.arch) != 'integer' OR typeof(b.sms) != 'integer' OR b.arch < 1 OR b.sms < 1 OR b.gpu = ''",
     "a bad GPU, arch or SM count" },
@@ -346,6 +345,16 @@ static int read_entries(sqlite3 *db, cache_Entry **out, int64_t **rowids, int *n
   return rc != SQLITE_DONE;
 }
 
+/* Refuse the bundle: the entry at rowid has an op this generator does not know, named as it is. */
+static int unknown_op(sqlite3 *db, const char *path, const cache_Entry *e, int64_t rowid, char *err, size_t errlen)
+{
+  char id[32], op[128];
+  snprintf(id, sizeof id, "%lld", (long long)rowid);
+  text_of(db, "SELECT quote(op) FROM main.entries WHERE rowid = CAST(?1 AS INTEGER)", id, op, sizeof op);
+  return refuse(err, errlen, path, "entry %s %lldx%lld on %s has an unknown op %s", gen_dtype_name(e->key.dtype),
+                (long long)e->key.rows, (long long)e->key.cols, e->key.gpu, op);
+}
+
 /* Every entry rebuilt (or left to the log), in the scratch copy: rendered, compiled on threads,
 ** then retimed and stored in turn; its runs marked as a bundle's. */
 static int rebuild(sqlite3 *db, const cache_Rebuild *r, const char *path, cache_Bundle *bn, char *err, size_t errlen)
@@ -357,8 +366,9 @@ static int rebuild(sqlite3 *db, const cache_Rebuild *r, const char *path, cache_
   if (read_entries(db, &e, &rowids, &n)) rc = (snprintf(err, errlen, "reading its entries: %s", sqlite3_errmsg(db)), CACHE_ERROR);
   Build *b = rc ? NULL : calloc((size_t)(n > 0 ? n : 1), sizeof *b);
   if (!rc && !b) rc = (snprintf(err, errlen, "out of memory rebuilding %d entries", n), CACHE_ERROR);
-  for (int i = 0; !rc && i < n; i++)
-    if (strcmp(e[i].key.templates, r->templates) == 0) rc = render(r, path, &e[i], &b[i], err, errlen);
+  for (int i = 0; !rc && i < n; i++)   /* any op this generator knows (gen_parse_op), not a list kept here */
+    if (e[i].key.op < 0) rc = unknown_op(db, path, &e[i], rowids[i], err, errlen);
+    else if (strcmp(e[i].key.templates, r->templates) == 0) rc = render(r, path, &e[i], &b[i], err, errlen);
   if (!rc) build_all(r, b, n);
   for (int i = 0; !rc && i < n; i++) rc = finish(db, r, &e[i], &b[i], rowids[i], bn, err, errlen);
   for (int i = 0; b && i < n; i++) {

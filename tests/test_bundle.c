@@ -377,6 +377,8 @@ static void test_refused(void)
   expect_refused("cache.bundle", "starts with 'SQLite format 3");
   reseal("rows.bundle", "UPDATE entries SET rows = rows + 1");
   expect_refused("rows.bundle", "its run in the bundle does not have");
+  reseal("op.bundle", "UPDATE entries SET op = 'softmax2'; UPDATE runs SET op = 'softmax2'");
+  expect_refused("op.bundle", "unknown op 'softmax2'");
   reseal("dtype.bundle", "UPDATE entries SET dtype = 'f64'");
   expect_refused("dtype.bundle", "unknown dtype");
   reseal("tpl.bundle", "UPDATE entries SET templates = 'xyz'");
