@@ -32,7 +32,7 @@ t0=$(date +%s.%N)
 echo "tuned the 18 problems in $(secs "$t0") s"
 "$bin" cache export --cache "$W/a/cache.db" -o "$W/a/fleet.stb" || no "export exited $?"
 ls -l "$W/a/fleet.stb" | awk '{ print "bundle: " $5 " bytes" }'
-for needle in "$(hostname)" "$W" "$root" "${HOME:-}" "${USER:-}"; do
+for needle in "$(cat /proc/sys/kernel/hostname)" "$W" "$root" "${HOME:-}" "${USER:-}"; do
   [ ${#needle} -ge 4 ] || continue
   grep -qaF -- "$needle" "$W/a/fleet.stb" && no "the bundle holds '$needle'"
 done
@@ -74,7 +74,7 @@ PY
 "$bin" cache list --cache "$W/c/cache.db" | head -4
 "$bin" log --cache "$W/c/cache.db" --shape 4096x4096 | head -3
 for s in 4096x4096 256x1048576; do
-  "$bin" bench --shape "$s" --cache "$W/b/cache.db" --cubins "$W/b/cubins" --reps 20 2>&1 | tail -3 || no "bench $s"
+  "$bin" bench --shape "$s" --cache "$W/b/cache.db" --cubins "$W/b/cubins" --reps 20 2>&1 || no "bench $s"
 done
 "$bin" --shape 32x16384 --dtype bf16 --cache "$W/b/cache.db" --cubins "$W/b/cubins" | head -3
 "$bin" cache list --cache "$W/b/cache.db" --shape 4096x4096 --dtype f32

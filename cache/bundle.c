@@ -123,20 +123,9 @@ int cache_bundle_read(const char *path, int *format, void **image, size_t *n, ch
 
 /* ---- a scratch database for a bundle's image ---- */
 
-static void sha_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-  char hex[65];
-  const void *p = sqlite3_value_blob(argv[0]);
-  (void)argc;
-  cache_sha256(p ? p : "", (size_t)sqlite3_value_bytes(argv[0]), hex);
-  sqlite3_result_text(ctx, hex, 64, SQLITE_TRANSIENT);
-}
-
 int cache_scratch(sqlite3 **db, char *err, size_t errlen)
 {
-  if (sqlite3_open(":memory:", db) != SQLITE_OK ||
-      sqlite3_create_function(*db, "st_sha256", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sha_fn, NULL, NULL) != SQLITE_OK ||
-      sqlite3_busy_timeout(*db, 60000) != SQLITE_OK) {
+  if (sqlite3_open(":memory:", db) != SQLITE_OK || sqlite3_busy_timeout(*db, 60000) != SQLITE_OK) {
     snprintf(err, errlen, "cannot make a scratch database: %s", *db ? sqlite3_errmsg(*db) : "out of memory");
     sqlite3_close(*db);
     *db = NULL;

@@ -47,7 +47,8 @@ typedef struct cache_Rebuild {
   char templates[65];              /* entries of other templates join the log only */
   int nvrtc;                       /* this host's NVRTC (as cache_Key.nvrtc), recorded with each entry */
   const char *cubins;              /* kept cubins folder for cache_compile ("" or NULL: none) */
-  /* Compile k, rendered for p; NULL: cache_compile through cubins. */
+  int threads;                     /* compiling at once; 0: one per core */
+  /* Compile k, rendered for p, from any of those threads; NULL: cache_compile through cubins. */
   int (*compile)(void *ud, const gen_Problem *p, const gen_Kernel *k, gen_Cubin *c, char *err, size_t errlen);
   /* NULL: no retiming. Else this host's GPU (model, arch, SM count, driver): entries of that GPU
   ** are verified and timed by retime before the merge: 0 passed, with e's us, gbps, frac and

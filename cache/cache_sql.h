@@ -40,8 +40,8 @@ int cache_migrate(sqlite3 *db, int from, char *err, size_t errlen);
 int cache_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
 
 /* For bundles: open the cache at path (migrating it, or making it when create) and close it;
-** an in-memory database with the SQL function st_sha256(blob) (hex, as cache_sha256); attach
-** the file at path as schema `as`. 0 or a CACHE_* code with err set. */
+** an in-memory database; attach the file at path as schema `as`. 0 or a CACHE_* code with
+** err set. */
 int cache_ready(const char *path, int create, char *err, size_t errlen);
 int cache_scratch(sqlite3 **db, char *err, size_t errlen);
 int cache_attach(sqlite3 *db, const char *path, const char *as, char *err, size_t errlen);

@@ -5,10 +5,12 @@
 ** transaction that adds its runs and trials under new run ids and, for each of its entries,
 ** keeps whichever of it and the cache's entry of that key is faster.
 */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bundle.h"
 #include "cache_sql.h"
@@ -20,7 +22,6 @@
 /* What makes a bundle's entry wrong, as a condition on it (alias b), and how to say it. */
 static const struct { const char *bad, *what; } ENTRY_CHECKS[] = {
   { "b.dtype NOT IN ('f32', 'f16', 'bf16')", "an unknown dtype" },
-  { "b.op NOT IN ('softmax', 'log_softmax', 'softmax_backward', 'log_softmax_backward')", "an unknown op" },
   { "typeof(b.rows) != 'integer' OR typeof(b.cols) != 'integer' OR b.rows < 1 OR b.cols < 1", "a bad shape" },
   { "typeof(b.arch) != 'integer' OR typeof(b.sms) != 'integer' OR b.arch < 1 OR b.sms < 1 OR b.gpu = ''",
     "a bad GPU, arch or SM count" },
@@ -238,54 +239,85 @@ static int retime(sqlite3 *db, const cache_Rebuild *r, cache_Entry *e, int64_t r
   return b->retimed++, 0;
 }
 
-/* e's config rendered with this host's templates for e's problem (the arch's limits, e's SM
-** count) and compiled: its cubin, kernel and launch now ours. */
-static int compile_entry(const cache_Rebuild *r, const char *path, cache_Entry *e, gen_Cubin *c, char *err, size_t errlen)
-{
+/* One entry's kernel: rendered here (Lua: one thread), compiled by any of the build threads. */
+typedef struct Build {
   gen_Problem p;
-  gen_Kernel k;
-  char name[512], why[768] = "";
-  memset(&p, 0, sizeof p);
-  memset(&k, 0, sizeof k);
-  p.rows = e->key.rows, p.cols = e->key.cols, p.dtype = e->key.dtype, p.op = e->key.op, p.arch = e->key.arch;
-  p.sms = e->key.sms;
-  if (gen_render(r->gen, &p, e->config, &k))
+  gen_Kernel k;             /* k.source NULL: nothing to compile (other templates) */
+  gen_Cubin c;
+  int rc;
+  char err[768];
+} Build;
+
+typedef struct Builds {
+  const cache_Rebuild *r;
+  Build *b;
+  int n, next;              /* next: the next to take (atomic) */
+} Builds;
+
+/* e's config rendered with this host's templates for e's problem (the arch's limits, e's SM
+** count): its kernel and launch now ours. */
+static int render(const cache_Rebuild *r, const char *path, cache_Entry *e, Build *b, char *err, size_t errlen)
+{
+  char name[512];
+  b->p.rows = e->key.rows, b->p.cols = e->key.cols, b->p.dtype = e->key.dtype, b->p.op = e->key.op;
+  b->p.arch = e->key.arch, b->p.sms = e->key.sms;
+  if (gen_render(r->gen, &b->p, e->config, &b->k))
     return refuse(err, errlen, path, "entry %s: these templates do not make its config %s: %s", entry_name(e, name, sizeof name),
                   e->config, gen_error(r->gen));
-  int rc = r->compile ? r->compile(r->ud, &p, &k, c, why, sizeof why)
-                      : cache_compile(r->cubins, k.source, "softmax.cu", p.arch, c, why, sizeof why);
-  if (rc) snprintf(err, errlen, "compiling %s (%s): %s", entry_name(e, name, sizeof name), e->config, why);
-  snprintf(e->kernel, sizeof e->kernel, "%s", k.name);
-  e->launch = k.launch;
-  gen_kernel_free(&k);
-  return rc ? CACHE_ERROR : 0;
+  snprintf(e->kernel, sizeof e->kernel, "%s", b->k.name);
+  e->launch = b->k.launch;
+  return 0;
 }
 
-/* The entry at rowid: left for the log only (other templates), rebuilt and maybe retimed. */
-static int rebuild_one(sqlite3 *db, const cache_Rebuild *r, const char *path, cache_Entry *e, int64_t rowid,
-                       cache_Bundle *b, char *err, size_t errlen)
+static void *build_thread(void *arg)
 {
-  gen_Cubin c;
-  char sum[65];
-  memset(&c, 0, sizeof c);
-  if (strcmp(e->key.templates, r->templates) != 0) {
-    b->foreign++;
+  Builds *s = arg;
+  const cache_Rebuild *r = s->r;
+  for (int i; (i = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED)) < s->n;) {
+    Build *b = &s->b[i];
+    if (!b->k.source) continue;
+    b->rc = r->compile ? r->compile(r->ud, &b->p, &b->k, &b->c, b->err, sizeof b->err)
+                       : cache_compile(r->cubins, b->k.source, "softmax.cu", b->p.arch, &b->c, b->err, sizeof b->err);
+  }
+  return NULL;
+}
+
+/* Every rendered kernel compiled, on r->threads threads (0: one per core, at most one per kernel). */
+static void build_all(const cache_Rebuild *r, Build *b, int n)
+{
+  Builds s = { r, b, n, 0 };
+  int nt = r->threads > 0 ? r->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  nt = nt < 1 ? 1 : nt > n ? n : nt;
+  pthread_t th[nt > 1 ? nt : 1];
+  int started = 0;
+  while (nt > 1 && started < nt && pthread_create(&th[started], NULL, build_thread, &s) == 0) started++;
+  build_thread(&s);   /* this thread too, and alone where no thread could start */
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+}
+
+/* The entry at rowid, its kernel built (b): left out for the log only (other templates), or
+** stored rebuilt, retimed when asked. */
+static int finish(sqlite3 *db, const cache_Rebuild *r, cache_Entry *e, Build *b, int64_t rowid, cache_Bundle *bn,
+                  char *err, size_t errlen)
+{
+  char sum[65], name[512];
+  if (!b->k.source) {
+    bn->foreign++;
     return step_entry(db, "DELETE FROM main.entries WHERE rowid = ?1", e, rowid, NULL)
              ? (snprintf(err, errlen, "%s", sqlite3_errmsg(db)), CACHE_ERROR) : 0;
   }
-  int rc = compile_entry(r, path, e, &c, err, errlen);
-  if (rc) return gen_cubin_free(&c), rc;
-  cache_sha256(c.data, c.size, sum);
-  b->same += strcmp(sum, e->sha256) == 0;
+  if (b->rc)
+    return snprintf(err, errlen, "compiling %s (%s): %s", entry_name(e, name, sizeof name), e->config, b->err), CACHE_ERROR;
+  cache_sha256(b->c.data, b->c.size, sum);
+  bn->same += strcmp(sum, e->sha256) == 0;
   memcpy(e->sha256, sum, sizeof sum);
-  e->cubin = c.data, e->size = c.size;
+  e->cubin = b->c.data, e->size = b->c.size;
   e->key.driver = 0, e->key.nvrtc = r->nvrtc;   /* driver 0: verified before its first use */
   snprintf(e->origin, sizeof e->origin, CACHE_BUNDLE);
-  rc = retime(db, r, e, rowid, b, err, errlen);
+  int rc = retime(db, r, e, rowid, bn, err, errlen);
   if (rc != CACHE_ERROR && step_entry(db, rc ? "DELETE FROM main.entries WHERE rowid = ?1" : UPDATE_ENTRY, e, rowid, NULL))
     rc = (snprintf(err, errlen, "%s", sqlite3_errmsg(db)), CACHE_ERROR);
   e->cubin = NULL;
-  gen_cubin_free(&c);
   return rc == CACHE_MISS ? 0 : rc;
 }
 
@@ -313,15 +345,37 @@ static int read_entries(sqlite3 *db, cache_Entry **out, int64_t **rowids, int *n
   return rc != SQLITE_DONE;
 }
 
-/* Every entry rebuilt (or left to the log), in the scratch copy; its runs marked as a bundle's. */
-static int rebuild(sqlite3 *db, const cache_Rebuild *r, const char *path, cache_Bundle *b, char *err, size_t errlen)
+/* Refuse the bundle: the entry at rowid has an op this generator does not know, named as it is. */
+static int unknown_op(sqlite3 *db, const char *path, const cache_Entry *e, int64_t rowid, char *err, size_t errlen)
+{
+  char id[32], op[128];
+  snprintf(id, sizeof id, "%lld", (long long)rowid);
+  text_of(db, "SELECT quote(op) FROM main.entries WHERE rowid = CAST(?1 AS INTEGER)", id, op, sizeof op);
+  return refuse(err, errlen, path, "entry %s %lldx%lld on %s has an unknown op %s", gen_dtype_name(e->key.dtype),
+                (long long)e->key.rows, (long long)e->key.cols, e->key.gpu, op);
+}
+
+/* Every entry rebuilt (or left to the log), in the scratch copy: rendered, compiled on threads,
+** then retimed and stored in turn; its runs marked as a bundle's. */
+static int rebuild(sqlite3 *db, const cache_Rebuild *r, const char *path, cache_Bundle *bn, char *err, size_t errlen)
 {
   cache_Entry *e;
   int64_t *rowids;
   int n, rc = 0;
   if (cache_exec(db, "UPDATE main.runs SET origin = '" CACHE_BUNDLE "'", err, errlen)) return CACHE_ERROR;
   if (read_entries(db, &e, &rowids, &n)) rc = (snprintf(err, errlen, "reading its entries: %s", sqlite3_errmsg(db)), CACHE_ERROR);
-  for (int i = 0; !rc && i < n; i++) rc = rebuild_one(db, r, path, &e[i], rowids[i], b, err, errlen);
+  Build *b = rc ? NULL : calloc((size_t)(n > 0 ? n : 1), sizeof *b);
+  if (!rc && !b) rc = (snprintf(err, errlen, "out of memory rebuilding %d entries", n), CACHE_ERROR);
+  for (int i = 0; !rc && i < n; i++)   /* any op this generator knows (gen_parse_op), not a list kept here */
+    if (e[i].key.op < 0) rc = unknown_op(db, path, &e[i], rowids[i], err, errlen);
+    else if (strcmp(e[i].key.templates, r->templates) == 0) rc = render(r, path, &e[i], &b[i], err, errlen);
+  if (!rc) build_all(r, b, n);
+  for (int i = 0; !rc && i < n; i++) rc = finish(db, r, &e[i], &b[i], rowids[i], bn, err, errlen);
+  for (int i = 0; b && i < n; i++) {
+    gen_kernel_free(&b[i].k);
+    gen_cubin_free(&b[i].c);
+  }
+  free(b);
   free(e);
   free(rowids);
   return rc;

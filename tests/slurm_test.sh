@@ -49,6 +49,9 @@ runs=$(sqlite3 "$W/out/fleet.db" "SELECT count(*) FROM runs" 2>/dev/null)
 grep -q "7 new" "$W/import.log" || { no "fleet.stb did not bring 7 new entries"; cat "$W/import.log"; }
 "$bin" cache list --cache "$W/host.db" --shape 4096x4096 --dtype bf16 --op log_softmax | grep -q "^1 entry" ||
   no "the host cache lacks 4096x4096 bf16 log_softmax"
+[ "$("$bin" cache list --cache "$W/host.db" | grep -c "\[bundle, not verified or retimed here yet\]")" = 7 ] ||
+  no "cache list does not mark the 7 imported entries"
+"$bin" log --cache "$W/host.db" | grep -q "imported from a bundle" || no "log does not say the run came from a bundle"
 
 # the same through submit.sh and a stand-in sbatch
 PATH=$src/tests/slurm:$PATH SBATCH_LOG=$W/sbatch.log bash "$src/scripts/slurm/submit.sh" "$W/shapes.txt" "$W/sub" 4 \

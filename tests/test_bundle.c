@@ -90,6 +90,7 @@ static const cache_Rebuild *here(int retimed)
   fake_key(&p, &k);
   memset(&R, 0, sizeof R);
   R.gen = G, R.nvrtc = 13010, R.compile = rebuild_compile;
+  R.threads = 1;   /* rebuild_compile reads the space through G, which is one thread's */
   memcpy(R.templates, k.templates, sizeof R.templates);
   snprintf(R.gpu, sizeof R.gpu, "%s", k.gpu);
   R.arch = k.arch, R.sms = k.sms, R.driver = 13020;
@@ -376,6 +377,8 @@ static void test_refused(void)
   expect_refused("cache.bundle", "starts with 'SQLite format 3");
   reseal("rows.bundle", "UPDATE entries SET rows = rows + 1");
   expect_refused("rows.bundle", "its run in the bundle does not have");
+  reseal("op.bundle", "UPDATE entries SET op = 'softmax2'; UPDATE runs SET op = 'softmax2'");
+  expect_refused("op.bundle", "unknown op 'softmax2'");
   reseal("dtype.bundle", "UPDATE entries SET dtype = 'f64'");
   expect_refused("dtype.bundle", "unknown dtype");
   reseal("tpl.bundle", "UPDATE entries SET templates = 'xyz'");
@@ -476,6 +479,8 @@ static void retime_case(const char *name, double claim, double speed, int want_r
   CHECK(cache_runs(db, &all, 0, 1, &r, &n) == 0 && n == 1 &&
         strcmp(r[0].status, verify_fails ? "retime failed" : "retimed") == 0 && !r[0].origin[0],
         "%s: last run '%s'", name, n ? r[0].status : "");
+  free(r);
+  r = NULL;
   CHECK(cache_runs(db, &all, b.first_run, 1, &r, &n) == 0 && n == 1 && strcmp(r[0].origin, CACHE_BUNDLE) == 0,
         "%s: the bundle's run is not marked as a bundle's", name);
   free(r);

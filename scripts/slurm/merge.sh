@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # merge.sh OUT [CACHE] — the step after the job array (submit.sh; docs/fleet.md): imports every
-# bundle OUT/bundle-*.stb into CACHE, each checked whole and merged in one transaction (on a key
-# held twice the faster entry stays), then exports all of CACHE to OUT/fleet.stb: the one file
+# bundle OUT/bundle-*.stb into CACHE, each checked whole, its kernels built here with NVRTC (no GPU
+# needed) and merged in one transaction (on a key held twice the faster entry stays), then exports all of CACHE to OUT/fleet.stb: the one file
 # to copy to every host (softmax-tune cache import fleet.stb). Without CACHE, OUT/fleet.db is
 # made afresh from the bundles each time (a second merge does not log their runs twice).
 # ST_TASKS=N: the array's size, to say when bundles are missing. SOFTMAX_TUNE: the command.
