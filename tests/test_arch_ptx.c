@@ -266,7 +266,7 @@ int main(int argc, char **argv)
     }
     for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++)
       for (int dt = 0; dt < GEN_NDTYPE; dt++)
-        for (int op = 0; op < GEN_NOP; op++) {
+        for (int op = 0; op <= GEN_LOG_SOFTMAX_BW; op++) {
           gen_Problem p = { .rows = SHAPES[s][0], .cols = SHAPES[s][1], .dtype = dt, .op = op, .arch = arch };
           run_problem(g, &p, sample, &ln, &t);
         }

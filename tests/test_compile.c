@@ -76,7 +76,7 @@ static void add_sm75(gen_State *g, int all)
   static const int64_t shapes[][2] = { { 4096, 7 }, { 1000, 4099 }, { 64, 128257 } };
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int d = 0; d < GEN_NDTYPE; d++)
-      for (int op = 0; op < GEN_NOP; op++) {
+      for (int op = 0; op <= GEN_LOG_SOFTMAX_BW; op++) {
         gen_Problem p = { .rows = shapes[s][0], .cols = shapes[s][1], .dtype = d, .op = op, .arch = 75 };
         add_space(g, &p, all, NULL);
       }
@@ -102,7 +102,7 @@ static void add_sm80_90(gen_State *g, int all)
   static const int64_t ring_shapes[][2] = { { 256, 1048576 }, { 2048, 128256 } };
   for (size_t s = 0; s < sizeof ring_shapes / sizeof ring_shapes[0]; s++)
     for (int d = 0; d < GEN_NDTYPE; d++)
-      for (int op = GEN_SOFTMAX_BW; op < GEN_NOP; op++) {
+      for (int op = GEN_SOFTMAX_BW; op <= GEN_LOG_SOFTMAX_BW; op++) {
         gen_Problem p = { .rows = ring_shapes[s][0], .cols = ring_shapes[s][1], .dtype = d, .op = op, .arch = 90 };
         add_space(g, &p, 1, "hold=ring");
       }

@@ -273,7 +273,7 @@ static void test_backward(void)
   static const int64_t cols[] = { 1, 7, 128, 1000, 4096, 16384, 32000, 128256, 1048576 };
   for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
     for (int d = 0; d < GEN_NDTYPE; d++)
-      for (int op = GEN_SOFTMAX_BW; op < GEN_NOP; op++)
+      for (int op = GEN_SOFTMAX_BW; op <= GEN_LOG_SOFTMAX_BW; op++)
         for (int arch = 80; arch <= 90; arch += 10) {
           gen_Problem p = { .rows = 256, .cols = cols[c], .dtype = d, .op = op, .arch = arch };
           char **list, canon[256];

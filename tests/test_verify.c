@@ -181,7 +181,7 @@ static void aux_compiles(void)
     return;
   }
   for (int dt = 0; dt < GEN_NDTYPE; dt++)
-    for (int op = 0; op < GEN_NOP; op++) {
+    for (int op = 0; op <= GEN_LOG_SOFTMAX_BW; op++) {
       const int arch = (dt + op) % 2 ? 80 : 90;
       gen_Problem p = { .rows = 8, .cols = 1000, .dtype = dt, .op = op, .arch = arch };
       char *src = NULL;

@@ -182,7 +182,7 @@ int main(int argc, char **argv)
   if (rc) return rc;
   printf("seed %#x\n", SEED);
   for (int dt = 0; dt < GEN_NDTYPE; dt++)
-    for (int op = GEN_SOFTMAX_BW; op < GEN_NOP; op++) {
+    for (int op = GEN_SOFTMAX_BW; op <= GEN_LOG_SOFTMAX_BW; op++) {
       for (int64_t cols = 1; cols <= 64; cols++)
         if (!gpu || cols <= 2 || cols == 7 || cols == 64) run(&(Prob){ 8, cols, dt, op }, cols >= 5 ? ALL : RIGHT);
       run(&(Prob){ 8, 1000, dt, op }, ALL);
