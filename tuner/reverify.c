@@ -81,8 +81,7 @@ int tune_retime(const tune_Backend *b, cache_Entry *e, cache_Trial *t, char *err
   int rc = check_entry(b, e, &s, &copy_us, err, errlen);
   if (rc == TUNE_EFATAL) return CACHE_ERROR;
   if (rc == TUNE_EOK && s.us > 0) {
-    double bytes = (double)(gen_op_inputs(e->key.op) + 1) * (double)e->key.rows * (double)e->key.cols *
-                   gen_dtype_size(e->key.dtype);
+    const double bytes = (double)gen_op_bytes(e->key.op, e->key.rows, e->key.cols, e->key.dtype);
     s.gbps = bytes / s.us / 1e3, s.frac = copy_us / s.us;
     e->us = s.us, e->gbps = s.gbps, e->frac = s.frac, e->copy_us = copy_us;
   }
