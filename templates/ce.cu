@@ -79,12 +79,12 @@ __device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, con
   return r;
 }
 
-// dx of one element of logit x in column col.
+// dx of one element of logit x; label: it is the label's column. One FMA for a p - c (- b).
 template <bool CAP>
-__device__ __forceinline__ float grad(const Row &r, float x, int col)
+__device__ __forceinline__ float grad(const Row &r, float x, bool label)
 {
   const float z = capz<CAP>(x, r.cap, r.icap);
-  float g = r.a * ex_finite(z, r.lse) - r.c - (col == r.y ? r.b : 0.f);
+  float g = fmaf(r.a, ex_finite(z, r.lse), label ? -r.c - r.b : -r.c);
   if (CAP) g *= 1.f - z * r.icap * (z * r.icap);
   return g;
 }
@@ -108,68 +108,76 @@ __device__ __forceinline__ void each_vector(const H *v, int begin, int end, int 
   }
 }
 
-// Each held value (slot n, body column, in the row, value) to f.
-template <class H, class F>
-__device__ __forceinline__ void each_held(const H *v, int begin, int end, int lane, bool live, F f)
+// The largest held value, slots past the part included (they hold -inf).
+__device__ __forceinline__ float raw_max(const float *v) { return max_of<ITEMS * VEC>(v, NEG_INF); }
+% if words then
+__device__ __forceinline__ float raw_max(const u32 *w)
 {
-  each_vector(v, begin, end, lane, live, [&](int i, int j, bool in, const float *x) {
-    #pragma unroll
-    for (int k = 0; k < VEC; k++) f(i * VEC + k, j * VEC + k, in, x[k]);
-  });
-}
-
-// Each of the thread's edge elements (slot, column, in the row, value) to f.
-template <class F>
-__device__ __forceinline__ void each_edge(const float *e, Geo g, int lane, bool live, F f)
-{
+  u32 mw = NEG_WORD;
   #pragma unroll
-  for (int i = 0; i < EDGE; i++) {
-    const int k = i * TEAM + lane;
-    f(i, edge_pos(g, k), live && k < g.h + g.t, e[i]);
-  }
+  for (int i = 0; i < ITEMS * NW; i++) mw = max2(mw, w[i]);
+  float f[PER_WORD];
+  unpack(mw, f);
+  return max_of<PER_WORD>(f, NEG_INF);
 }
+% end
 
-// A thread's values as each_edge and each_held give them, for stats_of.
-struct Edges {
-  const float *e;
-  Geo g;
-  int lane;
-  bool live;
-  template <class F> __device__ __forceinline__ void each(F f) const { each_edge(e, g, lane, live, f); }
-};
-template <class H> struct Held {
-  const H *v;
-  int begin, end, lane;
-  bool live;
-  template <class F> __device__ __forceinline__ void each(F f) const { each_held(v, begin, end, lane, live, f); }
-};
-
-// A thread's statistics over the values of src, folded into a: the max first, then the sums.
-template <bool CAP, class Src>
-__device__ __forceinline__ MST stats_of(const Src &src, float cap, float icap, MST a)
+// A thread's statistics over its body vectors [begin, end) folded into a: the max first (of the
+// raw words where no softcap changes them: max2), then the sums, a vector's exps by a tree.
+// Without a softcap, slots past the part (-inf) add exp(-inf) = 0; with one, they are skipped.
+template <bool CAP, class H>
+__device__ __forceinline__ MST body_stats(const H *v, int begin, int end, int lane, bool live, float cap, float icap,
+                                          bool smooth, MST a)
 {
   float m = a.m;
-  src.each([&](int, int, bool in, float x) { if (in) m = fmaxf(m, capz<CAP>(x, cap, icap)); });
+  if (CAP) {
+    each_vector(v, begin, end, lane, live, [&](int, int, bool in, const float *x) {
+      #pragma unroll
+      for (int k = 0; k < VEC; k++) m = in ? fmaxf(m, capz<CAP>(x[k], cap, icap)) : m;
+    });
+  } else m = fmaxf(m, raw_max(v));
+  if (m == NEG_INF) return a;   // nothing here but -inf: a is as it was
   float s = a.s * ex(a.m, m), t = a.t;
-  src.each([&](int, int, bool in, float x) {
-    if (in) {
-      const float z = capz<CAP>(x, cap, icap);
-      s += ex(z, m);
-      t += z;
+  each_vector(v, begin, end, lane, live, [&](int, int, bool in, const float *x) {
+    float e[VEC], z[VEC];
+    #pragma unroll
+    for (int k = 0; k < VEC; k++) {
+      z[k] = capz<CAP>(x[k], cap, icap);
+      e[k] = CAP && !in ? 0.f : ex_finite(z[k], m);
     }
+    s += tree<VEC>(e, OpSum());
+    if (smooth && in) t += tree<VEC>(z, OpSum());
   });
   return MST{ m, s, t };
 }
 
-// dx of the held vectors [begin, end) (or a streamed step's), written at y's body.
+// The same over the thread's edge elements (at most a few), from nothing.
+template <bool CAP>
+__device__ __forceinline__ MST edge_stats(const float *e, Geo g, int lane, bool live, float cap, float icap)
+{
+  MST a = { NEG_INF, 0.f, 0.f };
+  #pragma unroll
+  for (int i = 0; i < EDGE; i++)
+    if (live && i * TEAM + lane < g.h + g.t) a = combine3(a, MST{ capz<CAP>(e[i], cap, icap), 1.f, capz<CAP>(e[i], cap, icap) });
+  return a;
+}
+
+// dx of the held vectors [begin, end) (or a streamed step's), written at y's body; the label's
+// vector, one in a row, computed again with its term.
 template <bool CAP, class H>
 __device__ __forceinline__ void held_out(const H *v, int begin, int end, int lane, bool live, const Row &r, elem_t *y, Geo g)
 {
   each_vector(v, begin, end, lane, live, [&](int, int j, bool in, const float *xv) {
     float o[VEC];
+    const int c0 = g.h + j * VEC;
     #pragma unroll
-    for (int q = 0; q < VEC; q++) o[q] = grad<CAP>(r, xv[q], g.h + j * VEC + q);
-    if (in) stv<false>(y + g.h + (i64)j * VEC, o);
+    for (int q = 0; q < VEC; q++) o[q] = grad<CAP>(r, xv[q], false);
+    if ((unsigned)(r.y - c0) < (unsigned)VEC) {
+      #pragma unroll
+      for (int q = 0; q < VEC; q++)
+        if (c0 + q == r.y) o[q] = grad<CAP>(r, xv[q], true);
+    }
+    if (in) stv<false>(y + c0, o);
   });
 }
 
@@ -214,6 +222,7 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
                                         const CeParams &p)
 {
   const float cap = p.softcap, icap = CAP ? 1.f / cap : 0.f;
+  const bool smooth = p.smoothing != 0.f;   // the sum of z is wanted
 % if split > 1 then
   const u32 rank = blockIdx.x % S;   // a cluster's blocks are consecutive
   const int lane = threadIdx.x, grp = 0;
@@ -239,17 +248,16 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 % end
     float e[EDGE_SLOTS];
     edge_load(x, g, lane, edges, e);
-    const Edges ed = { e, g, lane, edges };
-    MST mine = stats_of<CAP>(ed, cap, icap, MST{ NEG_INF, 0.f, 0.f });
+    MST mine = edge_stats<CAP>(e, g, lane, edges, cap, icap);
 % if hold ~= "none" then
     held_t v[HELD];
     hold_load<true>(x + g.h, begin, end, lane, live, v);
-    mine = stats_of<CAP>(Held<held_t>{ v, begin, end, lane, live }, cap, icap, mine);
+    mine = body_stats<CAP>(v, begin, end, lane, live, cap, icap, smooth, mine);
 % else
     for (int base = begin; base < end; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
       load_step<false, false>(x + g.h, base, end, lane, live, v);
-      mine = stats_of<CAP>(Held<float>{ v, base, end, lane, live }, cap, icap, mine);
+      mine = body_stats<CAP>(v, base, end, lane, live, cap, icap, smooth, mine);
     }
 % end
     MST all = group_reduce(mine, OpMST());
@@ -258,9 +266,11 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 % end
     const Row r = row_of<CAP>(p, labels, x, live ? row : 0, all, live && rank == 0 && lane == 0, loss, lse);
 % if not LOSS_ONLY then
-    ed.each([&](int, int col, bool in, float xv) {
-      if (in) store1(y + col, grad<CAP>(r, xv, col));
-    });
+    #pragma unroll
+    for (int i = 0; i < EDGE; i++) {
+      const int k = i * TEAM + lane, col = edge_pos(g, k);
+      if (edges && k < g.h + g.t) store1(y + col, grad<CAP>(r, e[i], col == r.y));
+    }
 % end
 % if LOSS_ONLY then
     (void)y;

@@ -120,6 +120,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     if cfg then
       v.template = "ce.cu"
       v.kernel = "st_cross_entropy"
+      v.minb = 1   -- a row's scalars and statistics take registers softmax's budget leaves out: no cap
     end
     return v
   end
