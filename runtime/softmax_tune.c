@@ -24,6 +24,7 @@ typedef struct Memo {
   CUmodule mod;
   CUfunction fn;
   CUfunction count;         /* cross-entropy: st_ce_count, the mean's factor */
+  CUfunction fn_cap;        /* cross-entropy: the softcap entry point (name "_cap") */
   gen_Launch launch;
   int resident;             /* blocks resident at once, for cooperative grids */
   char config[256];
@@ -213,7 +214,13 @@ static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, c
   CUresult r = c->drv.cuModuleLoadData(&m->mod, cubin);
   if (!r) r = c->drv.cuModuleGetFunction(&m->fn, m->mod, name);
   if (!r) r = tune_func_setup(&c->drv, m->fn, l);
-  if (!r && gen_op(m->op)->params) r = c->drv.cuModuleGetFunction(&m->count, m->mod, "st_ce_count");
+  if (!r && gen_op(m->op)->params) {
+    char cap[80];
+    snprintf(cap, sizeof cap, "%s_cap", name);
+    r = c->drv.cuModuleGetFunction(&m->count, m->mod, "st_ce_count");
+    if (!r) r = c->drv.cuModuleGetFunction(&m->fn_cap, m->mod, cap);
+    if (!r) r = tune_func_setup(&c->drv, m->fn_cap, l);
+  }
   if (!r && l->coop) r = tune_resident(&c->drv, m->fn, l, c->dev.sms, &m->resident);   /* grid cap */
   if (!r && l->coop && m->resident < l->blocks_per_row) r = CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   if (r) {
@@ -361,7 +368,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   pthread_mutex_lock(&c->mu);
   Memo *m = find(c, dtype, op, unaligned, rows, cols);
   if (!m || !m->used) {
-    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, NULL, { 0 }, 0, "", 0 };
+    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, NULL, NULL, { 0 }, 0, "", 0 };
     CUresult r = c->drv.cuCtxPushCurrent(c->cu);
     s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols);
     if (!r) c->drv.cuCtxPopCurrent(NULL);
@@ -541,7 +548,7 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
   int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
   CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
   if (!r && grad && o.reduction == ST_REDUCE_MEAN) r = mean_factor(c, &m, labels, rows, &p, (CUstream)stream);
-  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &a, m.resident, (CUstream)stream);
+  if (!r) r = tune_launch(&c->drv, o.softcap > 0.f ? m.fn_cap : m.fn, &m.launch, &a, m.resident, (CUstream)stream);
   if (push) c->drv.cuCtxPopCurrent(NULL);
   if (r) return fail(ST_ECUDA, "st_cross_entropy launch (%s): %s", m.config, tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;

@@ -289,12 +289,17 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 % end
 }
 
+// Two entry points: without a softcap, and with one ($(kernel)_cap, whose tanhf takes registers
+// the other need not give up: one kernel holding both spilled).
+% for _, cap in ipairs({ false, true }) do
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
-$(kernel)(const elem_t *in, const void *labels, elem_t *out, float *loss, float *lse, i64 rows, void *ws, CeParams p)
+$(kernel .. (cap and "_cap" or ""))(const elem_t *in, const void *labels, elem_t *out, float *loss, float *lse, i64 rows, void *ws,
+                                    CeParams p)
 {
-  if (p.softcap > 0.f) rows_of<true>(in, labels, out, loss, lse, rows, p);
-  else rows_of<false>(in, labels, out, loss, lse, rows, p);
+  rows_of<$(cap)>(in, labels, out, loss, lse, rows, p);
 }
+
+% end
 
 // The mean's factor: 1 / the sum over rows not ignored of their label's weight (their count
 // without weights), 0 when there is none. One block.

@@ -318,7 +318,8 @@ static int gpu_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c,
   int regs = 0, local = 0, shared = 0, maxthreads = 0;
   s->launch = k->launch;
   s->cubin = c;
-  snprintf(s->name, sizeof s->name, "%s", k->name);
+  /* a cross-entropy module's softcap entry point, where the options have one (ce.cu) */
+  snprintf(s->name, sizeof s->name, "%s%s", k->name, g->ce && g->params.softcap > 0.f ? "_cap" : "");
   if (load_slot(g, s, t->reason, sizeof t->reason)) {
     unload_slot(g, s);
     s->cubin = NULL;
