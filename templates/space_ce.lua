@@ -120,19 +120,9 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
              xchg = "none", hint = "none" }
   end
 
-  -- The two-read family re-reads a row (a block's part) from L2 only where the rows in flight fit
-  -- there: where the blocks an SM holds at once would keep more than L2_BUDGET bytes across the
-  -- GPU, unused dynamic shared memory caps them (H200, bf16 1024x256000: 0.70 of copy with two
-  -- 512 KB rows in flight an SM, 132 x 1 MB past its 60 MB of L2).
-  local L2_BUDGET = 32 * 1024 * 1024
   function C.launch(cfg, P)
     local l = H.launch(cfg, P)
     l.smem = 0
-    if cfg.passes == 2 then
-      local part = P.cols * P.es // cfg.split
-      local want = math.max(1, L2_BUDGET // (P.sms * part))
-      if want < 2048 // cfg.threads then l.smem = (P.smem_block // want) // 1024 * 1024 - 2 * KB end
-    end
     return l
   end
 
