@@ -275,9 +275,7 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 % if LOSS_ONLY then
     (void)y;
 % elseif hold == "none" then
-    // the second read backwards: the part's last steps, the latest loaded, are the likeliest
-    // still in L2 (the rows in flight evict their first lines first)
-    for (int base = begin + (end - begin - 1) / (ITEMS * TEAM) * (ITEMS * TEAM); base >= begin; base -= ITEMS * TEAM) {
+    for (int base = begin; base < end; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
       load_step<false, true>(x + g.h, base, end, lane, live, v);
       held_out<CAP>(v, base, end, lane, live, r, y, g);
