@@ -289,8 +289,9 @@ def _refuse_inplace(x):
     """Why inplace=True may not write into x, or None."""
     if x.is_leaf and x.requires_grad:
         return "input is a leaf that requires grad (its values would be lost)"
-    if x._is_view():
-        return "input is a view of another tensor (other nodes may hold its base)"
+    base = x._base if x._is_view() else None   # a whole view is fine: it shares its base's version counter
+    if base is not None and (base.numel() != x.numel() or (base.is_leaf and base.requires_grad)):
+        return "input is a view of part of another tensor, or of a leaf that requires grad"
     if not x.is_contiguous():
         return "input is not contiguous (the gradient would go to a copy)"
     return None
