@@ -66,9 +66,10 @@ def labels(shape, v, dtype, ignore_index=-100, ignored=0.2):
 def run_case(x, t, what, go=None, **kw):
     """softmax_tune's loss and x.grad against the reference (x a leaf, fresh grad)."""
     dtype = x.dtype
+    go = go.to(dtype) if go is not None else None   # as backward gets it: the loss's dtype
     xl = x.detach().clone().requires_grad_()
     loss = softmax_tune.cross_entropy(xl, t, **kw)
-    loss.backward(go.to(loss.dtype) if go is not None else None)
+    loss.backward(go)
     want_loss, want_grad = reference(x, t, go=go, **kw)
     ok = close(loss, want_loss, dtype, what + " loss")
     return close(xl.grad, want_grad, dtype, what + " grad") and ok
@@ -166,7 +167,7 @@ try:
     torch.cuda.current_stream().wait_stream(s)
     x.grad = None
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with torch.cuda.graph(g, stream=s):   # the stream warmed up: the library's per-stream scratch exists
         static_loss = softmax_tune.cross_entropy(x, t, z_loss=1e-3)
         static_loss.backward()
     new_x, new_t = (torch.randn(128, 6000, device="cuda") * 3).to(torch.bfloat16), labels((128,), 6000, torch.int64)
@@ -206,7 +207,7 @@ print("inplace: extra memory %.1f MB (inplace=False: %.1f MB; the logits %.1f MB
                                                                                        size / 1e6))
 expect(extra_out >= size and extra_in < size / 8, "inplace=True saves no memory: %d vs %d" % (extra_in, extra_out))
 close(loss_in, want, torch.bfloat16, "inplace loss")
-expect(torch.equal(gh_in, gh_out), "inplace=True: h.grad differs from inplace=False's")
+close(gh_in, gh_out.double(), torch.bfloat16, "inplace=True: h.grad against inplace=False's")
 hh = torch.randn(64, 500, device="cuda", requires_grad=True)
 tt = torch.randint(0, 500, (64,), device="cuda")
 
@@ -261,8 +262,8 @@ with warnings.catch_warnings(record=True) as got:
     x3, t3 = torch.randn(4, 50, 7, device="cuda"), torch.randint(0, 50, (4, 7), device="cuda")
     expect(torch.equal(softmax_tune.cross_entropy(x3, t3), F.cross_entropy(x3, t3)), "[N, C, d1]: not torch's")
     p = torch.softmax(torch.randn(16, 50, device="cuda"), -1)
-    expect(torch.equal(softmax_tune.cross_entropy(x3[:, :, 0].contiguous(), p[:4]), F.cross_entropy(x3[:, :, 0], p[:4])),
-           "class probabilities: not torch's")
+    xp = x3[:, :, 0].contiguous()
+    expect(torch.equal(softmax_tune.cross_entropy(xp, p[:4]), F.cross_entropy(xp, p[:4])), "class probabilities")
     for red in ("none", "sum", "mean"):   # softcap and z-loss in torch
         close(softmax_tune.cross_entropy(x.view(2, 8, 50), t.view(2, 8), reduction=red, z_loss=1e-2, softcap=3.0),
               reference(x.view(2, 8, 50), t.view(2, 8), reduction=red, z_loss=1e-2, softcap=3.0)[0], torch.float32,

@@ -82,8 +82,11 @@ def _copy_back(f):
 def check_labels(device=None):
     """Wait for the GPU and raise ValueError if any call on device (default: all used) met a label
     outside [0, V) other than ignore_index since the last check; the flag is then cleared."""
+    want = None if device is None else torch.device(device).index
+    if device is not None and want is None:
+        want = torch.cuda.current_device()
     for d, f in list(_flags.items()):
-        if device is None or d == torch.device(device).index:
+        if want is None or d == want:
             if int(f.dev.item()):
                 f.dev.zero_()
                 f.pending = False
@@ -140,6 +143,7 @@ def _reduce(loss, t1, weight, ignore_index, reduction, v):
 # ---- backward: the saved gradient times grad_output, in place ----
 
 _triton = []   # [the jitted kernel] or [None] once triton is found missing or broken
+_sms = {}      # device -> SM count
 
 
 def _kernel():
@@ -163,7 +167,9 @@ def scale_(grad, go):
         try:
             block = 4096
             nblocks = (grad.numel() + block - 1) // block
-            sms = torch.cuda.get_device_properties(grad.device).multi_processor_count
+            sms = _sms.get(grad.device)
+            if sms is None:
+                sms = _sms[grad.device] = torch.cuda.get_device_properties(grad.device).multi_processor_count
             k[(max(1, min(nblocks, sms * 4)),)](grad, g1, grad.numel(), grad.shape[1], nblocks, PER_ROW=per_row,
                                                  BLOCK=block, num_warps=8)
             return grad
@@ -300,6 +306,7 @@ def _refuse_inplace(x):
 def _fallback(input, target, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, ours):
     """torch's F.cross_entropy, with softcap and z-loss in torch; ours: [.., V] layout flattened."""
     x, t = (input.reshape(-1, input.shape[-1]), target.reshape(-1)) if ours else (input, target)
+    t = t if t.is_floating_point() else t.long()
     if softcap is not None:
         x = softcap * torch.tanh(x / softcap)
     loss = F.cross_entropy(x, t, weight, ignore_index=ignore_index, reduction=reduction,
