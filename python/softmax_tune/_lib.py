@@ -137,12 +137,17 @@ def forward(device, dtype, op, src, dst, rows, cols, stream):
     _check(_load().st_softmax(ctx, dtype, op, src, dst, rows, cols, stream), ctx)
 
 
-def _backward_lib():
+def _needs(symbol, kernels, then):
+    """The library, which must have symbol (absent from those built before kernels)."""
     lib = _load()
-    if not hasattr(lib, "st_softmax_backward"):
-        raise RuntimeError("softmax_tune: the library at %s has no st_softmax_backward (built before the backward "
-                           "kernels): rebuild it to take gradients through softmax_tune" % library_path())
+    if not hasattr(lib, symbol):
+        raise RuntimeError("softmax_tune: the library at %s has no %s (built before %s): %s"
+                           % (library_path(), symbol, kernels, then))
     return lib
+
+
+def _backward_lib():
+    return _needs("st_softmax_backward", "the backward kernels", "rebuild it to take gradients through softmax_tune")
 
 
 def backward(device, dtype, op, y, dy, dx, rows, cols, stream):
@@ -168,11 +173,7 @@ class CeOptions(ctypes.Structure):   # st_ce_options
 
 
 def _ce_lib():
-    lib = _load()
-    if not hasattr(lib, "st_cross_entropy"):
-        raise RuntimeError("softmax_tune: the library at %s has no st_cross_entropy (built before the cross-entropy "
-                           "kernels): rebuild it" % library_path())
-    return lib
+    return _needs("st_cross_entropy", "the cross-entropy kernels", "rebuild it")
 
 
 def cross_entropy(device, dtype, logits, labels, label_type, grad, loss, lse, rows, cols, options, stream):
