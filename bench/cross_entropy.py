@@ -15,7 +15,9 @@ allocated before it: the logits, labels and, for fwd_bwd, nothing else).
 Systems: softmax_tune (softmax_tune.cross_entropy, its default gradient buffer), softmax_tune_inplace
 (fwd_bwd: st_cross_entropy writing the gradient into the logits, timed through the library
 without autograd, since autograd cannot run it twice on one tensor; its memory through
-autograd on a fresh non-leaf), torch (F.cross_entropy), inductor (torch.compile), inductor_max
+autograd on a fresh non-leaf), softmax_tune_go2 (fwd_bwd with grad_output 2: the backward's
+multiply, a pass over the gradient, which grad_output 1 skips; not checked), torch
+(F.cross_entropy), inductor (torch.compile), inductor_max
 (torch.compile mode="max-autotune-no-cudagraphs": CUDA graphs would hide launch time the others
 pay; the timing loop hides launch time anyway), liger (liger_kernel.ops.cross_entropy, from
 --liger DIR, default .peers/liger, its COMMIT file in the header). Liger writes the gradient into
@@ -44,6 +46,7 @@ import softmax_tune  # noqa: E402  (benchlib put python/ on the path)
 ce = importlib.import_module("softmax_tune.cross_entropy")
 SHAPES = ["4096x128256", "8192x50257", "16384x32000", "2048x151936", "1024x256000"]
 HERE = os.path.dirname(os.path.abspath(__file__))
+UNCHECKED = ("floor", "softmax_tune_inplace", "softmax_tune_go2")   # the last two: softmax_tune's kernels
 
 
 def load_liger(path):
@@ -176,11 +179,18 @@ def systems(mode, x, t, args, liger, budget):
     """(name, fn, first-call-compiles) of every system for this problem; x requires grad for fwd_bwd."""
     wrap = fwd_bwd if mode == "fwd_bwd" else loss_only
     dst = torch.empty_like(x)
-    floor = (lambda: dst.copy_(x)) if mode == "fwd_bwd" else (lambda: x.amax(dim=1))
+    xd = x.detach()
+    floor = (lambda: dst.copy_(xd)) if mode == "fwd_bwd" else (lambda: xd.amax(dim=1))
     out = [("floor", floor, False), ("softmax_tune", wrap(lambda a, b: softmax_tune.cross_entropy(a, b), x, t), False)]
     if mode == "fwd_bwd":
         xi = x.detach().clone()
         out.append(("softmax_tune_inplace", inplace_direct(xi, t), False))
+        two = torch.tensor(2.0, device="cuda", dtype=x.dtype)
+
+        def go2():   # grad_output 2: the backward's pass over the gradient that grad_output 1 skips
+            loss = softmax_tune.cross_entropy(x, t)
+            return loss, torch.autograd.grad(loss, x, two)[0]
+        out.append(("softmax_tune_go2", go2, False))
     out.append(("torch", wrap(lambda a, b: F.cross_entropy(a, b), x, t), False))
     if not args.no_inductor:
         out.append(("inductor", wrap(torch.compile(lambda a, b: F.cross_entropy(a, b), dynamic=False), x, t), False))
@@ -212,7 +222,7 @@ def problem(dname, dtype, shape, mode, args, liger, budget):
     for name, fn, compiles in systems(mode, x, t, args, liger, budget):
         try:
             first = budget.take(fn) if compiles else fn()
-            ok, err, why = (True, 0.0, "") if name in ("floor", "softmax_tune_inplace") else check(first)
+            ok, err, why = (True, 0.0, "") if name in UNCHECKED else check(first)
             del first
             mem = inplace_memory(x, t) if name == "softmax_tune_inplace" else extra_gb(fn)
         except Exception as e:  # noqa: BLE001  (a system that cannot run this problem is a comment)
