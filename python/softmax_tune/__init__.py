@@ -6,6 +6,7 @@ and torch.log_softmax, differentiable, traceable by torch.compile, capturable by
     y = softmax_tune.softmax(x, dim=1)        # any dim, negative dims too
     y = softmax_tune.log_softmax(x, dim=-1)   # = softmax_tune.softmax(x, log=True)
     m = softmax_tune.nn.Softmax(dim=-1)       # and nn.LogSoftmax
+    loss = softmax_tune.cross_entropy(logits, labels)   # F.cross_entropy, loss and gradient in one kernel
 
 CUDA tensors of float32, float16 and bfloat16 run the kernel softmax-tune tuned for this GPU
 and shape (`softmax-tune --shape ROWSxCOLS --dtype bf16`), or, for shapes nobody tuned, the
@@ -28,8 +29,10 @@ See docs/python.md; the library is found as softmax_tune/_lib.py says.
 import torch
 
 from . import _lib, nn, ops
+from .cross_entropy import check_labels, cross_entropy   # docs/cross-entropy.md
 
-__all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "UntunedWarning", "library_path", "nn"]
+__all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "UntunedWarning", "library_path", "nn",
+           "cross_entropy", "check_labels"]
 library_path = _lib.library_path
 untuned = _lib.untuned
 UntunedWarning = _lib.UntunedWarning

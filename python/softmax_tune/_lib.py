@@ -1,6 +1,6 @@
 """_lib.py — the runtime library (libsoftmax_tune.so) through ctypes: where it is found, one
 st_ctx per CUDA device (opened on first use, thread-safe), and the three calls the binding
-makes (st_softmax, st_softmax_backward, st_config[_backward]) on raw device pointers, and the
+makes (st_softmax, st_softmax_backward, st_config[_backward], st_cross_entropy) on raw device pointers, and the
 list of problems run without a tuned kernel (st_untuned) with its one warning. No torch here.
 
 The library is found at $SOFTMAX_TUNE_LIB, next to this package, in the install prefix
@@ -59,6 +59,10 @@ def _load():
         if hasattr(lib, "st_softmax_backward"):   # absent from libraries built before it
             lib.st_softmax_backward.argtypes = [_PTR, _INT, _INT, _PTR, _PTR, _PTR, _I64, _I64, _PTR]
             lib.st_config_backward.argtypes = lib.st_config.argtypes
+        if hasattr(lib, "st_cross_entropy"):   # absent from libraries built before it
+            lib.st_cross_entropy.argtypes = [_PTR, _INT, _PTR, _PTR, _INT, _PTR, _PTR, _PTR, _I64, _I64,
+                                             ctypes.POINTER(CeOptions), _PTR]
+            lib.st_config_cross_entropy.argtypes = [_PTR, _INT, _INT, _I64, _I64, ctypes.c_char_p, _INT]
         _lib = lib
     return _lib
 
@@ -133,12 +137,17 @@ def forward(device, dtype, op, src, dst, rows, cols, stream):
     _check(_load().st_softmax(ctx, dtype, op, src, dst, rows, cols, stream), ctx)
 
 
-def _backward_lib():
+def _needs(symbol, kernels, then):
+    """The library, which must have symbol (absent from those built before kernels)."""
     lib = _load()
-    if not hasattr(lib, "st_softmax_backward"):
-        raise RuntimeError("softmax_tune: the library at %s has no st_softmax_backward (built before the backward "
-                           "kernels): rebuild it to take gradients through softmax_tune" % library_path())
+    if not hasattr(lib, symbol):
+        raise RuntimeError("softmax_tune: the library at %s has no %s (built before %s): %s"
+                           % (library_path(), symbol, kernels, then))
     return lib
+
+
+def _backward_lib():
+    return _needs("st_softmax_backward", "the backward kernels", "rebuild it to take gradients through softmax_tune")
 
 
 def backward(device, dtype, op, y, dy, dx, rows, cols, stream):
@@ -154,6 +163,33 @@ def config(device, dtype, op, rows, cols, backward=False):
     ctx = context(device)
     buf = ctypes.create_string_buffer(256)
     _check(fn(ctx, dtype, op, rows, cols, buf, 256), ctx)
+    return buf.value.decode()
+
+
+class CeOptions(ctypes.Structure):   # st_ce_options
+    _fields_ = [("ignore_index", _I64), ("reduction", _INT), ("label_smoothing", ctypes.c_float),
+                ("z_loss", ctypes.c_float), ("softcap", ctypes.c_float), ("weight", _PTR), ("row_stride", _I64),
+                ("bad_label", _PTR)]
+
+
+def _ce_lib():
+    return _needs("st_cross_entropy", "the cross-entropy kernels", "rebuild it")
+
+
+def cross_entropy(device, dtype, logits, labels, label_type, grad, loss, lse, rows, cols, options, stream):
+    """st_cross_entropy: per-row loss and lse (float32) and, grad not None, the gradient into grad."""
+    lib = _ce_lib()
+    ctx = context(device)
+    _check(lib.st_cross_entropy(ctx, dtype, logits, labels, label_type, grad, loss, lse, rows, cols,
+                                ctypes.byref(options), stream), ctx)
+
+
+def config_cross_entropy(device, dtype, grad, rows, cols):
+    """The config string of the kernel st_cross_entropy uses (grad: with the gradient)."""
+    lib = _ce_lib()
+    ctx = context(device)
+    buf = ctypes.create_string_buffer(256)
+    _check(lib.st_config_cross_entropy(ctx, dtype, int(grad), rows, cols, buf, 256), ctx)
     return buf.value.decode()
 
 

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""test_python_ce.py — softmax_tune.cross_entropy (python/softmax_tune/cross_entropy.py) against
+float64 torch on the same (upcast) inputs, loss and input.grad: float32, float16 and bfloat16;
+int32 and int64 labels; every option (ignore_index, label_smoothing, z_loss, softcap, weight) and
+combinations the kernel takes; reductions none / sum / mean with a non-trivial grad_output (a row
+each for none); [B, T, V] inputs; a row-strided input; nn.CrossEntropyLoss; the loss-only path;
+torch.compile(fullgraph=True); a CUDA graph capture and replay; inplace=True (memory saved,
+gradient right) and its refusals; bad labels (NaN loss, zero gradient, the flag raised by
+check_labels() and lazily by the next call); the torch fallbacks (one warning); bad inputs, one
+clear error each; the custom op's schema and fake (opcheck). Exit 77 without torch or a GPU."""
+
+import importlib
+import warnings
+
+from pyharness import expect, finish, raises, torch
+import torch.nn.functional as F  # noqa: E402
+import softmax_tune  # noqa: E402
+
+ce = importlib.import_module("softmax_tune.cross_entropy")
+REL = {torch.float32: 1e-5, torch.float16: 2.0 ** -10, torch.bfloat16: 2.0 ** -7}   # an ulp of the dtype or two
+TINY = {torch.float32: 1e-30, torch.float16: 2.0 ** -24, torch.bfloat16: 1e-30}     # its subnormal spacing
+torch.manual_seed(0)
+
+
+def reference(x, t, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0, z_loss=0.0, softcap=None,
+              go=None):
+    """float64 loss and gradient of x (torch autograd on x upcast): the kernel's math."""
+    z = x.detach().double().requires_grad_()
+    v = z.shape[-1]
+    zz = softcap * torch.tanh(z / softcap) if softcap else z
+    z2, t1 = zz.reshape(-1, v), t.reshape(-1).long()
+    w = weight.double() if weight is not None else None
+    rows = F.cross_entropy(z2, t1, w, ignore_index=ignore_index, reduction="none", label_smoothing=label_smoothing)
+    valid = t1 != ignore_index
+    rows = rows + z_loss * torch.logsumexp(z2, -1) ** 2 * valid
+    if reduction == "none":
+        loss = rows.reshape(t.shape)
+    elif reduction == "sum":
+        loss = rows.sum()
+    else:
+        loss = rows.sum() / ((w[t1.clamp(0, v - 1)] * valid).sum() if w is not None else valid.sum())
+    loss.backward(go.double() if go is not None else torch.ones_like(loss))
+    return loss.detach(), z.grad
+
+
+def close(got, want, dtype, what):
+    """got (dtype) within an ulp or two of want (float64), plus float32 rounding of the row's scale."""
+    if got is None or tuple(got.shape) != tuple(want.shape):
+        return expect(False, "%s: shape %s, want %s" % (what, None if got is None else tuple(got.shape),
+                                                         tuple(want.shape)))
+    g, w = got.detach().double(), want.to(got.device)
+    scale = w.abs().amax(dim=-1, keepdim=True) if w.dim() > 1 else w.abs().max() if w.numel() else w.abs()
+    bound = REL[dtype] * w.abs() + 1e-5 * scale + TINY[dtype] + (1e-5 if w.dim() < 2 else 0.0)
+    err = (g - w).abs()
+    bad = ~(err <= bound)
+    return expect(not bad.any(), "%s: %d of %d off, worst %.3g against bound %.3g" % (
+        what, int(bad.sum()), w.numel(), float((err - bound).max()), float(bound.flatten()[int((err - bound).argmax())])))
+
+
+def labels(shape, v, dtype, ignore_index=-100, ignored=0.2):
+    t = torch.randint(0, v, shape, device="cuda")
+    t[torch.rand(shape, device="cuda") < ignored] = ignore_index
+    return t.to(dtype)
+
+
+def run_case(x, t, what, go=None, **kw):
+    """softmax_tune's loss and x.grad against the reference (x a leaf, fresh grad)."""
+    dtype = x.dtype
+    go = go.to(dtype) if go is not None else None   # as backward gets it: the loss's dtype
+    xl = x.detach().clone().requires_grad_()
+    loss = softmax_tune.cross_entropy(xl, t, **kw)
+    loss.backward(go)
+    want_loss, want_grad = reference(x, t, go=go, **kw)
+    ok = close(loss, want_loss, dtype, what + " loss")
+    return close(xl.grad, want_grad, dtype, what + " grad") and ok
+
+
+OPTIONS = [{}, {"label_smoothing": 0.1}, {"z_loss": 1e-3}, {"softcap": 5.0}, {"weight": True}, {"ignore_index": 3},
+           {"label_smoothing": 0.2, "z_loss": 1e-2, "softcap": 4.0}, {"weight": True, "z_loss": 1e-3, "softcap": 6.0}]
+
+# every option and reduction, each dtype; int32 and int64 labels alternately
+n, v = 96, 5000
+k = 0
+for dtype in (torch.float32, torch.float16, torch.bfloat16):
+    x = (torch.randn(n, v, device="cuda") * 3).to(dtype)
+    for opts in OPTIONS:
+        for reduction in ("none", "sum", "mean"):
+            kw = dict(opts, reduction=reduction)
+            ii = kw.get("ignore_index", -100)
+            if kw.pop("weight", False):
+                kw["weight"] = torch.rand(v, device="cuda") + 0.5
+            ldtype = (torch.int32, torch.int64)[k % 2]
+            k += 1
+            t = labels((n,), v, ldtype, ii)
+            go = torch.randn(n, device="cuda") if reduction == "none" else torch.tensor(0.37, device="cuda")
+            what = "%s %s %s %s" % (dtype, ldtype, reduction, opts)
+            run_case(x, t, what, go, **kw)
+            if reduction == "mean":   # the default grad_output 1 (the scaling skipped on the device)
+                run_case(x, t, what + " go=1", **kw)
+
+# [B, T, V], and a row-strided input (a slice of wider rows): its gradient lands in the slice
+for dtype in (torch.float32, torch.bfloat16):
+    x = (torch.randn(4, 24, 3000, device="cuda") * 2).to(dtype)
+    t = labels((4, 24), 3000, torch.int64)
+    for reduction in ("none", "mean"):
+        go = torch.randn(4, 24, device="cuda") if reduction == "none" else None
+        run_case(x, t, "[B,T,V] %s %s" % (dtype, reduction), go, reduction=reduction, z_loss=1e-3)
+    wide = (torch.randn(96, 3008, device="cuda") * 2).to(dtype).requires_grad_()
+    t = labels((96,), 3000, torch.int32)
+    loss = softmax_tune.cross_entropy(wide[:, :3000], t, label_smoothing=0.1)
+    loss.backward()
+    want_loss, want_grad = reference(wide[:, :3000], t, label_smoothing=0.1)
+    close(loss, want_loss, dtype, "row-strided %s loss" % dtype)
+    close(wide.grad[:, :3000], want_grad, dtype, "row-strided %s grad" % dtype)
+    expect(not wide.grad[:, 3000:].any(), "row-strided %s: gradient outside the slice" % dtype)
+
+# the module, and the loss-only path (no gradient wanted)
+x = (torch.randn(64, 4000, device="cuda") * 3).to(torch.bfloat16)
+t = labels((64,), 4000, torch.int64)
+w = torch.rand(4000, device="cuda") + 0.5
+m = softmax_tune.nn.CrossEntropyLoss(weight=w, reduction="sum", z_loss=1e-3, softcap=8.0)
+print(repr(m))
+close(m(x, t), reference(x, t, w, reduction="sum", z_loss=1e-3, softcap=8.0)[0], x.dtype, "nn.CrossEntropyLoss")
+with torch.no_grad():
+    xg = x.clone().requires_grad_()
+    close(softmax_tune.cross_entropy(xg, t, reduction="none"), reference(x, t, reduction="none")[0], x.dtype,
+          "loss only (no_grad)")
+close(softmax_tune.cross_entropy(x, t), reference(x, t)[0], x.dtype, "loss only (no requires_grad)")
+print("config:", softmax_tune.cross_entropy.__module__, ce.config(x), "|", ce.config(x, grad=False))
+
+# a second backward through the same graph is refused (the kept gradient is consumed)
+xg = x.clone().requires_grad_()
+loss = softmax_tune.cross_entropy(xg, t)
+loss.backward(retain_graph=True)
+raises(lambda: loss.backward(), RuntimeError, "a second backward", "second time")
+
+# torch.compile(fullgraph=True): forward and backward through the custom ops
+try:
+    def step(x, t, w):
+        return softmax_tune.cross_entropy(x, t, w, z_loss=1e-3, softcap=6.0) * 2.0 + \
+            softmax_tune.cross_entropy(x, t, reduction="none").float().square().mean()
+
+    cstep = torch.compile(step, fullgraph=True)
+    for dtype in (torch.float32, torch.bfloat16):
+        x = (torch.randn(64, 4000, device="cuda") * 3).to(dtype)
+        t = labels((64,), 4000, torch.int64)
+        xc, xe = x.clone().requires_grad_(), x.clone().requires_grad_()
+        lc, le = cstep(xc, t, w), step(xe, t, w)
+        lc.backward()
+        le.backward()
+        close(lc, le.double(), dtype, "torch.compile %s loss vs eager" % dtype)
+        close(xc.grad, xe.grad.double(), dtype, "torch.compile %s grad vs eager" % dtype)
+    print("torch.compile(fullgraph=True): forward and backward ok")
+except Exception as e:  # noqa: BLE001
+    expect(False, "torch.compile(fullgraph=True): %s: %s" % (type(e).__name__, str(e)[:2000]))
+
+# a CUDA graph of forward and backward, replayed on new data
+try:
+    x = (torch.randn(128, 6000, device="cuda") * 3).to(torch.bfloat16).requires_grad_()
+    t = labels((128,), 6000, torch.int64)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            x.grad = None
+            softmax_tune.cross_entropy(x, t, z_loss=1e-3).backward()
+    torch.cuda.current_stream().wait_stream(s)
+    x.grad = None
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):   # the stream warmed up: the library's per-stream scratch exists
+        static_loss = softmax_tune.cross_entropy(x, t, z_loss=1e-3)
+        static_loss.backward()
+    new_x, new_t = (torch.randn(128, 6000, device="cuda") * 3).to(torch.bfloat16), labels((128,), 6000, torch.int64)
+    with torch.no_grad():
+        x.copy_(new_x)
+    t.copy_(new_t)
+    g.replay()
+    torch.cuda.synchronize()
+    want_loss, want_grad = reference(new_x, new_t, z_loss=1e-3)
+    close(static_loss, want_loss, torch.bfloat16, "CUDA graph replay loss")
+    close(x.grad, want_grad, torch.bfloat16, "CUDA graph replay grad")
+    print("CUDA graph: captured and replayed")
+except Exception as e:  # noqa: BLE001
+    expect(False, "CUDA graph: %s: %s" % (type(e).__name__, e))
+
+
+# inplace=True: the gradient in the logits' memory, right; refused where a node saved the logits
+def head(inplace, n=512, v=32000, dtype=torch.bfloat16, seed=1):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    h = torch.randn(n, 64, device="cuda", dtype=dtype, generator=g).requires_grad_()
+    wt = (torch.randn(64, v, device="cuda", dtype=dtype, generator=g) * 0.3)
+    tt = torch.randint(0, v, (n,), device="cuda", generator=g)
+    logits = h @ wt
+    want_loss, _ = reference(logits, tt)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    loss = softmax_tune.cross_entropy(logits, tt, inplace=inplace)
+    extra = torch.cuda.max_memory_allocated() - base
+    loss.backward()
+    return extra, loss, want_loss, h.grad, logits.numel() * 2
+
+
+extra_out, loss_out, want, gh_out, size = head(False)
+extra_in, loss_in, want, gh_in, _ = head(True)
+print("inplace: extra memory %.1f MB (inplace=False: %.1f MB; the logits %.1f MB)" % (extra_in / 1e6, extra_out / 1e6,
+                                                                                       size / 1e6))
+expect(extra_out >= size and extra_in < size / 8, "inplace=True saves no memory: %d vs %d" % (extra_in, extra_out))
+close(loss_in, want, torch.bfloat16, "inplace loss")
+close(gh_in, gh_out.double(), torch.bfloat16, "inplace=True: h.grad against inplace=False's")
+hh = torch.randn(64, 500, device="cuda", requires_grad=True)
+tt = torch.randint(0, 500, (64,), device="cuda")
+
+
+def saved_elsewhere():
+    logits = hh * 2.0
+    aux = (logits ** 2).mean()   # PowBackward keeps logits
+    (softmax_tune.cross_entropy(logits, tt, inplace=True) + aux).backward()
+
+
+raises(saved_elsewhere, RuntimeError, "inplace=True with logits saved by another node", "inplace")
+raises(lambda: softmax_tune.cross_entropy(hh, tt, inplace=True), RuntimeError, "inplace=True on a leaf", "leaf")
+raises(lambda: softmax_tune.cross_entropy((hh * 2.0)[:, :400], tt, inplace=True), RuntimeError,
+       "inplace=True on a slice", "view")
+hh.grad = None
+lv = (hh * 2.0).view(8, 8, 500)
+loss = softmax_tune.cross_entropy(lv, tt.view(8, 8), inplace=True)   # a whole view: the version counter guards
+loss.backward()
+close(hh.grad, reference(hh * 2.0, tt)[1] * 2.0, torch.float32, "inplace=True through a whole view")
+
+# bad labels: NaN loss, zero gradient for the row, an error from check_labels() and the next call
+x = torch.randn(32, 1000, device="cuda", requires_grad=True)
+t = torch.randint(0, 1000, (32,), device="cuda")
+t[5] = 1000
+rows = softmax_tune.cross_entropy(x, t, reduction="none")
+rows.sum().backward()
+expect(torch.isnan(rows[5]) and not torch.isnan(rows[torch.arange(32, device="cuda") != 5]).any(),
+       "bad label: not a NaN loss for its row alone")
+expect(not x.grad[5].any(), "bad label: its row's gradient is not zero")
+raises(softmax_tune.check_labels, ValueError, "check_labels after a bad label", "outside [0, V)")
+softmax_tune.check_labels()   # cleared
+softmax_tune.cross_entropy(x.detach(), t)
+torch.cuda.synchronize()
+raises(lambda: softmax_tune.cross_entropy(x.detach(), t.clamp(0, 999)), ValueError, "the call after a bad label",
+       "outside [0, V)")
+softmax_tune.cross_entropy(x.detach(), t.clamp(0, 999))
+torch.cuda.synchronize()
+softmax_tune.check_labels()
+
+# torch's own: one warning per process, torch's result
+ce._warned.clear()
+x = torch.randn(16, 50, dtype=torch.float64)
+t = torch.randint(0, 50, (16,))
+with warnings.catch_warnings(record=True) as got:
+    warnings.simplefilter("always")
+    expect(torch.equal(softmax_tune.cross_entropy(x, t), F.cross_entropy(x, t)), "CPU: not torch's result")
+    xd = x.cuda()
+    expect(torch.equal(softmax_tune.cross_entropy(xd, t.cuda()), F.cross_entropy(xd, t.cuda())), "float64: not torch's")
+    w = torch.rand(50, device="cuda", dtype=torch.float64)
+    expect(torch.equal(softmax_tune.cross_entropy(xd.float(), t.cuda(), w.float(), label_smoothing=0.1),
+                       F.cross_entropy(xd.float(), t.cuda(), w.float(), label_smoothing=0.1)), "weight+smoothing")
+    x3, t3 = torch.randn(4, 50, 7, device="cuda"), torch.randint(0, 50, (4, 7), device="cuda")
+    expect(torch.equal(softmax_tune.cross_entropy(x3, t3), F.cross_entropy(x3, t3)), "[N, C, d1]: not torch's")
+    p = torch.softmax(torch.randn(16, 50, device="cuda"), -1)
+    xp = x3[:, :, 0].contiguous()
+    expect(torch.equal(softmax_tune.cross_entropy(xp, p[:4]), F.cross_entropy(xp, p[:4])), "class probabilities")
+    for red in ("none", "sum", "mean"):   # softcap and z-loss in torch
+        close(softmax_tune.cross_entropy(x.view(2, 8, 50), t.view(2, 8), reduction=red, z_loss=1e-2, softcap=3.0),
+              reference(x.view(2, 8, 50), t.view(2, 8), reduction=red, z_loss=1e-2, softcap=3.0)[0], torch.float32,
+              "CPU fallback with z_loss and softcap, %s" % red)
+mine = [w for w in got if "softmax_tune.cross_entropy" in str(w.message)]
+expect(len(mine) == 1, "fallback warnings: %d, want 1: %s" % (len(mine), [str(w.message) for w in mine]))
+
+# bad input: one clear error each
+xb = torch.randn(8, 100, device="cuda")
+tb = torch.randint(0, 100, (8,), device="cuda")
+raises(lambda: softmax_tune.cross_entropy(xb[:0], tb[:0]), ValueError, "N=0", "no rows")
+raises(lambda: softmax_tune.cross_entropy(xb[:, :1], tb * 0), ValueError, "V=1", "at least 2 classes")
+raises(lambda: softmax_tune.cross_entropy(xb, tb[:7]), ValueError, "mismatched shapes", "does not match")
+raises(lambda: softmax_tune.cross_entropy(xb, tb.cpu()), ValueError, "target on another device", "target is on")
+raises(lambda: softmax_tune.cross_entropy(xb, tb, torch.ones(100)), ValueError, "weight on the CPU", "weight is on")
+raises(lambda: softmax_tune.cross_entropy(xb.long(), tb), ValueError, "integer logits", "floating point")
+raises(lambda: softmax_tune.cross_entropy(xb, tb, torch.ones(99, device="cuda")), ValueError, "weight of 99",
+       "weight must be")
+raises(lambda: softmax_tune.cross_entropy(xb, tb, reduction="avg"), ValueError, "reduction avg", "reduction")
+raises(lambda: softmax_tune.cross_entropy(xb, tb, label_smoothing=1.5), ValueError, "smoothing 1.5", "label_smoothing")
+raises(lambda: softmax_tune.cross_entropy(xb, tb, softcap=0.0), ValueError, "softcap 0", "softcap")
+raises(lambda: softmax_tune.cross_entropy(xb, tb.float()), Exception, "float labels of [N]")   # torch's error
+
+# the custom ops: schema and fake
+try:
+    for need in (False, True):
+        torch.library.opcheck(torch.ops.softmax_tune.cross_entropy.default,
+                              (torch.randn(33, 700, device="cuda"), torch.randint(0, 700, (33,), device="cuda"), None,
+                               -100, 2, 0.1, 1e-3, 0.0, need), test_utils=("test_schema", "test_faketensor"))
+    print("opcheck softmax_tune::cross_entropy: schema and fake ok")
+except Exception as e:  # noqa: BLE001
+    expect(False, "opcheck softmax_tune::cross_entropy: %s" % e)
+
+finish("test_python_ce")
