@@ -133,11 +133,16 @@ def forward(device, dtype, op, src, dst, rows, cols, stream):
     _check(_load().st_softmax(ctx, dtype, op, src, dst, rows, cols, stream), ctx)
 
 
+def no_backward():
+    """The error a gradient gives with a library that lacks st_softmax_backward."""
+    return ("softmax_tune: the library at %s has no st_softmax_backward (built before the backward kernels): "
+            "rebuild it to take gradients through softmax_tune" % library_path())
+
+
 def _backward_lib():
     lib = _load()
     if not hasattr(lib, "st_softmax_backward"):
-        raise RuntimeError("softmax_tune: the library at %s has no st_softmax_backward (built before the backward "
-                           "kernels): rebuild it to take gradients through softmax_tune" % library_path())
+        raise RuntimeError(no_backward())
     return lib
 
 
