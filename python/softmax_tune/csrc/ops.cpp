@@ -269,7 +269,11 @@ TORCH_LIBRARY_IMPL(softmax_tune, Autograd, m) {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "softmax_tune's C++ ops (torch.ops.softmax_tune) and their eager calls";
-  m.def("softmax", &eager_softmax, "softmax (log) of x over dim through the library, or None: not for it");
-  m.def("softmax_out", &eager_softmax_out, "the same into out (last dim, no autograd), or None");
+  /* Without the GIL, as torch's own calls: the library may call its log callback (Python) while
+  ** another thread waits on it. */
+  m.def("softmax", &eager_softmax, "softmax (log) of x over dim through the library, or None: not for it",
+        py::call_guard<py::gil_scoped_release>());
+  m.def("softmax_out", &eager_softmax_out, "the same into out (last dim, no autograd), or None",
+        py::call_guard<py::gil_scoped_release>());
   m.def("_set_opener", &set_opener, "the Python call that opens a device's context");
 }
