@@ -54,7 +54,8 @@ def modes(x):
     return [("eager softmax(x)", lambda: torch.softmax(x, -1), lambda: softmax_tune.softmax(x)),
             ("out=", lambda: torch.softmax(x, -1, out=y), lambda: softmax_tune.softmax(x, out=y)),
             ("nn.Softmax module", lambda: tm(x), lambda: sm(x)),
-            ("forward + backward", lambda: torch.softmax(xg, -1).backward(dy), lambda: softmax_tune.softmax(xg).backward(dy)),
+            ("forward + backward", lambda: torch.softmax(xg, -1).backward(dy),
+             lambda: softmax_tune.softmax(xg).backward(dy)),
             ("torch.compile softmax(x)*2", lambda: tc(x), lambda: sc(x))]
 
 
@@ -85,7 +86,8 @@ def main():
             try:
                 t, s = per_call_us(tfn, a.calls, a.runs), per_call_us(sfn, a.calls, a.runs)
             except Exception as e:  # noqa: BLE001  (one mode failing leaves the others' rows)
-                lines.insert(2, "# %s %s failed: %s: %s" % (shape, mode, type(e).__name__, str(e).splitlines()[0][:200]))
+                why = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
+                lines.insert(2, "# %s %s failed: %s" % (shape, mode, why))
                 print(lines[2], flush=True)
                 continue
             lines.append("%s\t%s\t%.1f\t%.1f\t%.2f" % (shape, mode, t, s, s / t))

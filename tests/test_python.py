@@ -96,8 +96,9 @@ if softmax_tune.cpp_ops:   # the C++ ops' out op (schema, fake) and the ops on a
            "contiguous")
     c = torch.randn(5, 70)
     for log in (False, True):
-        expect(torch.equal(torch.ops.softmax_tune.softmax(c, log), (torch.log_softmax if log else torch.softmax)(c, -1)),
-               "the C++ op on a CPU tensor log=%s: not torch's result" % log)
+        want = (torch.log_softmax if log else torch.softmax)(c, -1)
+        expect(torch.equal(torch.ops.softmax_tune.softmax(c, log), want), "the C++ op on a CPU tensor log=%s: not torch's"
+               % log)
 
 # torch.compile: no graph break (fullgraph), the custom op in the graph, outputs by the rule
 for log in (False, True):

@@ -120,7 +120,8 @@ at::Tensor softmax_kernel(const at::Tensor &x, bool log) {
 
 at::Tensor backward_kernel(const at::Tensor &y_, const at::Tensor &dy, bool log) {
   at::Tensor y = y_.contiguous();
-  TORCH_CHECK(dy.sizes() == y.sizes(), "softmax_tune: softmax_backward: dy of shape ", dy.sizes(), ", y of ", y.sizes());
+  TORCH_CHECK(dy.sizes() == y.sizes(), "softmax_tune: softmax_backward: dy of shape ", dy.sizes(), ", y of ",
+              y.sizes());
   if (!supported(y) || y.dim() == 0 || y.numel() == 0)
     return log ? at::_log_softmax_backward_data(dy.contiguous(), y, -1, y.scalar_type())
                : at::_softmax_backward_data(dy.contiguous(), y, -1, y.scalar_type());
@@ -187,7 +188,7 @@ struct SoftmaxBackward : public torch::autograd::Function<SoftmaxBackward> {
     return call_backward(y, dy, log);
   }
   static variable_list backward(AutogradContext *, variable_list) {
-    throw std::runtime_error("softmax_tune: no double backward: the gradient of softmax_tune's backward is not implemented");
+    throw std::runtime_error("softmax_tune: no double backward (softmax_tune's backward has no gradient)");
   }
 };
 
