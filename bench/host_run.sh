@@ -11,12 +11,7 @@
 # bench/results) and host-ctypes-GPU-DATE.tsv, both printed last. Within a device call's 10 minutes:
 #   bash bench/host_run.sh build python bench    and    bash bench/host_run.sh build train untuned
 set -u
-out=${OUT:-/tmp/st_out}
-mkdir -p "$out"
-export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export SOFTMAX_TUNE_LIB=$PWD/.carry/lib/libsoftmax_tune.so
-export SOFTMAX_TUNE_CACHE=${SOFTMAX_TUNE_CACHE:-/tmp/st_cache.db}
-export PYTHONUNBUFFERED=1
+. "$(dirname "$0")/carry_env.sh"
 
 run_build() {
   local start=$(date +%s) rc
