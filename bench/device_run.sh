@@ -7,12 +7,7 @@
 # and bench/backward.py --quick (the backward kernels, not run by default). Logs go to $OUT (or
 # /tmp/st_out); the last lines printed are the summary table.
 set -u
-out=${OUT:-/tmp/st_out}
-mkdir -p "$out"
-export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export SOFTMAX_TUNE_LIB=$PWD/.carry/lib/libsoftmax_tune.so
-export SOFTMAX_TUNE_CACHE=${SOFTMAX_TUNE_CACHE:-/tmp/st_cache.db}
-export PYTHONUNBUFFERED=1
+. "$(dirname "$0")/carry_env.sh"
 B=.carry/softmax-tune
 SHAPES="32000x16384 4096x4096 1048576x128 131072x1000 65536x2048 8192x32000 2048x128256 256x1048576 32x16384"
 steps=${*:-tests tune peers}

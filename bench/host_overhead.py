@@ -1,66 +1,101 @@
 #!/usr/bin/env python3
-"""host_overhead.py — what the Python path costs around one softmax_tune launch, next to
-torch and the Triton tutorial kernel: host microseconds per call (no synchronization), and
-do_bench's median with and without a preallocated output; then the training path (forward
-with requires_grad and its backward, through the custom op and autograd) and the backward op
-alone, each next to torch's.
+"""host_overhead.py — what a call costs on the host, softmax_tune next to torch (issue 39): per
+mode and size, a CPU loop of --calls calls then one synchronize, the median of --runs such loops,
+in microseconds a call. 32x1000 is launch-bound (the host's cost shows); 4096x4096 is GPU-bound
+(the loop waits on the kernels). Modes: eager inference softmax(x); out=; the nn.Softmax module;
+forward + backward (x requires grad, .backward(dy)); torch.compile of softmax(x) * 2.
 
-    python3 bench/host_overhead.py --shape 4096x4096 [--dtype float32]
+    python3 bench/host_overhead.py [--dtype float32] [--out bench/results/host-GPU-DATE.tsv]
+
+The TSV (shape, mode, torch_us, softmax_tune_us, ratio) is written to --out, by default
+bench/results/host-<gpu>-<date>.tsv; its comment lines name the GPU, the versions and the host
+path (the C++ ops, or the ctypes fallback under SOFTMAX_TUNE_NO_CPP=1). The table is printed last.
 """
 import argparse
+import datetime
 import os
+import re
+import statistics
 import sys
 import time
 
 import torch
-import triton
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import softmax_tune  # noqa: E402
-from peers import triton_softmax  # noqa: E402
+
+SHAPES = ("32x1000", "4096x4096")
+COLUMNS = ("shape", "mode", "torch_us", "softmax_tune_us", "ratio")
 
 
-def host_us(fn, n=2000):
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
+def per_call_us(fn, calls, runs):
+    """The median over runs of (a loop of calls calls, then one synchronize) / calls, in us."""
+    for _ in range(20):   # first calls: kernels loaded, graphs compiled, caches warm
         fn()
-    t1 = time.perf_counter()
     torch.cuda.synchronize()
-    return (t1 - t0) / n * 1e6
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / calls * 1e6)
+    return statistics.median(times)
+
+
+def modes(x):
+    """(mode, torch's call, softmax_tune's call) for input x."""
+    y = torch.empty_like(x)
+    xg, dy = x.detach().clone().requires_grad_(), torch.randn_like(x)
+    tm, sm = torch.nn.Softmax(-1), softmax_tune.nn.Softmax(-1)
+    tc = torch.compile(lambda t: torch.softmax(t, -1) * 2, dynamic=False)
+    sc = torch.compile(lambda t: softmax_tune.softmax(t) * 2, dynamic=False)
+    return [("eager softmax(x)", lambda: torch.softmax(x, -1), lambda: softmax_tune.softmax(x)),
+            ("out=", lambda: torch.softmax(x, -1, out=y), lambda: softmax_tune.softmax(x, out=y)),
+            ("nn.Softmax module", lambda: tm(x), lambda: sm(x)),
+            ("forward + backward", lambda: torch.softmax(xg, -1).backward(dy),
+             lambda: softmax_tune.softmax(xg).backward(dy)),
+            ("torch.compile softmax(x)*2", lambda: tc(x), lambda: sc(x))]
+
+
+def gpu_tag():
+    name = torch.cuda.get_device_name(0)
+    m = re.search(r"h100|h200|b200|a100|l40s?|l4|t4|a10g?", name.lower())
+    return m.group(0) if m else re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="4096x4096")
     ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    rows, cols = map(int, a.shape.split("x"))
-    x = torch.randn(rows, cols, device="cuda").to(getattr(torch, a.dtype))
-    y = torch.empty_like(x)
-    cases = [("copy", lambda: y.copy_(x)), ("torch", lambda: torch.softmax(x, -1)),
-             ("softmax_tune", lambda: softmax_tune.softmax(x)),
-             ("softmax_tune out=", lambda: softmax_tune.softmax(x, out=y))]
-    if cols <= 65536:
-        cases.append(("triton_tutorial", lambda: triton_softmax(x)))
-    xg, dy = x.detach().requires_grad_(), torch.randn_like(x)
-    yt = torch.softmax(x, -1)
-    cases += [("torch fwd+bwd", lambda: torch.softmax(xg, -1).backward(dy)),
-              ("softmax_tune fwd+bwd", lambda: softmax_tune.softmax(xg).backward(dy)),
-              ("torch bwd", lambda: torch._softmax_backward_data(dy, yt, -1, x.dtype)),
-              ("softmax_tune bwd", lambda: torch.ops.softmax_tune.softmax_backward(yt, dy, False))]
-    copy_ms = None
-    print("%s %s: system, host us per call, do_bench median us, fraction of copy" % (a.dtype, a.shape))
-    for name, fn in cases:
-        try:
-            ms = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
-        except RuntimeError as e:   # a library without st_softmax_backward
-            print("%-18s %s" % (name, str(e).splitlines()[0][:150]))
-            continue
-        copy_ms = copy_ms or ms
-        print("%-20s %8.1f %9.2f %6.3f" % (name, host_us(fn), ms * 1e3, copy_ms / ms))
+    out = a.out or os.path.join(HERE, "results", "host-%s-%s.tsv" % (gpu_tag(), datetime.date.today().isoformat()))
+    path = "the C++ ops (softmax_tune._C)" if softmax_tune.cpp_ops else "the ctypes fallback (Python custom ops)"
+    lines = ["# %s, torch %s, %s, %s." % (torch.cuda.get_device_name(0), torch.__version__, a.dtype,
+                                          datetime.date.today().isoformat()),
+             "# softmax_tune's host path: %s. Median of %d loops of %d calls, each loop then one synchronize, "
+             "us a call; ratio = softmax_tune / torch." % (path, a.runs, a.calls),
+             "\t".join(COLUMNS)]
+    for shape in SHAPES:
+        rows, cols = map(int, shape.split("x"))
+        x = torch.randn(rows, cols, device="cuda").to(getattr(torch, a.dtype))
+        for mode, tfn, sfn in modes(x):
+            try:
+                t, s = per_call_us(tfn, a.calls, a.runs), per_call_us(sfn, a.calls, a.runs)
+            except Exception as e:  # noqa: BLE001  (one mode failing leaves the others' rows)
+                why = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
+                lines.insert(2, "# %s %s failed: %s" % (shape, mode, why))
+                print(lines[2], flush=True)
+                continue
+            lines.append("%s\t%s\t%.1f\t%.1f\t%.2f" % (shape, mode, t, s, s / t))
+            print(lines[-1], flush=True)
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\nwritten to %s\n" % out)
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """pyharness.py — what the Python tests share: skip (exit 77) without torch or a CUDA GPU, the
-binding and the verification rule on the path, expect() and the exit status."""
+binding and the verification rule on the path, expect() and the exit status; both host paths
+(host_path() says which serves; finish(name, both=True) runs the test again on the ctypes
+fallback, SOFTMAX_TUNE_NO_CPP=1, when the C++ ops served)."""
 
 import os
+import subprocess
 import sys
 
 try:
@@ -38,6 +41,27 @@ def raises(fn, kind, what, needle=""):
     return expect(False, what + " was accepted")
 
 
-def finish(name):
+def host_path(st):
+    """Say which host path this run tests: the C++ ops (softmax_tune._C) or the ctypes fallback;
+    a SKIP line for the C++ ops when they are not built."""
+    forced = os.environ.get("SOFTMAX_TUNE_NO_CPP") == "1"
+    expect(not (forced and st.cpp_ops), "SOFTMAX_TUNE_NO_CPP=1, yet the C++ ops serve")
+    if st.cpp_ops:
+        print("host path: the C++ ops (softmax_tune._C)", flush=True)
+    elif forced:
+        print("host path: the ctypes fallback (SOFTMAX_TUNE_NO_CPP=1)", flush=True)
+    else:
+        print("SKIP: the C++ ops (softmax_tune._C) are not built (python3 python/setup.py build_ext --inplace): "
+              "this run tests the ctypes fallback only", flush=True)
+
+
+def finish(name, both=False):
+    """Exit with the status; both: after a run on the C++ ops, the same test on the ctypes fallback."""
+    global failures
+    if both and sys.modules["softmax_tune"].cpp_ops:
+        print("%s: %d failures on the C++ ops; again on the ctypes fallback (SOFTMAX_TUNE_NO_CPP=1)" % (name, failures),
+              flush=True)
+        rc = subprocess.call([sys.executable] + sys.argv, env=dict(os.environ, SOFTMAX_TUNE_NO_CPP="1"))
+        expect(rc == 0, "%s on the ctypes fallback: exit %d" % (name, rc))
     print("%s: %d failures" % (name, failures))
     sys.exit(1 if failures else 0)

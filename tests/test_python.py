@@ -5,13 +5,17 @@ any dim (dim=0, dim=1 of 3-D, negative), transposed, sliced and expanded inputs;
 tensors, CPU and float64 (torch's own softmax); dtype=; nn.Softmax / nn.LogSoftmax; the custom
 op's schema and fake (torch.library.opcheck); torch.compile(fullgraph=True); CUDA graph capture;
 then every visible GPU, from the main thread (with GPU 0 current) and from a thread per GPU at
-once. Gradients: test_python_train.py. Exit 77 (skipped) without torch or a CUDA GPU."""
+once. With the C++ ops (softmax_tune._C) also their out op and the ops on CPU tensors; then all
+of it again on the ctypes fallback (SOFTMAX_TUNE_NO_CPP=1; a SKIP line where the C++ ops are not
+built). Gradients: test_python_train.py. Exit 77 (skipped) without torch or a CUDA GPU."""
 
 import threading
 
-from pyharness import expect, finish, raises, torch
+from pyharness import expect, finish, host_path, raises, torch
 import softmax_tune  # noqa: E402
 from softmax_tune_check import check, explain  # noqa: E402  (softmax-tune's verification rule)
+
+host_path(softmax_tune)
 
 
 def good(y, x, log, what, dim=-1):
@@ -78,6 +82,24 @@ try:
 except Exception as e:  # noqa: BLE001
     expect(False, "opcheck softmax_tune::softmax: %s" % e)
 
+if softmax_tune.cpp_ops:   # the C++ ops' out op (schema, fake) and the ops on a CPU tensor (torch's, exactly)
+    xo, o = torch.randn(33, 700, device="cuda"), torch.empty(33, 700, device="cuda")
+    torch.ops.softmax_tune.softmax_out(xo, True, o)
+    expect(check(o, xo, True)[0], "torch.ops.softmax_tune.softmax_out")
+    try:
+        torch.library.opcheck(torch.ops.softmax_tune.softmax_out.default, (xo, False, o),
+                              test_utils=("test_schema", "test_faketensor"))
+        print("opcheck softmax_tune::softmax_out: schema and fake ok")
+    except Exception as e:  # noqa: BLE001
+        expect(False, "opcheck softmax_tune::softmax_out: %s" % e)
+    raises(lambda: torch.ops.softmax_tune.softmax_out(xo.t(), False, o), RuntimeError, "softmax_out of a strided x",
+           "contiguous")
+    c = torch.randn(5, 70)
+    for log in (False, True):
+        want = (torch.log_softmax if log else torch.softmax)(c, -1)
+        expect(torch.equal(torch.ops.softmax_tune.softmax(c, log), want), "the C++ op on a CPU tensor log=%s: not torch's"
+               % log)
+
 # torch.compile: no graph break (fullgraph), the custom op in the graph, outputs by the rule
 for log in (False, True):
     x3 = torch.randn(8, 500, 16, device="cuda", dtype=torch.bfloat16)
@@ -133,4 +155,4 @@ for t in threads:
 for i in range(ngpus):
     expect(results.get(i), "GPU %d from its own thread" % i)
 print("%d GPU(s): softmax on each, from one thread and a thread each" % ngpus)
-finish("test_python")
+finish("test_python", both=True)

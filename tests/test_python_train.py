@@ -9,7 +9,8 @@ round once (float32, and log_softmax: a rule that fails those is wrong; torch's 
 backward rounds grad*output to the dtype first, and is only reported).
 Then torch.autograd.gradcheck in float32, any dim and strides, expanded gradients, empty and CPU
 tensors (torch's own), the custom ops under torch.library.opcheck, torch.compile(fullgraph=True)
-forward and backward, and a CUDA graph capturing forward and backward.
+forward and backward, and a CUDA graph capturing forward and backward. All of it on the C++ ops
+(softmax_tune._C) where they are built, then on the ctypes fallback (SOFTMAX_TUNE_NO_CPP=1).
 
 Exit 77 (skipped) without torch or a CUDA GPU. A library without st_softmax_backward fails
 (after checking that taking a gradient says so), unless ST_TEST_NO_BACKWARD_OK=1: then it exits
@@ -18,10 +19,12 @@ Exit 77 (skipped) without torch or a CUDA GPU. A library without st_softmax_back
 import os
 import sys
 
-from pyharness import expect, finish, raises, torch
+from pyharness import expect, finish, host_path, raises, torch
 import softmax_tune  # noqa: E402
 from softmax_tune import _lib  # noqa: E402
 from softmax_tune_check import backward_explain, explain, grad_explain  # noqa: E402
+
+host_path(softmax_tune)
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -63,7 +66,7 @@ if not _lib.has_backward():
         print("SKIP: the library at %s has no st_softmax_backward" % _lib.library_path())
         sys.exit(77)
     expect(False, "the library at %s has no st_softmax_backward" % _lib.library_path())
-    finish("test_python_train")
+    finish("test_python_train", both=True)
 print("backward config for 64x1000 f32:", softmax_tune.config(x, backward=True))
 
 # no double backward: an error, never a silent wrong second derivative (eager path and custom op)
@@ -169,4 +172,4 @@ for log in (False, True):
     torch.cuda.synchronize()
     graded(x.grad, x, w, log, "CUDA graph forward+backward replay log=%s" % log)
 print("CUDA graphs: forward+backward captured and replayed")
-finish("test_python_train")
+finish("test_python_train", both=True)

@@ -19,7 +19,10 @@ copy) and the result is returned as a view with it moved back; non-contiguous in
 copied. Anything else (a CPU tensor, float64, an empty or 0-d tensor) is torch's own softmax.
 Under torch.compile the call goes through the custom op softmax_tune::softmax
 (softmax_tune/ops.py); eager calls go straight to the library (with requires_grad, through an
-autograd.Function whose backward runs the same backward kernel).
+autograd.Function whose backward runs the same backward kernel). Where the C++ ops
+(softmax_tune._C, built by `pip install --no-build-isolation ./python`) load, they are those ops,
+with their autograd in C++, and an eager call is one C++ call (cpp_ops is then True); else the
+ops are Python's and the library is called through ctypes (SOFTMAX_TUNE_NO_CPP=1 forces that).
 Shapes nobody tuned are recorded: softmax_tune.untuned() lists them, write_untuned("shapes.txt")
 writes them for `softmax-tune --shapes shapes.txt`, and one warning at exit says how many
 (SOFTMAX_TUNE_WARN=each: also one per problem as it comes; =none: none).
@@ -28,12 +31,14 @@ See docs/python.md; the library is found as softmax_tune/_lib.py says.
 
 import torch
 
-from . import _lib, nn, ops
+from . import _lib, _native, nn, ops
 from .cross_entropy import check_labels, cross_entropy   # docs/cross-entropy.md
 
 __all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "UntunedWarning", "library_path", "nn",
-           "cross_entropy", "check_labels"]
+           "cpp_ops", "cross_entropy", "check_labels"]
 library_path = _lib.library_path
+cpp_ops = _native.C is not None   # the C++ ops serve (else Python's custom ops and ctypes)
+_cpp = _native.C
 untuned = _lib.untuned
 UntunedWarning = _lib.UntunedWarning
 
@@ -63,6 +68,10 @@ def softmax(x, dim=-1, log=False, out=None, *, dtype=None):
     out= (a contiguous tensor like x, last dim only, no autograd) writes the result there."""
     if dtype is not None:
         x = x.to(dtype)
+    if _cpp is not None and not torch.compiler.is_compiling():   # one C++ call; None: not a case for it
+        y = _cpp.softmax(x, dim, log) if out is None else _cpp.softmax_out(x, dim, log, out)
+        if y is not None:
+            return y
     if x.dim() > 0:
         dim = _last(x, dim)
     if out is not None:

@@ -141,9 +141,18 @@ def _needs(symbol, kernels, then):
     """The library, which must have symbol (absent from those built before kernels)."""
     lib = _load()
     if not hasattr(lib, symbol):
-        raise RuntimeError("softmax_tune: the library at %s has no %s (built before %s): %s"
-                           % (library_path(), symbol, kernels, then))
+        raise RuntimeError(missing(symbol, kernels, then))
     return lib
+
+
+def missing(symbol, kernels, then):
+    """The error for a library without symbol (built before kernels)."""
+    return "softmax_tune: the library at %s has no %s (built before %s): %s" % (library_path(), symbol, kernels, then)
+
+
+def no_backward():
+    """The error a gradient gives with a library that lacks st_softmax_backward."""
+    return missing("st_softmax_backward", "the backward kernels", "rebuild it to take gradients through softmax_tune")
 
 
 def _backward_lib():

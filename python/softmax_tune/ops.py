@@ -1,4 +1,5 @@
-"""ops.py — the torch.library custom ops behind softmax_tune.softmax, over the last dimension:
+"""ops.py — the torch.library custom ops behind softmax_tune.softmax, over the last dimension
+(the C++ ops of softmax_tune._C where it loads, _native.py; else these, defined in Python):
 
     torch.ops.softmax_tune.softmax(Tensor x, bool log) -> Tensor
     torch.ops.softmax_tune.softmax_backward(Tensor y, Tensor dy, bool log) -> Tensor
@@ -14,7 +15,7 @@ backward (the backward op has no autograd of its own).
 
 import torch
 
-from . import _lib
+from . import _lib, _native
 
 DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}   # torch dtype -> st_dtype
 
@@ -49,19 +50,6 @@ def run_forward(x, out, log):
     return out
 
 
-@torch.library.custom_op("softmax_tune::softmax", mutates_args=())
-def softmax(x: torch.Tensor, log: bool) -> torch.Tensor:
-    if not supported(x) or x.numel() == 0:
-        return (torch._log_softmax if log else torch._softmax)(x.contiguous(), -1, False)
-    x = x.contiguous()
-    return run_forward(x, torch.empty_like(x), log)
-
-
-@softmax.register_fake
-def _(x, log):
-    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
-
-
 def run_backward(y, dy, log):
     """dx from the forward's output y and its gradient dy (any strides): the library, or torch's."""
     y = y.contiguous()
@@ -75,27 +63,38 @@ def run_backward(y, dy, log):
     return dx
 
 
-@torch.library.custom_op("softmax_tune::softmax_backward", mutates_args=())
-def softmax_backward(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
-    return run_backward(y, dy, log)
+if _native.C is not None:   # the C++ ops (softmax_tune/_native.py) own these names
+    softmax = torch.ops.softmax_tune.softmax.default
+    softmax_backward = torch.ops.softmax_tune.softmax_backward.default
+else:
+    @torch.library.custom_op("softmax_tune::softmax", mutates_args=())
+    def softmax(x: torch.Tensor, log: bool) -> torch.Tensor:
+        if not supported(x) or x.numel() == 0:
+            return (torch._log_softmax if log else torch._softmax)(x.contiguous(), -1, False)
+        x = x.contiguous()
+        return run_forward(x, torch.empty_like(x), log)
 
+    @softmax.register_fake
+    def _(x, log):
+        return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
-@softmax_backward.register_fake
-def _(y, dy, log):
-    return torch.empty(y.shape, dtype=y.dtype, device=y.device)
+    @torch.library.custom_op("softmax_tune::softmax_backward", mutates_args=())
+    def softmax_backward(y: torch.Tensor, dy: torch.Tensor, log: bool) -> torch.Tensor:
+        return run_backward(y, dy, log)
 
+    @softmax_backward.register_fake
+    def _(y, dy, log):
+        return torch.empty(y.shape, dtype=y.dtype, device=y.device)
 
-def _setup_context(ctx, inputs, output):
-    ctx.log = inputs[1]
-    ctx.save_for_backward(output)
+    def _setup_context(ctx, inputs, output):
+        ctx.log = inputs[1]
+        ctx.save_for_backward(output)
 
+    def _backward(ctx, grad):
+        y, = ctx.saved_tensors
+        return softmax_backward(y, grad, ctx.log), None
 
-def _backward(ctx, grad):
-    y, = ctx.saved_tensors
-    return softmax_backward(y, grad, ctx.log), None
-
-
-softmax.register_autograd(_backward, setup_context=_setup_context)
+    softmax.register_autograd(_backward, setup_context=_setup_context)
 
 
 class Eager(torch.autograd.Function):

@@ -1,0 +1,62 @@
+"""setup.py — what pyproject.toml cannot say: the optional C++ ops, softmax_tune._C
+(softmax_tune/csrc/ops.cpp), built against the torch installed where the build runs:
+
+    pip install --no-build-isolation ./python     # torch visible to the build: the C++ ops too
+    pip install ./python                          # an isolated build (no torch): the package alone
+    python3 python/setup.py build_ext --inplace   # in a checkout: softmax_tune/_C*.so next to the sources
+
+Built when torch (with its C++ headers), CUDA's headers (CUDA_HOME) and include/softmax_tune.h
+($SOFTMAX_TUNE_INCLUDE, else the source tree's include/, else the install prefix's: this file is
+P/share/softmax-tune/python/setup.py after `cmake --install`) are there; else, or when the compile
+fails, the package installs without them and runs through ctypes (a note says why).
+SOFTMAX_TUNE_CPP=1 makes a failure an error; SOFTMAX_TUNE_NO_CPP=1 skips them. The extension
+does not link libsoftmax_tune.so: it calls the library the package loads (softmax_tune/_lib.py).
+"""
+
+import os
+import sys
+
+from setuptools import setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REQUIRED = os.environ.get("SOFTMAX_TUNE_CPP") == "1"
+
+
+def note(why):
+    print("softmax_tune: the C++ ops are not built (%s); the package runs through ctypes" % why, file=sys.stderr)
+    if REQUIRED:
+        raise SystemExit("softmax_tune: SOFTMAX_TUNE_CPP=1 and the C++ ops cannot be built: %s" % why)
+    return {}
+
+
+def cpp_ops():
+    """setup()'s ext_modules and cmdclass for softmax_tune._C, or {} where it cannot be built."""
+    if os.environ.get("SOFTMAX_TUNE_NO_CPP") == "1":
+        return {}
+    try:
+        from torch.utils import cpp_extension
+    except ImportError:
+        return note("no torch here: an isolated build? pip install --no-build-isolation ./python")
+    dirs = [os.environ.get("SOFTMAX_TUNE_INCLUDE") or os.path.join(HERE, "..", "include"),
+            os.path.join(HERE, "..", "..", "..", "include")]
+    found = [d for d in dirs if os.path.exists(os.path.join(d, "softmax_tune.h"))]
+    if not found:
+        return note("no softmax_tune.h in %s (set SOFTMAX_TUNE_INCLUDE)" % " or ".join(map(os.path.normpath, dirs)))
+    include = os.path.normpath(found[0])
+    if cpp_extension.CUDA_HOME is None:
+        return note("no CUDA toolkit headers (set CUDA_HOME)")
+
+    class Build(cpp_extension.BuildExtension):
+        def build_extensions(self):
+            try:
+                super().build_extensions()
+            except Exception as e:   # noqa: BLE001  (no compiler, no torch headers: the ctypes path)
+                note("%s: %s" % (type(e).__name__, e))
+
+    ext = cpp_extension.CUDAExtension("softmax_tune._C", ["softmax_tune/csrc/ops.cpp"], include_dirs=[include],
+                                      extra_compile_args={"cxx": ["-O2"]}, optional=not REQUIRED)
+    return {"ext_modules": [ext], "cmdclass": {"build_ext": Build.with_options(use_ninja=False)}}
+
+
+os.chdir(HERE)   # the sources are named relative to python/, wherever this runs from
+setup(**cpp_ops())

@@ -1,0 +1,280 @@
+/*
+** ops.cpp — softmax_tune._C, the C++ ops of the PyTorch binding (python/setup.py builds it):
+**
+**   softmax_tune::softmax(Tensor x, bool log) -> Tensor
+**   softmax_tune::softmax_backward(Tensor y, Tensor dy, bool log) -> Tensor
+**   softmax_tune::softmax_out(Tensor x, bool log, Tensor(a!) out) -> ()
+**
+** over the last dim, registered with TORCH_LIBRARY: CUDA (and CPU) kernels, autograd in C++
+** (torch::autograd::Function; the backward op's own backward raises: no double backward); their
+** fake kernels are Python's (softmax_tune/_native.py). Plus two plain calls for eager use,
+** softmax(x, dim, log) and softmax_out(x, dim, log, out), that skip the dispatcher when no
+** gradient is needed and return None for anything unusual (Python's path then decides).
+**
+** The C runtime is the library softmax_tune/_lib.py loaded (its look-up rules), called through
+** the entry points _native.py hands over with each device's st_ctx (_lib's own contexts: one
+** list of untuned problems, one log callback). Contexts are cached here, one per device.
+*/
+#include <torch/extension.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "softmax_tune.h"
+
+namespace py = pybind11;
+
+namespace {
+
+constexpr int kMaxDevices = 64;
+std::atomic<st_ctx *> contexts[kMaxDevices];
+/* The library's entry points: set once, before the first context is published (so a reader that
+** saw a context sees them), under bind_lock. */
+decltype(&st_softmax) lib_forward;
+decltype(&st_softmax_backward) lib_backward;   // NULL: a library built before the backward
+decltype(&st_error) lib_error;
+std::string no_backward;   // the error for a gradient without lib_backward
+std::mutex bind_lock;
+py::object *opener;        // _native._open(device) -> (ctx, st_softmax, st_softmax_backward, st_error, message)
+
+bool supported(const at::Tensor &x) {
+  at::ScalarType t = x.scalar_type();
+  return x.is_cuda() && (t == at::kFloat || t == at::kHalf || t == at::kBFloat16);
+}
+
+st_dtype dtype_of(const at::Tensor &x) {
+  switch (x.scalar_type()) {
+    case at::kHalf: return ST_F16;
+    case at::kBFloat16: return ST_BF16;
+    default: return ST_F32;
+  }
+}
+
+/* The first call on a device: Python opens (or finds) its context; no lock held meanwhile (the
+** opener takes the GIL and _lib's lock, and gives the same context to every caller). */
+st_ctx *open_context(int device) {
+  uintptr_t ctx, fwd, bwd, err;
+  std::string message;
+  {
+    py::gil_scoped_acquire gil;
+    if (opener == nullptr)
+      throw std::runtime_error("softmax_tune: the C++ ops were loaded without the package (import softmax_tune)");
+    try {
+      py::tuple t = (*opener)(device);
+      ctx = t[0].cast<uintptr_t>(), fwd = t[1].cast<uintptr_t>(), bwd = t[2].cast<uintptr_t>();
+      err = t[3].cast<uintptr_t>(), message = t[4].cast<std::string>();
+    } catch (py::error_already_set &e) {   // the library not found, st_open failed: Python's message
+      throw std::runtime_error(py::str(e.value()).cast<std::string>());
+    }
+  }
+  std::lock_guard<std::mutex> lock(bind_lock);
+  if (lib_forward == nullptr) {
+    lib_forward = reinterpret_cast<decltype(&st_softmax)>(fwd);
+    lib_backward = reinterpret_cast<decltype(&st_softmax_backward)>(bwd);
+    lib_error = reinterpret_cast<decltype(&st_error)>(err);
+    no_backward = message;
+  }
+  contexts[device].store(reinterpret_cast<st_ctx *>(ctx), std::memory_order_release);
+  return reinterpret_cast<st_ctx *>(ctx);
+}
+
+st_ctx *context(int device) {
+  if (device < 0 || device >= kMaxDevices)
+    throw std::runtime_error("softmax_tune: CUDA device " + std::to_string(device) + " is beyond the C++ ops' 64");
+  st_ctx *ctx = contexts[device].load(std::memory_order_acquire);
+  return ctx != nullptr ? ctx : open_context(device);
+}
+
+void check(int rc, st_ctx *ctx) {
+  if (rc != ST_OK)
+    throw std::runtime_error(std::string("softmax_tune: ") + lib_error(ctx));
+}
+
+struct CUstream_st *stream_of(int device) {
+  return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+}
+
+/* y = softmax (log_softmax) of x over its last dim: both contiguous CUDA tensors, same shape. */
+void run_forward(const at::Tensor &x, const at::Tensor &y, bool log) {
+  int device = static_cast<int>(x.get_device());
+  st_ctx *ctx = context(device);
+  int64_t cols = x.size(-1);
+  check(lib_forward(ctx, dtype_of(x), log ? ST_LOG_SOFTMAX : ST_SOFTMAX, x.data_ptr(), y.data_ptr(), x.numel() / cols,
+                    cols, stream_of(device)), ctx);
+}
+
+/* ---- the ops' kernels (CUDA and CPU: anything the library does not take is torch's) ---- */
+
+at::Tensor softmax_kernel(const at::Tensor &x, bool log) {
+  at::Tensor xc = x.contiguous();
+  if (!supported(x) || x.dim() == 0 || x.numel() == 0)
+    return log ? at::_log_softmax(xc, -1, false) : at::_softmax(xc, -1, false);
+  at::Tensor y = at::empty(xc.sizes(), xc.options());
+  run_forward(xc, y, log);
+  return y;
+}
+
+at::Tensor backward_kernel(const at::Tensor &y_, const at::Tensor &dy, bool log) {
+  at::Tensor y = y_.contiguous();
+  TORCH_CHECK(dy.sizes() == y.sizes(), "softmax_tune: softmax_backward: dy of shape ", dy.sizes(), ", y of ",
+              y.sizes());
+  if (!supported(y) || y.dim() == 0 || y.numel() == 0)
+    return log ? at::_log_softmax_backward_data(dy.contiguous(), y, -1, y.scalar_type())
+               : at::_softmax_backward_data(dy.contiguous(), y, -1, y.scalar_type());
+  int device = static_cast<int>(y.get_device());
+  st_ctx *ctx = context(device);   // the entry points bound
+  if (lib_backward == nullptr)
+    throw std::runtime_error(no_backward);
+  at::Tensor dyc = dy.to(y.scalar_type()).contiguous();
+  at::Tensor dx = dyc.data_ptr() != dy.data_ptr() ? dyc : at::empty(y.sizes(), y.options());   // our copy: overwrite it
+  int64_t cols = y.size(-1);
+  check(lib_backward(ctx, dtype_of(y), log ? ST_LOG_SOFTMAX : ST_SOFTMAX, y.data_ptr(), dyc.data_ptr(), dx.data_ptr(),
+                     y.numel() / cols, cols, stream_of(device)), ctx);
+  return dx;
+}
+
+/* out= checks: x a non-empty contiguous CUDA float32/float16/bfloat16 tensor, out like it. */
+bool takes_out(const at::Tensor &x, const at::Tensor &out) {
+  return supported(x) && x.dim() > 0 && x.numel() > 0 && x.is_contiguous() && out.sizes() == x.sizes() &&
+         out.scalar_type() == x.scalar_type() && out.device() == x.device() && out.is_contiguous();
+}
+
+void out_kernel(const at::Tensor &x, bool log, at::Tensor &out) {
+  TORCH_CHECK(takes_out(x, out), "softmax_tune: softmax_out takes a non-empty contiguous CUDA float32/float16/bfloat16 "
+              "x and a contiguous out like it, got x ", x.device(), " ", x.scalar_type(), " ", x.sizes(), ", out ",
+              out.device(), " ", out.scalar_type(), " ", out.sizes());
+  run_forward(x, out, log);
+}
+
+/* ---- autograd ---- */
+
+at::Tensor call_softmax(const at::Tensor &x, bool log) {
+  static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("softmax_tune::softmax", "")
+                     .typed<at::Tensor(const at::Tensor &, bool)>();
+  return op.call(x, log);
+}
+
+at::Tensor call_backward(const at::Tensor &y, const at::Tensor &dy, bool log) {
+  static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("softmax_tune::softmax_backward", "")
+                     .typed<at::Tensor(const at::Tensor &, const at::Tensor &, bool)>();
+  return op.call(y, dy, log);
+}
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+struct Softmax : public torch::autograd::Function<Softmax> {
+  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x, bool log) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    at::Tensor y = call_softmax(x, log);
+    ctx->saved_data["log"] = log;
+    ctx->save_for_backward({y});   // dx needs only the output
+    return y;
+  }
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    at::Tensor y = ctx->get_saved_variables()[0];
+    return {call_backward(y, grads[0], ctx->saved_data["log"].toBool()), at::Tensor()};
+  }
+};
+
+/* The backward op under a graph of its own (create_graph=True): its gradient raises when used. */
+struct SoftmaxBackward : public torch::autograd::Function<SoftmaxBackward> {
+  static at::Tensor forward(AutogradContext *, const at::Tensor &y, const at::Tensor &dy, bool log) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return call_backward(y, dy, log);
+  }
+  static variable_list backward(AutogradContext *, variable_list) {
+    throw std::runtime_error("softmax_tune: no double backward (softmax_tune's backward has no gradient)");
+  }
+};
+
+at::Tensor softmax_autograd(const at::Tensor &x, bool log) {
+  if (at::GradMode::is_enabled() && x.requires_grad())
+    return Softmax::apply(x, log);
+  at::AutoDispatchBelowADInplaceOrView below;
+  return call_softmax(x, log);
+}
+
+at::Tensor backward_autograd(const at::Tensor &y, const at::Tensor &dy, bool log) {
+  if (at::GradMode::is_enabled() && (y.requires_grad() || dy.requires_grad()))
+    return SoftmaxBackward::apply(y, dy, log);
+  at::AutoDispatchBelowADInplaceOrView below;
+  return call_backward(y, dy, log);
+}
+
+/* ---- the eager calls (Python's softmax_tune.softmax; undefined tensors come back as None) ---- */
+
+/* dim as an index of x's dims, or -1 when out of range or x is 0-d. */
+int64_t dim_of(const at::Tensor &x, int64_t dim) {
+  int64_t n = x.dim();
+  return n > 0 && dim >= -n && dim < n ? (dim + n) % n : -1;
+}
+
+at::Tensor eager_softmax(const at::Tensor &x, int64_t dim, bool log) {
+  dim = dim_of(x, dim);
+  if (dim < 0 || !supported(x) || x.numel() == 0)
+    return at::Tensor();
+  bool last = dim == x.dim() - 1;
+  at::Tensor xt = last ? x : x.movedim(dim, -1);
+  at::Tensor y;
+  if (at::GradMode::is_enabled() && x.requires_grad()) {
+    y = call_softmax(xt, log);   // through autograd
+  } else {
+    xt = xt.contiguous();
+    y = at::empty(xt.sizes(), xt.options());
+    run_forward(xt, y, log);
+  }
+  return last ? y : y.movedim(-1, dim);
+}
+
+at::Tensor eager_softmax_out(const at::Tensor &x, int64_t dim, bool log, const at::Tensor &out) {
+  if (dim_of(x, dim) != x.dim() - 1 || !takes_out(x, out) || (at::GradMode::is_enabled() && x.requires_grad()))
+    return at::Tensor();
+  run_forward(x, out, log);
+  return out;
+}
+
+void set_opener(py::object fn) {
+  py::object *old = opener;
+  opener = new py::object(std::move(fn));   // kept to the end of the process
+  delete old;
+}
+
+}  // namespace
+
+TORCH_LIBRARY(softmax_tune, m) {
+  m.def("softmax(Tensor x, bool log) -> Tensor");
+  m.def("softmax_backward(Tensor y, Tensor dy, bool log) -> Tensor");
+  m.def("softmax_out(Tensor x, bool log, Tensor(a!) out) -> ()");
+}
+
+TORCH_LIBRARY_IMPL(softmax_tune, CUDA, m) {
+  m.impl("softmax", &softmax_kernel);
+  m.impl("softmax_backward", &backward_kernel);
+  m.impl("softmax_out", &out_kernel);
+}
+
+TORCH_LIBRARY_IMPL(softmax_tune, CPU, m) {
+  m.impl("softmax", &softmax_kernel);
+  m.impl("softmax_backward", &backward_kernel);
+}
+
+TORCH_LIBRARY_IMPL(softmax_tune, Autograd, m) {
+  m.impl("softmax", &softmax_autograd);
+  m.impl("softmax_backward", &backward_autograd);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "softmax_tune's C++ ops (torch.ops.softmax_tune) and their eager calls";
+  /* Without the GIL, as torch's own calls: the library may call its log callback (Python) while
+  ** another thread waits on it. */
+  m.def("softmax", &eager_softmax, "softmax (log) of x over dim through the library, or None: not for it",
+        py::call_guard<py::gil_scoped_release>());
+  m.def("softmax_out", &eager_softmax_out, "the same into out (last dim, no autograd), or None",
+        py::call_guard<py::gil_scoped_release>());
+  m.def("_set_opener", &set_opener, "the Python call that opens a device's context");
+}
