@@ -53,6 +53,7 @@ struct tune_Gpu {
   CUdeviceptr labels, weight, loss, lse, scale, flag;
   CeParams params;          /* ce: the options the kernels run and are checked with */
   int use_weight;
+  void *own_labels;         /* ce: labels set by tune_gpu_ce_labels (as the kernels read them), copied over fill's */
   gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
   char cubins[4096];        /* the kept cubins' folder (cache_compile), "" for none */
   int ptx_arch;             /* tune_gpu_ptx: configs compiled as PTX for compute_<ptx_arch>, or 0 */
@@ -109,8 +110,9 @@ int tune_gpu_open(tune_Gpu **out, int ordinal, char *err, size_t errlen)
     return 1;
   }
   cache_cubin_dir(NULL, g->cubins, sizeof g->cubins);
-  g->params.ignore = -100;   /* the cross-entropy ops' defaults, torch's */
-  g->params.labels64 = 1;
+  tune_CeOptions ce;
+  tune_ce_defaults(&ce);
+  tune_gpu_ce_options(g, &ce);
   *out = g;
   return 0;
 }
@@ -380,6 +382,8 @@ static CUresult fresh_input(tune_Gpu *g)
   if (g->ce) specials = 0;   /* a loss needs finite logits: rows of NaN or all -inf have none */
   CUresult r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->bw ? args_bw : args, NULL);
   if (!r && g->ce) r = d->cuLaunchKernel(g->fill_ce, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_ce, NULL);
+  if (!r && g->own_labels)
+    r = d->cuMemcpyHtoDAsync(g->labels, g->own_labels, (size_t)g->p.rows * (g->params.labels64 ? 8 : 4), g->stream);
   if (!r && g->ce) r = d->cuMemsetD32Async(g->loss, tune_poison(GEN_F32), (size_t)g->p.rows, g->stream);
   if (!r && g->ce) r = d->cuMemsetD32Async(g->lse, tune_poison(GEN_F32), (size_t)g->p.rows, g->stream);
   if (r) return r;
@@ -654,13 +658,65 @@ CUdeviceptr tune_gpu_in2(tune_Gpu *g)
   return g->in2;
 }
 
-void tune_gpu_ce_options(tune_Gpu *g, float smoothing, float zloss, float softcap, int weight, int labels64)
+void tune_ce_defaults(tune_CeOptions *o)
 {
-  g->params.smoothing = smoothing;
-  g->params.zloss = zloss;
-  g->params.softcap = softcap;
-  g->params.labels64 = labels64;
-  g->use_weight = weight;
+  memset(o, 0, sizeof *o);
+  o->ignore = -100;
+  o->labels64 = 1;
+}
+
+int tune_ce_check(const tune_CeOptions *o, char *err, size_t errlen)
+{
+  const struct { const char *name; float v; } f[] = { { "label smoothing", o->smoothing }, { "z-loss", o->zloss },
+                                                      { "softcap", o->softcap } };
+  for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+    if (!isfinite(f[i].v) || f[i].v < 0.f)
+      return snprintf(err, errlen, "bad %s %g: expected a finite number >= 0", f[i].name, f[i].v), 2;
+  if (o->smoothing > 1.f) return snprintf(err, errlen, "bad label smoothing %g: expected 0 to 1", o->smoothing), 2;
+  if (o->smoothing > 0.f && o->weight)
+    return snprintf(err, errlen, "label smoothing %g with class weights is not supported (as the library refuses it)", o->smoothing), 2;
+  return 0;
+}
+
+void tune_gpu_ce_options(tune_Gpu *g, const tune_CeOptions *o)
+{
+  g->params.ignore = o->ignore;
+  g->params.smoothing = o->smoothing;
+  g->params.zloss = o->zloss;
+  g->params.softcap = o->softcap;
+  g->params.labels64 = o->labels64;
+  g->use_weight = o->weight;
+  if (g->ready) g->params.weight = o->weight ? g->weight : 0;
+}
+
+int tune_gpu_ce_scale(tune_Gpu *g, float scale, char *err, size_t errlen)
+{
+  CUresult r = g->drv.cuMemcpyHtoDAsync(g->scale, &scale, 4, g->stream);
+  if (!r) r = wait(g, 20.);
+  g->params.scale = g->scale;
+  return r ? (cu_msg(g, "scale", r, err, errlen), 1) : 0;
+}
+
+int tune_gpu_ce_labels(tune_Gpu *g, const int64_t *labels, char *err, size_t errlen)
+{
+  const int64_t rows = g->p.rows;
+  free(g->own_labels);
+  g->own_labels = NULL;
+  if (!labels) return 0;
+  if (!(g->own_labels = malloc((size_t)rows * 8))) return snprintf(err, errlen, "out of memory"), 1;
+  for (int64_t i = 0; i < rows; i++)
+    if (g->params.labels64) ((int64_t *)g->own_labels)[i] = labels[i];
+    else ((int *)g->own_labels)[i] = (int)labels[i];
+  return 0;
+}
+
+int tune_gpu_ce_flag(tune_Gpu *g, int *flag, char *err, size_t errlen)
+{
+  CUresult r = wait(g, 20.);
+  if (!r) r = g->drv.cuMemcpyDtoH(flag, g->flag, 4);
+  if (!r) r = g->drv.cuMemsetD32Async(g->flag, 0, 1, g->stream);
+  if (!r) r = wait(g, 20.);
+  return r ? (cu_msg(g, "flag", r, err, errlen), 1) : 0;
 }
 
 const tune_Driver *tune_gpu_driver(const tune_Gpu *g)
@@ -734,6 +790,7 @@ void tune_gpu_close(tune_Gpu *g)
   teardown(g);
   tune_green_close(&g->green);
   gen_cubin_free(&g->aux);
+  free(g->own_labels);
   free(g->slots);
   tune_driver_unload(&g->drv);
   free(g);
