@@ -60,7 +60,7 @@ static int prepare_for(tune_Gpu *gpu, gen_State *gen, int64_t rows, int64_t cols
 
 /* The GPU check kernel's verdict into *g on host buffers of n bytes: the input x (y for the
 ** backward ops, with x2 their dy; NULL for the forward) and the output y. 0, or 1 and err. */
-static int gpu_check(tune_Gpu *gpu, const void *x, const void *x2, const void *y, size_t n, tune_Check *g, char *err,
+static inline int gpu_check(tune_Gpu *gpu, const void *x, const void *x2, const void *y, size_t n, tune_Check *g, char *err,
                      size_t errlen)
 {
   CUdeviceptr in, out;
