@@ -308,6 +308,15 @@ static int check_ce(cli_Options *o, const char *command)
   return 0;
 }
 
+/* --shape of one problem: parsed, and the problem one the generator takes (not a loss over one class). */
+static int check_shape(cli_Options *o)
+{
+  gen_Problem p = { 0 };
+  if (gen_parse_shape(o->shape, &o->rows, &o->cols, o->err, sizeof o->err)) return 1;
+  p.rows = o->rows, p.cols = o->cols, p.dtype = cli_dtype(o), p.op = cli_op(o);
+  return gen_check_problem(&p, o->err, sizeof o->err);
+}
+
 int main(int argc, char **argv)
 {
   cli_Options o = { .gpu = 0, .dtype = -1, .op = -1, .arch = 0, .format = 't' };
@@ -334,7 +343,7 @@ int main(int argc, char **argv)
   if (cli_is_batch(&o) && strcmp(name, "tune") != 0)
     return usage_error("%s takes one --gpu, --shape, --dtype and --op (lists and --shapes are for tuning)", name);
   if (o.ce_flag && (rc = check_ce(&o, name))) return rc;
-  if (o.shape && !cli_is_batch(&o) && gen_parse_shape(o.shape, &o.rows, &o.cols, o.err, sizeof o.err)) {
+  if (o.shape && !cli_is_batch(&o) && check_shape(&o)) {
     cli_fail("%s", o.err);
     return 2;
   }

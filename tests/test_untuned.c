@@ -183,6 +183,7 @@ static void random_valid(gen_State *g, const char *hash, const char *table, int 
                       .arch = ARCHES[i % 9] };
     int unaligned = uniform() < 0.25;
     gen_Choice ch;
+    if (gen_op(p.op)->params && p.cols == 1) p.cols = 2;   /* a loss over one class is refused (bad_input.sh) */
     char canon[256];
     /* the sm_90 table on every arch: as a table of another arch would be, each config checked */
     if (gen_untuned(g, &p, unaligned, uniform() < 0.9 ? table : NULL, "t", hash, user, i % 2 ? 3 : 0, &ch)) {

@@ -500,31 +500,79 @@ static CUresult poke(tune_Gpu *g, int64_t i, const void *bits)
   return r ? r : wait(g, 20.);
 }
 
-/* The cross-entropy check (after a verified run): one gradient element moved by 8 ulps of its
-** dtype and 2^-12 of itself, then poisoned, must each be caught; so must a loss moved by 2^-8. */
+/* The cross-entropy problem's buffers on the host, for the CPU check. */
+typedef struct CeHost {
+  void *x, *dx, *labels;
+  float *loss, *lse, *weight;
+  tune_CeRef o;
+} CeHost;
+
+static void ce_host_free(CeHost *h) { free(h->x), free(h->dx), free(h->labels), free(h->loss), free(h->lse), free(h->weight); }
+
+static CUresult ce_host_read(tune_Gpu *g, CeHost *h)
+{
+  const size_t rows = (size_t)g->p.rows, cols = (size_t)g->p.cols;
+  float scale = 1.f;
+  CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!h->x && !((h->x = malloc(g->bytes)) && (h->dx = malloc(g->bytes)) && (h->labels = malloc(rows * 8)) &&
+                 (h->loss = malloc(rows * 4)) && (h->lse = malloc(rows * 4)) && (h->weight = malloc(cols * 4))))
+    return r;
+  if ((r = wait(g, 20.)) || (r = g->drv.cuMemcpyDtoH(h->x, g->in, g->bytes)) || (r = g->drv.cuMemcpyDtoH(h->dx, g->out, g->bytes)) ||
+      (r = g->drv.cuMemcpyDtoH(h->labels, g->labels, rows * (g->params.labels64 ? 8 : 4))) ||
+      (r = g->drv.cuMemcpyDtoH(h->loss, g->loss, rows * 4)) || (r = g->drv.cuMemcpyDtoH(h->lse, g->lse, rows * 4)) ||
+      (r = g->drv.cuMemcpyDtoH(h->weight, g->weight, cols * 4)) || (g->params.scale && (r = g->drv.cuMemcpyDtoH(&scale, g->scale, 4))))
+    return r;
+  const CeParams *p = &g->params;
+  h->o = (tune_CeRef){ p->ignore, p->smoothing, p->zloss, p->softcap, scale, p->weight ? h->weight : NULL };
+  return CUDA_SUCCESS;
+}
+
+/* The cross-entropy check (after a verified run) and the CPU's (tune_check_rows_ce) on the
+** whole problem must agree: on the outputs as they are, then with one gradient element moved by
+** 8 ulps of its dtype and 2^-12 of itself, then poisoned (ops with a gradient), with row 0's
+** loss moved by 2^-8 (the gradient as it was), and with its lse moved by 2^-8 (the loss as it was). */
 static int selftest_ce(tune_Gpu *g, char *err, size_t errlen)
 {
   const int64_t mid = g->p.cols / 2;
-  const int es = gen_dtype_size(g->p.dtype);
+  const int es = gen_dtype_size(g->p.dtype), grad = g->op->writes > 0;
   uint32_t bits[2] = { 0, 0 };
-  float loss0;
+  float loss0 = 0.f, lse0 = 0.f;
   CheckOut co;
+  CeHost h = { 0 };
   CUresult r = g->drv.cuMemcpyDtoH(bits, g->out + (CUdeviceptr)(mid * es), (size_t)es);
   if (!r) r = g->drv.cuMemcpyDtoH(&loss0, g->loss, 4);
+  if (!r) r = g->drv.cuMemcpyDtoH(&lse0, g->lse, 4);
   const double v = r ? 0. : tune_load(bits, g->p.dtype, 0);
-  for (int k = 0; k < 3 && !r; k++) {
-    if (k == 0) tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + fabs(v) * 0x1p-12), r = poke(g, mid, bits);
-    if (k == 1) bits[0] = tune_poison(g->p.dtype), r = poke(g, mid, bits);
-    if (k == 2) {   /* the gradient as it was, the loss moved */
+  for (int k = 0; k < 5 && !r; k++) {
+    if (!grad && (k == 1 || k == 2)) continue;
+    if (k == 1) tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + fabs(v) * 0x1p-12), r = poke(g, mid, bits);
+    if (k == 2) bits[0] = tune_poison(g->p.dtype), r = poke(g, mid, bits);
+    if (k == 3) {   /* the gradient as it was, the loss moved */
       const float moved = loss0 + fabsf(loss0) * 0x1p-8f + 0x1p-8f;
       tune_store_elem(bits, g->p.dtype, 0, v);
       if (!(r = poke(g, mid, bits)) && !(r = g->drv.cuMemcpyHtoDAsync(g->loss, &moved, 4, g->stream))) r = wait(g, 20.);
     }
+    if (k == 4) {   /* the loss as it was, the lse moved */
+      const float moved = lse0 + fabsf(lse0) * 0x1p-8f + 0x1p-8f;
+      if (!(r = g->drv.cuMemcpyHtoDAsync(g->loss, &loss0, 4, g->stream)) && !(r = g->drv.cuMemcpyHtoDAsync(g->lse, &moved, 4, g->stream)))
+        r = wait(g, 20.);
+    }
     if (!r) r = run_check(g, &co);
-    if (!r && (k < 2 ? co.bad != 1 : co.bad != 0 || co.bad_sums != 1))
-      return snprintf(err, errlen, "step %d: the check found %llu bad elements and %llu bad rows", k, (unsigned long long)co.bad,
-                      (unsigned long long)co.bad_sums), 1;
+    if (!r) r = ce_host_read(g, &h);
+    if (r) break;
+    tune_Check cpu = { .first_bad = -1 };
+    tune_check_rows_ce(h.x, h.labels, g->params.labels64, grad ? h.dx : NULL, h.loss, h.lse, g->p.dtype, g->p.cols, 0, g->p.rows,
+                       &h.o, tune_poison(g->p.dtype), &cpu);
+    const uint64_t want = k == 1 || k == 2, want_rows = k >= 3;
+    if (co.bad != want || co.bad_sums != want_rows || (uint64_t)cpu.bad != want || (uint64_t)cpu.bad_sums != want_rows) {
+      snprintf(err, errlen, "step %d: the GPU check found %llu bad elements and %llu bad rows, the CPU %lld and %lld; want %llu"
+               " and %llu", k, (unsigned long long)co.bad, (unsigned long long)co.bad_sums, (long long)cpu.bad,
+               (long long)cpu.bad_sums, (unsigned long long)want, (unsigned long long)want_rows);
+      ce_host_free(&h);
+      return 1;
+    }
   }
+  ce_host_free(&h);
   return r ? (cu_msg(g, "selftest", r, err, errlen), 1) : 0;
 }
 
