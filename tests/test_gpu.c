@@ -108,37 +108,6 @@ static int run_one(tune_Gpu *gpu, tune_Backend *b, gen_State *g, const gen_Probl
   return ok > 0;
 }
 
-static void run_case(const Case *cs, int all, int ordinal, int families)
-{
-  char err[1024], **list;
-  int n, runs = 0;
-  tune_Gpu *gpu;
-  gen_State *g;
-  gen_Problem p = { .rows = cs->rows, .cols = cs->cols, .dtype = cs->dtype, .op = cs->op };
-  Cover mine = { .n = 0 };
-  if (tune_gpu_open(&gpu, ordinal, err, sizeof err) || gen_open(&g, NULL, err, sizeof err)) {
-    CHECK(0, "%s", err);
-    return;
-  }
-  tune_device_limits(tune_gpu_device(gpu), &p);
-  printf("%lldx%lld %s %s\n", (long long)p.rows, (long long)p.cols, gen_dtype_name(p.dtype), gen_op_name(p.op));
-  CHECK(gen_space(g, &p, &list, &n) == 0, "%s", gen_error(g));
-  if (tune_gpu_prepare(gpu, g, &p, n, err, sizeof err)) CHECK(0, "prepare: %s", err);
-  else {
-    tune_Backend b = tune_gpu_backend(gpu);
-    for (int i = 0; i < n; i++) {
-      char fam[64];
-      family_of(list[i], fam, sizeof fam);
-      if (families ? !cover_adds(&mine, fam) : !all && !cover_adds(&mine, list[i])) continue;
-      cover_adds(&wanted, list[i]);
-      run_one(gpu, &b, g, &p, list[i], runs++);
-    }
-  }
-  gen_free_list(list, n);
-  gen_close(g);
-  tune_gpu_close(gpu);
-}
-
 /* ---- the cross-entropy options: launch arguments, verified on one config of every family ---- */
 
 enum { FILL_LABELS, ALL_IGNORED, BAD_LABEL };
@@ -169,7 +138,9 @@ static int ce_labels(tune_Gpu *gpu, const gen_Problem *p, const CeCase *c, char 
   return rc;
 }
 
-static void run_ce_case(const Case *cs, const CeCase *c, int ordinal)
+/* The sample (all: every config; families: one of each family) of cs's space, verified; with
+** ce, under that case's options and labels, the bad-label flag checked after. */
+static void run_case(const Case *cs, int all, int ordinal, int families, const CeCase *ce)
 {
   char err[1024], **list;
   int n, runs = 0, flag = -1;
@@ -182,21 +153,26 @@ static void run_ce_case(const Case *cs, const CeCase *c, int ordinal)
     return;
   }
   tune_device_limits(tune_gpu_device(gpu), &p);
-  printf("%lldx%lld %s %s, %s\n", (long long)p.rows, (long long)p.cols, gen_dtype_name(p.dtype), gen_op_name(p.op), c->name);
+  printf("%lldx%lld %s %s%s%s\n", (long long)p.rows, (long long)p.cols, gen_dtype_name(p.dtype), gen_op_name(p.op),
+         ce ? ", " : "", ce ? ce->name : "");
   CHECK(gen_space(g, &p, &list, &n) == 0, "%s", gen_error(g));
-  tune_gpu_ce_options(gpu, &c->o);
-  if (tune_gpu_prepare(gpu, g, &p, n, err, sizeof err) || (c->scale != 1.f && tune_gpu_ce_scale(gpu, c->scale, err, sizeof err)) ||
-      ce_labels(gpu, &p, c, err, sizeof err))
-    CHECK(0, "prepare, %s: %s", c->name, err);
+  if (ce) tune_gpu_ce_options(gpu, &ce->o);
+  if (tune_gpu_prepare(gpu, g, &p, n, err, sizeof err) ||
+      (ce && ((ce->scale != 1.f && tune_gpu_ce_scale(gpu, ce->scale, err, sizeof err)) || ce_labels(gpu, &p, ce, err, sizeof err))))
+    CHECK(0, "prepare: %s", err);
   else {
     tune_Backend b = tune_gpu_backend(gpu);
     for (int i = 0; i < n; i++) {
       char fam[64];
       family_of(list[i], fam, sizeof fam);
-      if (cover_adds(&mine, fam)) run_one(gpu, &b, g, &p, list[i], runs++);
+      if (families ? !cover_adds(&mine, fam) : !all && !cover_adds(&mine, list[i])) continue;
+      if (!ce) cover_adds(&wanted, list[i]);
+      run_one(gpu, &b, g, &p, list[i], runs++);
     }
-    CHECK(tune_gpu_ce_flag(gpu, &flag, err, sizeof err) == 0, "flag: %s", err);
-    CHECK(runs == 0 || (flag != 0) == (c->labels == BAD_LABEL), "%s: the bad-label flag reads %d", c->name, flag);
+    if (ce) {
+      CHECK(tune_gpu_ce_flag(gpu, &flag, err, sizeof err) == 0, "flag: %s", err);
+      CHECK(runs == 0 || (flag != 0) == (ce->labels == BAD_LABEL), "%s: the bad-label flag reads %d", ce->name, flag);
+    }
   }
   gen_free_list(list, n);
   gen_close(g);
@@ -207,7 +183,7 @@ static void run_ce_options(int ordinal)
 {
   static const Case PROBLEMS[] = { { 300, 4099, GEN_BF16, GEN_CE }, { 16, 128256, GEN_BF16, GEN_CE }, { 64, 32003, GEN_F32, GEN_CE_LOSS } };
   for (size_t i = 0; i < sizeof PROBLEMS / sizeof *PROBLEMS; i++)
-    for (size_t j = 0; j < sizeof CE_CASES / sizeof *CE_CASES; j++) run_ce_case(&PROBLEMS[i], &CE_CASES[j], ordinal);
+    for (size_t j = 0; j < sizeof CE_CASES / sizeof *CE_CASES; j++) run_case(&PROBLEMS[i], 0, ordinal, 1, &CE_CASES[j]);
 }
 
 int main(int argc, char **argv)
@@ -223,11 +199,11 @@ int main(int argc, char **argv)
   printf("GPU 0: %s, sm_%d\n", tune_gpu_device(gpu)->name, tune_gpu_device(gpu)->arch);
   tune_gpu_close(gpu);
   if (sanitize) {   /* one config per family and shape; no knob coverage to check */
-    for (size_t i = 0; i < sizeof SMALL / sizeof SMALL[0]; i++) run_case(&SMALL[i], 0, 0, 1);
+    for (size_t i = 0; i < sizeof SMALL / sizeof SMALL[0]; i++) run_case(&SMALL[i], 0, 0, 1, NULL);
     return check_done("test_gpu --sanitize");
   }
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
-    if ((!backward || gen_op_inputs(CASES[i].op) == 2) && (!ce || gen_op(CASES[i].op)->params)) run_case(&CASES[i], all, 0, 0);
+    if ((!backward || gen_op_inputs(CASES[i].op) == 2) && (!ce || gen_op(CASES[i].op)->params)) run_case(&CASES[i], all, 0, 0, NULL);
   for (int i = 0; i < wanted.n; i++) {
     int seen = 0;
     for (int j = 0; j < verified.n && !seen; j++) seen = strcmp(wanted.seen[i], verified.seen[j]) == 0;

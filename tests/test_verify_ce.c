@@ -118,18 +118,6 @@ static int64_t narrowest(const double *x, int64_t cols, int64_t y)
   return at;
 }
 
-static double off(double v, int dtype, int n)
-{
-  return dtype == GEN_F32 ? v + fabs(v) * 0x1p-14 + 0x1p-149 : v + n * tune_ulp(v, dtype);
-}
-
-static void poison_at(void *out, int dtype, int64_t i)
-{
-  const uint32_t p = tune_poison(dtype);
-  if (dtype == GEN_F32) memcpy((float *)out + i, &p, 4);
-  else ((uint16_t *)out)[i] = (uint16_t)p;
-}
-
 /* The outputs of maker into k->dx, k->loss and k->lse. */
 static void make(const Prob *p, Case *k, int maker)
 {
