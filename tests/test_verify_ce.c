@@ -7,7 +7,9 @@
 ** large-magnitude, offset by +-1e4) with a label each: row 1 ignored, row 2 a label past the
 ** columns (loss NaN, gradient 0), row 5 a negative one; int64 and int32 labels.
 **   right: the float64 reference rounded (gradient to the dtype, loss and lse to float); the
-**          kernels' float32 arithmetic (ce.cu's steps) rounded once
+**          kernels' float32 arithmetic (ce.cu's steps) rounded once, its sums a tree's, or as
+**          the two-read kernels add: each of 1024 threads a running sum of every 1024th
+**          element, then a tree
 **   wrong: one gradient element a few ulps off, one poisoned, the label's term left out, the
 **          gradient scaled twice, an ignored row's gradient not zero, the loss off by 2^-10 of
 **          itself, the lse off by 2^-10, a bad label's loss finite, an ignored row's loss not 0
@@ -31,9 +33,9 @@
 #define SEED 0xce2026u
 #define ROWS 8
 
-enum { RIGHT_ROUNDED, RIGHT_F32, WRONG_ULPS, WRONG_POISON, WRONG_LABEL, WRONG_SCALE, WRONG_IGNORED, WRONG_LOSS, WRONG_LSE,
+enum { RIGHT_ROUNDED, RIGHT_F32, RIGHT_F32_RUN, WRONG_ULPS, WRONG_POISON, WRONG_LABEL, WRONG_SCALE, WRONG_IGNORED, WRONG_LOSS, WRONG_LSE,
        WRONG_BADLOSS, WRONG_IGNLOSS, NMAKERS };
-static const char *const MAKER[NMAKERS] = { "rounded reference", "float32 math", "one element off", "one poisoned",
+static const char *const MAKER[NMAKERS] = { "rounded reference", "float32 math", "float32 math, running sums", "one element off", "one poisoned",
                                             "label term left out", "gradient scaled twice", "ignored row's gradient",
                                             "loss off", "lse off", "bad label's loss finite", "ignored row's loss" };
 #define GRAD_MAKERS ((1u << WRONG_ULPS) | (1u << WRONG_POISON) | (1u << WRONG_LABEL) | (1u << WRONG_SCALE) | (1u << WRONG_IGNORED))
@@ -83,19 +85,28 @@ static int64_t label_of(int64_t r, int64_t cols, int64_t ignore)
   return (int64_t)((uniform() + 1.) * 0.5 * (double)cols) % cols;
 }
 
-/* A row as ce.cu computes it in float32 (the tree sums as the kernels', expf for ex2). */
-static void f32_row(const double *x, int64_t cols, int64_t y, const tune_CeRef *o, double *dx, float *loss, float *lse,
-                    float *z)
+/* 1024 threads' running sums of every 1024th value, then a tree over them: the two-read kernels'. */
+static float strided_sum(const float *v, int64_t n)
 {
+  float part[1024] = { 0 };
+  for (int64_t i = 0; i < n; i++) part[i % 1024] += v[i];
+  return tree_sum(part, 1024);
+}
+
+/* A row as ce.cu computes it in float32 (expf for ex2; sums by tree_sum, or strided_sum when run). */
+static void f32_row(const double *x, int64_t cols, int64_t y, const tune_CeRef *o, double *dx, float *loss, float *lse,
+                    float *z, int run)
+{
+  float (*sum)(const float *, int64_t) = run ? strided_sum : tree_sum;
   const float cap = (float)o->softcap, icap = cap > 0.f ? 1.f / cap : 0.f, eps = (float)o->smoothing;
   const float zl = (float)o->zloss, scale = (float)o->scale;
   float m = -INFINITY;
   for (int64_t j = 0; j < cols; j++) z[j] = cap > 0.f ? cap * tanhf((float)x[j] * icap) : (float)x[j], m = fmaxf(m, z[j]);
-  const float t = tree_sum(z, cols);
+  const float t = sum(z, cols);
   float *e = malloc((size_t)cols * sizeof *e);
   if (!e) return;
   for (int64_t j = 0; j < cols; j++) e[j] = expf(z[j] - m);
-  *lse = m + logf(tree_sum(e, cols));
+  *lse = m + logf(sum(e, cols));
   free(e);
   const int ignored = y == o->ignore, bad = !ignored && (y < 0 || y >= cols);
   const float w = ignored || bad ? 0.f : o->weight ? o->weight[y] : 1.f, wl = (1.f - eps) * w, b = scale * wl;
@@ -130,7 +141,8 @@ static void make(const Prob *p, Case *k, int maker)
     double loss, lse;
     if (maker == WRONG_SCALE && r == 0) o.scale *= 2.;
     tune_ref_row_ce(xr, C, k->y[r], &o, row, &loss, &lse);
-    if (maker == RIGHT_F32) f32_row(xr, C, k->y[r], &o, row, &k->loss[r], &k->lse[r], k->tmp);
+    if (maker == RIGHT_F32 || maker == RIGHT_F32_RUN)
+      f32_row(xr, C, k->y[r], &o, row, &k->loss[r], &k->lse[r], k->tmp, maker == RIGHT_F32_RUN);
     else k->loss[r] = (float)loss, k->lse[r] = (float)lse;
     if (maker == WRONG_IGNORED && r == 1) {   /* the ignored row's gradient as if labelled 0 */
       o.ignore = -12345;
@@ -183,7 +195,7 @@ static void gpu_agrees(const Prob *p, Case *k, const tune_Check *c, const char *
 /* Whether maker's outputs must fail the check for p. */
 static int wrong(const Prob *p, int maker)
 {
-  if (maker <= RIGHT_F32) return 0;
+  if (maker <= RIGHT_F32_RUN) return 0;
   if (p->op == GEN_CE_LOSS && (GRAD_MAKERS >> maker & 1)) return 0;   /* no gradient: not looked at */
   return 1;
 }
@@ -227,7 +239,7 @@ static void run(const Prob *p)
     CHECK((c.bad == 0 && c.bad_sums == 0) == !wrong(p, m), "%s: %lld bad (first %lld), %lld rows off, max err %.3g ulp, max"
           " loss dev %.3g", what, (long long)c.bad, (long long)c.first_bad, (long long)c.bad_sums, c.max_err, c.max_sumdev);
     if (m == RIGHT_ROUNDED) CHECK(c.max_err <= 0.5, "%s: max err %.3g ulp", what, c.max_err);
-    if (m == RIGHT_F32) f32_err[p->dtype] = fmax(f32_err[p->dtype], c.max_err), f32_dev[p->dtype] = fmax(f32_dev[p->dtype], c.max_sumdev);
+    if (m == RIGHT_F32 || m == RIGHT_F32_RUN) f32_err[p->dtype] = fmax(f32_err[p->dtype], c.max_err), f32_dev[p->dtype] = fmax(f32_dev[p->dtype], c.max_sumdev);
     if (gpu) gpu_agrees(p, &k, &c, what);
   }
 done:
@@ -244,6 +256,8 @@ int main(int argc, char **argv)
     for (int op = GEN_CE; op <= GEN_CE_LOSS; op++)
       for (size_t j = 0; j < sizeof COLS / sizeof *COLS; j++)
         for (size_t i = 0; i < sizeof OPTS / sizeof *OPTS; i++) run(&(Prob){ COLS[j], dt, op, &OPTS[i] });
+  for (int dt = 0; dt < GEN_NDTYPE; dt++)   /* the two-read kernels' rows: no options, and all of them */
+    for (size_t i = 0; i < sizeof OPTS / sizeof *OPTS; i += sizeof OPTS / sizeof *OPTS - 1) run(&(Prob){ 262147, dt, GEN_CE, &OPTS[i] });
   for (int dt = 0; dt < GEN_NDTYPE; dt++)
     printf("%s: float32 math within %.3g ulp of the gradient's reference, the loss within %.3g\n", gen_dtype_name(dt),
            f32_err[dt], f32_dev[dt]);
