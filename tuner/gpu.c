@@ -392,18 +392,59 @@ static CUresult fresh_input(tune_Gpu *g)
   return d->cuMemsetD16Async(g->out, (unsigned short)p, g->bytes / 2, g->stream);
 }
 
+/* The float64 reference of row `row` of a cross-entropy problem into ref (the gradient), with
+** its logits xr and label *y read back; CUDA_SUCCESS or the error. */
+static CUresult ce_row_ref(tune_Gpu *g, int64_t row, void *raw, double *xr, double *ref, int64_t *y)
+{
+  const int64_t cols = g->p.cols, es = gen_dtype_size(g->p.dtype);
+  float scale = 1.f, *w = g->params.weight ? malloc((size_t)cols * 4) : NULL;
+  int64_t label = 0;
+  double loss, lse;
+  CUresult r = g->params.weight && !w ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+  if (!r) r = g->drv.cuMemcpyDtoH(raw, g->in + (CUdeviceptr)(row * cols * es), (size_t)(cols * es));
+  if (!r) r = g->drv.cuMemcpyDtoH(&label, g->labels + (CUdeviceptr)(row * (g->params.labels64 ? 8 : 4)), g->params.labels64 ? 8 : 4);
+  if (!r && w) r = g->drv.cuMemcpyDtoH(w, g->weight, (size_t)cols * 4);
+  if (!r && g->params.scale) r = g->drv.cuMemcpyDtoH(&scale, g->scale, 4);
+  if (!r) {
+    const tune_CeRef o = { g->params.ignore, g->params.smoothing, g->params.zloss, g->params.softcap, scale, w };
+    *y = g->params.labels64 ? label : (int64_t)(int32_t)label;
+    for (int64_t j = 0; j < cols; j++) xr[j] = tune_load(raw, g->p.dtype, j);
+    tune_ref_row_ce(xr, cols, *y, &o, ref, &loss, &lse);
+  }
+  free(w);
+  return r;
+}
+
+/* A cross-entropy run's reason: the first wrong gradient element against the CPU's reference,
+** and the rows whose loss or lse is off. */
+static void describe_bad_ce(tune_Gpu *g, const CheckOut *co, tune_Trial *t)
+{
+  const int64_t cols = g->p.cols, es = gen_dtype_size(g->p.dtype);
+  char first[200] = "";
+  float dev;
+  memcpy(&dev, &co->max_sumdev, 4);
+  if (co->bad) {
+    const int64_t row = (int64_t)(co->first_bad / (uint64_t)cols), col = (int64_t)(co->first_bad % (uint64_t)cols);
+    void *raw = malloc((size_t)(cols * es)), *got = malloc((size_t)es);
+    double *xr = malloc((size_t)cols * sizeof *xr), *ref = malloc((size_t)cols * sizeof *ref);
+    int64_t y = 0;
+    if (raw && got && xr && ref && !ce_row_ref(g, row, raw, xr, ref, &y) &&
+        !g->drv.cuMemcpyDtoH(got, g->out + (CUdeviceptr)((uint64_t)co->first_bad * (uint64_t)es), (size_t)es))
+      snprintf(first, sizeof first, " (first: row %lld col %lld, label %lld, logit %.6g, got %.6g, want %.6g)", (long long)row,
+               (long long)col, (long long)y, xr[col], tune_load(got, g->p.dtype, 0), ref[col]);
+    free(raw), free(got), free(xr), free(ref);
+  }
+  snprintf(t->reason, sizeof t->reason, "wrong: %llu gradient elements out of bounds%s; %llu rows' loss or lse off (max"
+           " |loss - reference| %.3g)", (unsigned long long)co->bad, first, (unsigned long long)co->bad_sums, dev);
+}
+
 /* The first wrong element, checked on the CPU against the float64 reference, for the reason. */
 static void describe_bad(tune_Gpu *g, const CheckOut *co, tune_Trial *t)
 {
   const int64_t cols = g->p.cols, es = gen_dtype_size(g->p.dtype);
   char first[160] = "";
-  if (g->ce) {   /* the float64 reference of a row needs its label and options: the check kernel's word */
-    float dev;
-    memcpy(&dev, &co->max_sumdev, 4);
-    snprintf(t->reason, sizeof t->reason, "wrong: %llu gradient elements out of bounds (first: row %lld col %lld); %llu rows'"
-             " loss or lse off (max |loss - reference| %.3g)", (unsigned long long)co->bad,
-             co->bad ? (long long)(co->first_bad / (uint64_t)cols) : -1LL, co->bad ? (long long)(co->first_bad % (uint64_t)cols) : -1LL,
-             (unsigned long long)co->bad_sums, dev);
+  if (g->ce) {
+    describe_bad_ce(g, co, t);
     return;
   }
   if (co->bad) {
