@@ -16,6 +16,9 @@
 
 enum { CLI_FAST = 1, CLI_FULL = 2 };
 
+/* The ops, as --op and a shapes file name them, for messages. */
+#define CLI_OPS "softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss"
+
 typedef struct cli_Options {
   const char *command;
   const char *shape, *config, *output, *cache, *templates;

@@ -239,7 +239,7 @@ static int parse_options(int argc, char **argv, cli_Options *o)
         if (cli_parse_ops(optarg, list, o->err, sizeof o->err) < 0) return usage_error("%s", o->err);
         o->ops = optarg;
       } else if ((o->op = gen_parse_op(optarg)) < 0) {
-        return usage_error("unknown op '%s' (softmax, log_softmax, softmax_backward, log_softmax_backward)", optarg);
+        return usage_error("unknown op '%s' (" CLI_OPS ")", optarg);
       }
       break;
     case O_ARCH:

@@ -159,6 +159,8 @@ done <<EOT
 2|cross_entropy needs 2 or more classes|-|--shape 64x1 --op cross_entropy --cache $db
 2|cross_entropy_loss needs 2 or more classes|-|bench --shape 64x1 --op cross_entropy_loss --cache $db
 2|cross_entropy needs 2 or more classes|-|space --shape 64x1 --op cross_entropy
+2|cross_entropy needs 2 or more classes|-|--shape 64x2,64x1 --op cross_entropy --cache $db
+2|cross_entropy_loss needs 2 or more classes|-|--shape 64x1 --op softmax,cross_entropy_loss --cache $db
 2|cross_entropy needs 2 or more classes|-|explain --arch sm_90 --shape 64x1 --op cross_entropy --cache $db
 2|cross_entropy_loss needs 2 or more classes|-|emit --shape 64x1 --op cross_entropy_loss --config $cfg
 2|cross_entropy needs 2 or more classes|-|compile --shape 64x1 --op cross_entropy --arch sm_90 -o $W/k.cubin --config $cfg
