@@ -21,13 +21,21 @@ typedef struct Bench {
   char err[1024];
 } Bench;
 
+/* The library called with the tuner's buffers and options (its CeParams), so its check holds. */
 static st_status call_ce(Bench *b, CUstream s)
 {
   st_ce_options o;
   const CUdeviceptr *t = b->ce.buf;
+  const CeParams *p = b->ce.params;
   st_ce_defaults(&o);
   o.reduction = b->reduction;
-  return st_cross_entropy(b->ctx, (st_dtype)b->p.dtype, (const void *)t[0], (const void *)t[1], ST_I64,
+  o.ignore_index = p->ignore;
+  o.label_smoothing = p->smoothing;
+  o.z_loss = p->zloss;
+  o.softcap = p->softcap;
+  o.weight = (const float *)(uintptr_t)p->weight;
+  o.bad_label = (int *)(uintptr_t)p->flag;
+  return st_cross_entropy(b->ctx, (st_dtype)b->p.dtype, (const void *)t[0], (const void *)t[1], p->labels64 ? ST_I64 : ST_I32,
                           b->p.op == GEN_CE ? (void *)t[2] : NULL, (float *)t[3], (float *)t[4], b->p.rows, b->p.cols, &o,
                           (struct CUstream_st *)s);
 }
@@ -77,6 +85,7 @@ int cli_bench(cli_Options *o)
   int rc = 2;
   if (!o->shape) return cli_fail("bench needs --shape RxC"), 2;
   if (tune_gpu_open(&gpu, o->gpu, o->err, sizeof o->err)) goto done;
+  tune_gpu_ce_options(gpu, &o->ce);
   rc = 1;
   b.p.rows = o->rows, b.p.cols = o->cols, b.p.dtype = cli_dtype(o), b.p.op = cli_op(o);
   tune_device_limits(tune_gpu_device(gpu), &b.p);
@@ -111,6 +120,7 @@ int cli_bench(cli_Options *o)
   const double bytes = (double)gen_op_bytes(b.p.op, b.p.rows, b.p.cols, b.p.dtype);
   printf("%s, %lldx%lld %s %s: %s\n", tune_gpu_device(gpu)->name, (long long)b.p.rows, (long long)b.p.cols,
          gen_dtype_name(b.p.dtype), gen_op_name(b.p.op), config);
+  cli_print_ce(&b.p, &o->ce);
   printf("verified against float64 (max err %.2g ulp)\n", chk.max_err);
   printf("%-12s %10s %9s %8s\n", "", "us", "GB/s", "of copy");
   printf("%-12s %10.2f %9.1f %8.3f\n", b.dy ? "add floor" : b.p.op == GEN_CE_LOSS ? "read floor" : "copy", copy_us,

@@ -5,6 +5,7 @@
 #define CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cache.h"
 #include "cudrv.h"
@@ -14,6 +15,9 @@
 #define CLI_VERSION "0.1.0"
 
 enum { CLI_FAST = 1, CLI_FULL = 2 };
+
+/* The ops, as --op and a shapes file name them, for messages. */
+#define CLI_OPS "softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss"
 
 typedef struct cli_Options {
   const char *command;
@@ -36,6 +40,8 @@ typedef struct cli_Options {
   int with_host, retime;      /* cache export --with-host, cache import --retime */
   const char *restamp;        /* pretune --restamp DIR: the templates the table was made with */
   int gpu_set;                /* --gpu was given */
+  tune_CeOptions ce;          /* --ignore-index ... --labels: the cross-entropy ops' launch options */
+  const char *ce_flag;        /* the first of those given, NULL if none */
   char **args;                /* words after the options (cache's verb) */
   int nargs;
   char err[1024];
@@ -52,8 +58,18 @@ int cli_open_cache(cli_Options *o, cache_Db **db, char *path, size_t n);
 static inline int cli_dtype(const cli_Options *o) { return o->dtype < 0 ? GEN_F32 : o->dtype; }
 static inline int cli_op(const cli_Options *o) { return o->op < 0 ? GEN_SOFTMAX : o->op; }
 
+/* What an op's runs are timed against, for log and report: "copy floor", or the op's floor named. */
+static inline void cli_floor_name(int op, char *out, size_t n)
+{
+  const gen_Op *d = gen_op(op);
+  if (!d || d->floor == GEN_FLOOR_COPY) snprintf(out, n, "copy floor");
+  else snprintf(out, n, "floor (%s)", d->floor_text);
+}
+
 int cli_tune(cli_Options *o);
 void cli_print_gpu(const tune_Device *d);
+/* A cross-entropy problem's options, one line (nothing for the other ops). */
+void cli_print_ce(const gen_Problem *p, const tune_CeOptions *ce);
 /* The sweep's options for o: the fast sweep, or --sweep full's (or --space full's) whole one. */
 void cli_sweep_options(const cli_Options *o, tune_Options *opt);
 

@@ -49,7 +49,7 @@ int cli_parse_dtypes(const char *s, int *out, char *err, size_t errlen)
 
 int cli_parse_ops(const char *s, int *out, char *err, size_t errlen)
 {
-  return parse_list(s, gen_parse_op, "op", "softmax, log_softmax, softmax_backward, log_softmax_backward", out, err, errlen);
+  return parse_list(s, gen_parse_op, "op", CLI_OPS, out, err, errlen);
 }
 
 /* A GPU ordinal 0..9999, else -1. */
@@ -111,6 +111,7 @@ static int cross(List *l, const char *shape, const int *dtypes, int nd, const in
   for (int d = 0; d < nd; d++)
     for (int k = 0; k < no; k++) {
       p.dtype = dtypes[d], p.op = ops[k];
+      if (gen_check_problem(&p, err, errlen)) return 1;
       if (add(&l->p, &l->n, &l->cap, &p)) return snprintf(err, errlen, "out of memory"), 1;
     }
   return 0;
@@ -125,7 +126,7 @@ static int file_line(List *l, char *line, char *err, size_t errlen)
   int n = split(line, 0, w, 4);
   if (n > 3) return snprintf(err, errlen, "expected 'RxC [dtype] [op]', got '%s'", w[3]), 1;
   if (n >= 2 && (d = gen_parse_dtype(w[1])) < 0) return snprintf(err, errlen, "unknown dtype '%s' (f32, f16, bf16)", w[1]), 1;
-  if (n >= 3 && (op = gen_parse_op(w[2])) < 0) return snprintf(err, errlen, "unknown op '%s' (softmax, log_softmax, softmax_backward, log_softmax_backward)", w[2]), 1;
+  if (n >= 3 && (op = gen_parse_op(w[2])) < 0) return snprintf(err, errlen, "unknown op '%s' (" CLI_OPS ")", w[2]), 1;
   if (n < 1) return 0;
   return cross(l, w[0], n >= 2 ? &d : l->dtypes, n >= 2 ? 1 : l->ndtypes, n >= 3 ? &op : l->ops, n >= 3 ? 1 : l->nops,
                err, errlen);

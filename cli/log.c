@@ -110,7 +110,9 @@ static void print_table(const cache_Run *r, const cache_Trial *t, int n)
          gen_dtype_name(r->key.dtype), gen_op_name(r->key.op), r->seconds, r->configs, r->verified, r->pruned, r->failed,
          r->origin[0] ? " (imported from a bundle: run on another host)" : "");
   if (strcmp(r->status, "ok") != 0) printf("status: %s\n", r->status);
-  printf("copy floor %.1f us; winner %s%s\n", r->copy_us, r->winner[0] ? r->winner : "none", r->winner[0] ? "" : " (see below)");
+  char floor[128];
+  cli_floor_name(r->key.op, floor, sizeof floor);
+  printf("%s %.1f us; winner %s%s\n", floor, r->copy_us, r->winner[0] ? r->winner : "none", r->winner[0] ? "" : " (see below)");
   printf("%-74s %-7s %4s %5s %6s %4s %5s %10s %8s %7s %8s\n", "config", "status", "regs", "local", "smem", "b/sm", "occ",
          "us", "GB/s", "of copy", "err ulp");
   for (int i = 0; i < n; i++) {

@@ -2,7 +2,10 @@
 ** main.c — the softmax-tune command: parses the command line and calls the library.
 ** Exit status: 0 done, 1 failed while working (GPU, compile, cache), 2 bad input or usage.
 */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 
 static const char *const USAGE =
   "usage: softmax-tune [--gpu N] --shape RxC [options]     tune, print the winner, store it\n"
+  "       softmax-tune [--gpu N] --op cross_entropy|cross_entropy_loss --shape NxV [--dtype T] [cross-entropy options]\n"
   "       softmax-tune [--gpu all|N,N,...] --shape RxC,RxC,... [--dtype T,T] [--op OP,OP] [options]\n"
   "       softmax-tune [--gpu all|N,N,...] --shapes FILE [options]\n"
   "                                                         tune a list, print a summary\n"
@@ -25,7 +29,7 @@ static const char *const USAGE =
   "       softmax-tune space --shape RxC [--dtype T] [--op OP] [--arch sm_XX]\n"
   "       softmax-tune emit --shape RxC --config STR [--dtype T] [--op OP] [--arch sm_XX]\n"
   "       softmax-tune compile --shape RxC --config STR --arch sm_XX -o FILE [--log]\n"
-  "       softmax-tune bench [--gpu N] --shape RxC [--dtype T] [--op OP] [--reps N]\n"
+  "       softmax-tune bench [--gpu N] --shape RxC [--dtype T] [--op OP] [--reps N] [cross-entropy options]\n"
   "       softmax-tune knobs\n"
   "       softmax-tune explain --shape RxC [--dtype T] [--op OP] [--gpu N | --arch sm_XX] [--unaligned]\n"
   "                                                         the kernel an untuned shape gets, and why\n"
@@ -43,7 +47,9 @@ static const char *const USAGE =
   "                   a line without dtype or op takes those of --dtype and --op\n"
   "  --dtype T        f32 (default), f16 or bf16: input and output; math is float32\n"
   "                   (tuning: a list such as f32,bf16)\n"
-  "  --op OP          softmax (default) or log_softmax (tuning: softmax,log_softmax)\n"
+  "  --op OP          softmax (default), log_softmax, softmax_backward, log_softmax_backward,\n"
+  "                   cross_entropy (loss, lse and the logits' gradient) or cross_entropy_loss\n"
+  "                   (loss and lse); tuning: a list such as softmax,log_softmax\n"
   "  --arch sm_XX     target for space/emit/compile without a GPU (default sm_90)\n"
   "  --config STR     one config, as printed by space: threads=256,items=16,...; when tuning,\n"
   "                   that config alone is verified, timed and stored (it pins the shape's\n"
@@ -82,6 +88,17 @@ static const char *const USAGE =
   "                   without it, an imported entry is verified before its first use\n"
   "  --json, --csv    log: machine-readable output\n"
   "  --log            compile: print NVRTC's whole log\n"
+  "\n"
+  "cross-entropy options (tune and bench of one cross_entropy or cross_entropy_loss problem):\n"
+  "  launch arguments, not knobs: the tuned kernel is the same for every value; the tuner\n"
+  "  verifies and times it with the ones given (docs/cross-entropy.md)\n"
+  "  --ignore-index I rows labelled I have no loss and no gradient (default -100)\n"
+  "  --label-smoothing E  in [0, 1] (default 0); not with --weight\n"
+  "  --z-loss C       C * lse^2 added to each row's loss, C >= 0 (default 0)\n"
+  "  --softcap S      logits become S * tanh(x / S) first, S > 0 (default 0: none)\n"
+  "  --weight         class weights (drawn at random)\n"
+  "  --labels T       int64 (default) or int32\n"
+  "\n"
   "  -h, --help       this text\n"
   "  -V, --version    the version\n";
 
@@ -111,7 +128,8 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
        O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
-       O_SWEEP, O_RESTAMP, O_CUBINS, O_SMS, O_WITH_HOST, O_RETIME };
+       O_SWEEP, O_RESTAMP, O_CUBINS, O_SMS, O_WITH_HOST, O_RETIME, O_IGNORE_INDEX, O_SMOOTHING, O_ZLOSS, O_SOFTCAP,
+       O_WEIGHT, O_LABELS };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -129,6 +147,9 @@ static const struct option LONGOPTS[] = {
   { "sweep", required_argument, 0, O_SWEEP },       { "restamp", required_argument, 0, O_RESTAMP },
   { "cubins", required_argument, 0, O_CUBINS },     { "sms", required_argument, 0, O_SMS },
   { "with-host", no_argument, 0, O_WITH_HOST },     { "retime", no_argument, 0, O_RETIME },
+  { "ignore-index", required_argument, 0, O_IGNORE_INDEX }, { "label-smoothing", required_argument, 0, O_SMOOTHING },
+  { "z-loss", required_argument, 0, O_ZLOSS },      { "softcap", required_argument, 0, O_SOFTCAP },
+  { "weight", no_argument, 0, O_WEIGHT },           { "labels", required_argument, 0, O_LABELS },
   { 0, 0, 0, 0 },
 };
 
@@ -142,6 +163,46 @@ static long parse_index(const char *s)
     v = v * 10 + (*s - '0');
   }
   return v;
+}
+
+/* A whole decimal number (a sign allowed) that fits 64 bits; 0 on success. */
+static int parse_int64(const char *s, int64_t *v)
+{
+  char *end;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (!*s || *end || errno || isspace((unsigned char)*s)) return -1;
+  *v = x;
+  return 0;
+}
+
+/* A cross-entropy option (a launch argument of those ops): its value, or 2 after saying why. */
+static int parse_ce(int c, const char *arg, cli_Options *o)
+{
+  static const char *const NAMES[] = { "--ignore-index", "--label-smoothing", "--z-loss", "--softcap", "--weight", "--labels" };
+  const char *name = NAMES[c - O_IGNORE_INDEX];
+  char *end;
+  float *f = c == O_SMOOTHING ? &o->ce.smoothing : c == O_ZLOSS ? &o->ce.zloss : c == O_SOFTCAP ? &o->ce.softcap : NULL;
+  if (!o->ce_flag) o->ce_flag = name;
+  if (c == O_IGNORE_INDEX && parse_int64(arg, &o->ce.ignore))
+    return usage_error("bad --ignore-index '%s': expected a whole number such as -100", arg);
+  if (c == O_LABELS) {
+    if (strcmp(arg, "int32") && strcmp(arg, "int64")) return usage_error("bad --labels '%s': expected int32 or int64", arg);
+    o->ce.labels64 = strcmp(arg, "int64") == 0;
+  }
+  if (f) {
+    errno = 0;
+    *f = strtof(arg, &end);
+    if (!*arg || *end || errno == ERANGE || isspace((unsigned char)*arg) || !isfinite(*f) || *f < 0.f ||
+        (c == O_SMOOTHING && *f > 1.f)) {
+      char msg[96];
+      snprintf(msg, sizeof msg, "bad %s '%%s': expected a finite number >= 0%s", name,
+               c == O_SMOOTHING ? " and <= 1" : c == O_SOFTCAP ? " (0: none)" : "");
+      return usage_error(msg, arg);
+    }
+  }
+  if (c == O_WEIGHT) o->ce.weight = 1;
+  return 0;
 }
 
 static int parse_options(int argc, char **argv, cli_Options *o)
@@ -178,7 +239,7 @@ static int parse_options(int argc, char **argv, cli_Options *o)
         if (cli_parse_ops(optarg, list, o->err, sizeof o->err) < 0) return usage_error("%s", o->err);
         o->ops = optarg;
       } else if ((o->op = gen_parse_op(optarg)) < 0) {
-        return usage_error("unknown op '%s' (softmax, log_softmax, softmax_backward, log_softmax_backward)", optarg);
+        return usage_error("unknown op '%s' (" CLI_OPS ")", optarg);
       }
       break;
     case O_ARCH:
@@ -214,6 +275,9 @@ static int parse_options(int argc, char **argv, cli_Options *o)
       if (strcmp(optarg, "full") && strcmp(optarg, "fast")) return usage_error("bad --sweep '%s': expected fast or full", optarg);
       o->sweep = strcmp(optarg, "full") == 0 ? CLI_FULL : CLI_FAST;
       break;
+    case O_IGNORE_INDEX: case O_SMOOTHING: case O_ZLOSS: case O_SOFTCAP: case O_WEIGHT: case O_LABELS:
+      if (parse_ce(c, optarg, o)) return 2;
+      break;
     case O_WITH_HOST: o->with_host = 1; break;
     case O_RETIME: o->retime = 1; break;
     case O_JSON: o->format = 'j'; break;
@@ -228,9 +292,38 @@ static int parse_options(int argc, char **argv, cli_Options *o)
   return 0;
 }
 
+/* The cross-entropy options: for tune and bench of one cross-entropy problem, valid together. */
+static int check_ce(cli_Options *o, const char *command)
+{
+  if (strcmp(command, "tune") && strcmp(command, "bench")) {
+    fprintf(stderr, "softmax-tune: %s is for tuning or bench of a cross-entropy op, not for %s (see softmax-tune --help)\n",
+            o->ce_flag, command);
+    return 2;
+  }
+  if (cli_is_batch(o))
+    return usage_error("%s is for one cross-entropy problem, not a list", o->ce_flag);
+  if (!gen_op(cli_op(o))->params) {
+    fprintf(stderr, "softmax-tune: %s is an option of --op cross_entropy or cross_entropy_loss, not %s (see softmax-tune --help)\n",
+            o->ce_flag, gen_op_name(cli_op(o)));
+    return 2;
+  }
+  if (tune_ce_check(&o->ce, o->err, sizeof o->err)) return usage_error("%s", o->err);
+  return 0;
+}
+
+/* --shape of one problem: parsed, and the problem one the generator takes (not a loss over one class). */
+static int check_shape(cli_Options *o)
+{
+  gen_Problem p = { 0 };
+  if (gen_parse_shape(o->shape, &o->rows, &o->cols, o->err, sizeof o->err)) return 1;
+  p.rows = o->rows, p.cols = o->cols, p.dtype = cli_dtype(o), p.op = cli_op(o);
+  return gen_check_problem(&p, o->err, sizeof o->err);
+}
+
 int main(int argc, char **argv)
 {
   cli_Options o = { .gpu = 0, .dtype = -1, .op = -1, .arch = 0, .format = 't' };
+  tune_ce_defaults(&o.ce);
   int (*run)(cli_Options *) = cli_tune;
   const char *name = "tune";
   if (argc > 1 && argv[1][0] != '-') {
@@ -252,7 +345,8 @@ int main(int argc, char **argv)
     return usage_error("--sms is for tuning one problem, not %s", cli_is_batch(&o) ? "a list" : name);
   if (cli_is_batch(&o) && strcmp(name, "tune") != 0)
     return usage_error("%s takes one --gpu, --shape, --dtype and --op (lists and --shapes are for tuning)", name);
-  if (o.shape && !cli_is_batch(&o) && gen_parse_shape(o.shape, &o.rows, &o.cols, o.err, sizeof o.err)) {
+  if (o.ce_flag && (rc = check_ce(&o, name))) return rc;
+  if (o.shape && !cli_is_batch(&o) && check_shape(&o)) {
     cli_fail("%s", o.err);
     return 2;
   }

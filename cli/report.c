@@ -271,13 +271,15 @@ static void run_head(FILE *f, const cache_Run *r, const cache_Trial *win)
   fprintf(f, ", %.1f s; %d configs: %d verified, %d pruned, %d failed; status ", r->seconds, r->configs, r->verified,
           r->pruned, r->failed);
   cli_html(f, r->status);
+  char floor[128];
+  cli_floor_name(r->key.op, floor, sizeof floor);
   if (!r->winner[0]) {
-    fprintf(f, "</p>\n<p class=\"win none\">no winner: no config passed (copy floor %.1f \xc2\xb5s)</p>\n", r->copy_us);
+    fprintf(f, "</p>\n<p class=\"win none\">no winner: no config passed (%s %.1f \xc2\xb5s)</p>\n", floor, r->copy_us);
     return;
   }
   fprintf(f, "</p>\n<p class=\"win\">winner <b>%.1f \xc2\xb5s</b>, <b>%.3f</b> of copy", r->winner_us, r->frac);
   if (win) fprintf(f, ", %.1f GB/s", win->gbps);
-  fprintf(f, "; copy floor %.1f \xc2\xb5s<br><code class=\"winner-config\">", r->copy_us);
+  fprintf(f, "; %s %.1f \xc2\xb5s<br><code class=\"winner-config\">", floor, r->copy_us);
   cli_html(f, r->winner);
   fputs("</code></p>\n", f);
 }

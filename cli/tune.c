@@ -56,6 +56,14 @@ static void print_header(const tune_Device *d, const gen_Problem *p, int64_t byt
          (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), bytes / 1e9, gen_op(p->op)->floor_text);
 }
 
+void cli_print_ce(const gen_Problem *p, const tune_CeOptions *ce)
+{
+  if (!gen_op(p->op)->params) return;
+  printf("options: ignore_index %lld, label smoothing %g, z-loss %g, softcap %g, %s, %s labels (launch arguments: one tuned"
+         " kernel serves every value; a sweep verifies with these)\n", (long long)ce->ignore, ce->smoothing, ce->zloss, ce->softcap,
+         ce->weight ? "class weights" : "no weights", ce->labels64 ? "int64" : "int32");
+}
+
 static void print_result(const tune_Result *r)
 {
   int top[5], n = tune_top(r, top, 5);
@@ -219,6 +227,8 @@ int cli_tune(cli_Options *o)
     goto done;
   }
   print_header(tune_gpu_device(gpu), &p, gen_op_bytes(p.op, p.rows, p.cols, p.dtype));
+  cli_print_ce(&p, &o->ce);
+  tune_gpu_ce_options(gpu, &o->ce);
   if (o->sms) printf("on %d SMs of the GPU (--sms %d, a green context): every kernel, the copy floor too\n", p.sms, o->sms);
   if (!o->force && !o->full && !o->config && db && (rc = answer_from_cache(o, g, &p, db, &k, path)) >= 0) goto done;
   fflush(stdout);

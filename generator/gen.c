@@ -152,6 +152,15 @@ const char *gen_error(const gen_State *g)
   return g->err;
 }
 
+int gen_check_problem(const gen_Problem *p, char *err, size_t errlen)
+{
+  if (p->op < 0 || p->op >= GEN_NOP || !OPS[p->op].params || p->cols != 1) return 0;
+  seterr(err, errlen, "%s needs 2 or more classes: cols must be >= 2, got '%lld'", OPS[p->op].name, (long long)p->cols);
+  return 1;
+}
+
+static int bad_problem(gen_State *g, const gen_Problem *p) { return gen_check_problem(p, g->err, sizeof g->err); }
+
 /* Push entry point `fn` and the problem table; the caller pushes more and calls pcall. */
 static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
 {
@@ -186,6 +195,7 @@ int gen_space(gen_State *g, const gen_Problem *p, char ***configs, int *n)
   lua_State *L = g->L;
   *configs = NULL;
   *n = 0;
+  if (bad_problem(g, p)) return 1;
   push_call(g, "space", p);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) return lua_fail(g);
   int count = (int)luaL_len(L, -1);
@@ -218,6 +228,7 @@ void gen_free_list(char **list, int n)
 
 int gen_canon(gen_State *g, const gen_Problem *p, const char *config, char *out, size_t outlen)
 {
+  if (bad_problem(g, p)) return 1;
   push_call(g, "canon", p);
   lua_pushstring(g->L, config);
   if (lua_pcall(g->L, 2, 1, 0) != LUA_OK) return lua_fail(g);
@@ -228,6 +239,7 @@ int gen_canon(gen_State *g, const gen_Problem *p, const char *config, char *out,
 
 int gen_heuristic(gen_State *g, const gen_Problem *p, int unaligned, char *out, size_t outlen)
 {
+  if (bad_problem(g, p)) return 1;
   push_call(g, "heuristic", p);
   lua_pushboolean(g->L, unaligned);
   if (lua_pcall(g->L, 2, 1, 0) != LUA_OK) return lua_fail(g);
@@ -289,6 +301,7 @@ int gen_untuned(gen_State *g, const gen_Problem *p, int unaligned, const char *t
 {
   lua_State *L = g->L;
   memset(out, 0, sizeof *out);
+  if (bad_problem(g, p)) return 1;
   if (push_untuned(g)) return 1;
   push_call(g, "canon", p);   /* the problem table, after canon, which is dropped */
   lua_remove(L, -2);
@@ -332,6 +345,7 @@ int gen_render(gen_State *g, const gen_Problem *p, const char *config, gen_Kerne
 {
   lua_State *L = g->L;
   memset(k, 0, sizeof *k);
+  if (bad_problem(g, p)) return 1;
   push_call(g, "render", p);
   lua_pushstring(L, config);
   if (lua_pcall(L, 2, 4, 0) != LUA_OK) return lua_fail(g);
@@ -358,6 +372,7 @@ int gen_render(gen_State *g, const gen_Problem *p, const char *config, gen_Kerne
 
 int gen_aux(gen_State *g, const gen_Problem *p, const char *name, char **source)
 {
+  if (bad_problem(g, p)) return 1;
   push_call(g, "aux", p);
   lua_pushstring(g->L, name);
   if (lua_pcall(g->L, 2, 1, 0) != LUA_OK) return lua_fail(g);

@@ -127,6 +127,11 @@ int gen_nvrtc_version(int *major, int *minor);
 ** directory of the host in the cubin's line table (part of a kept cubin's key). */
 void gen_source_name(const char *name, char *out, size_t n);
 
+/* What the templates cannot say of a problem (every gen_ function taking one checks it): a
+** cross-entropy over one class, whose loss and gradient are 0 whatever the logits (a caller's
+** mistake; torch's own does not catch it). 0 if p is fine, else 1 with err. */
+int gen_check_problem(const gen_Problem *p, char *err, size_t errlen);
+
 /* Parsing shared by the CLI and the library; err names the bad value. */
 int gen_parse_shape(const char *s, int64_t *rows, int64_t *cols, char *err, size_t errlen);
 int gen_parse_dtype(const char *s);       /* -1 if unknown */

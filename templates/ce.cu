@@ -225,7 +225,7 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
   const bool smooth = p.smoothing != 0.f;   // the sum of z is wanted
 % if split > 1 then
   const u32 rank = blockIdx.x % S;   // a cluster's blocks are consecutive
-  const int lane = threadIdx.x, grp = 0;
+  const int lane = threadIdx.x;
   __shared__ MST slot[2][1];
   __shared__ MST shared_all;
   u32 k = 0;

@@ -219,10 +219,13 @@ return function(P, unaligned, table_text, name, hash, user)
     if ESIZE[e.dtype] == ESIZE[P.dtype] then e.user, e.from = true, "your cache"; cands[#cands + 1] = e end
   end
   for _, e in ipairs(cands) do e.d = distance(P, e) end
-  -- forward and backward kernels are different families: an entry serves its own direction only
-  local function backward(op) return op:find("_backward$") ~= nil end
+  -- softmax, backward and cross-entropy kernels are different templates: an entry serves its
+  -- own kind only (cross_entropy and cross_entropy_loss share ce.cu and its space)
+  local function kind(op)
+    return op:find("^cross_entropy") and "ce" or op:find("_backward$") and "backward" or "forward"
+  end
   for i = #cands, 1, -1 do
-    if backward(cands[i].op) ~= backward(P.op) then table.remove(cands, i) end
+    if kind(cands[i].op) ~= kind(P.op) then table.remove(cands, i) end
   end
   table.sort(cands, function(a, b)
     if a.d ~= b.d then return a.d < b.d end
@@ -234,5 +237,5 @@ return function(P, unaligned, table_text, name, hash, user)
       return cfg, string.format("%s entry %s (%s), adapted", e.from, describe(e), e.config), note
     end
   end
-  return E.heuristic(P, unaligned), (#cands > 0 and "rule (no nearby tuned entry fits)" or "rule (no tuned entry of this element size and direction)"), note
+  return E.heuristic(P, unaligned), (#cands > 0 and "rule (no nearby tuned entry fits)" or "rule (no tuned entry of this element size and kind of op)"), note
 end

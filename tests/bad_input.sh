@@ -153,6 +153,35 @@ done <<EOT
 2|'18446744073709551617'|-|--gpu 18446744073709551617 --shape 64x64 --cache $db
 2|'-1'|-|bench --gpu -1 --shape 64x64 --cache $db
 2|bad --space 'all'|-|--shape 64x64 --space all --cache $db
+# the cross-entropy ops: no rows, one class, bad options (each refused before any GPU work)
+2|'0x32000'|-|--shape 0x32000 --op cross_entropy --cache $db
+2|'0x32000'|-|bench --shape 0x32000 --op cross_entropy_loss --cache $db
+2|cross_entropy needs 2 or more classes|-|--shape 64x1 --op cross_entropy --cache $db
+2|cross_entropy_loss needs 2 or more classes|-|bench --shape 64x1 --op cross_entropy_loss --cache $db
+2|cross_entropy needs 2 or more classes|-|space --shape 64x1 --op cross_entropy
+2|cross_entropy needs 2 or more classes|-|--shape 64x2,64x1 --op cross_entropy --cache $db
+2|cross_entropy_loss needs 2 or more classes|-|--shape 64x1 --op softmax,cross_entropy_loss --cache $db
+2|cross_entropy needs 2 or more classes|-|explain --arch sm_90 --shape 64x1 --op cross_entropy --cache $db
+2|cross_entropy_loss needs 2 or more classes|-|emit --shape 64x1 --op cross_entropy_loss --config $cfg
+2|cross_entropy needs 2 or more classes|-|compile --shape 64x1 --op cross_entropy --arch sm_90 -o $W/k.cubin --config $cfg
+2|bad --label-smoothing '1.5'|-|--shape 64x32000 --op cross_entropy --label-smoothing 1.5 --cache $db
+2|bad --label-smoothing '-0.1'|-|--shape 64x32000 --op cross_entropy --label-smoothing -0.1 --cache $db
+2|bad --label-smoothing 'nan'|-|--shape 64x32000 --op cross_entropy --label-smoothing nan --cache $db
+2|bad --z-loss 'inf'|-|--shape 64x32000 --op cross_entropy --z-loss inf --cache $db
+2|bad --z-loss '-1e-4'|-|bench --shape 64x32000 --op cross_entropy --z-loss -1e-4 --cache $db
+2|bad --z-loss '1e99'|-|--shape 64x32000 --op cross_entropy --z-loss 1e99 --cache $db
+2|bad --softcap 'x'|-|--shape 64x32000 --op cross_entropy --softcap x --cache $db
+2|bad --softcap '-30'|-|--shape 64x32000 --op cross_entropy_loss --softcap -30 --cache $db
+2|bad --ignore-index '1.5'|-|--shape 64x32000 --op cross_entropy --ignore-index 1.5 --cache $db
+2|bad --ignore-index '99999999999999999999'|-|--shape 64x32000 --op cross_entropy --ignore-index 99999999999999999999 --cache $db
+2|bad --labels 'int16'|-|--shape 64x32000 --op cross_entropy --labels int16 --cache $db
+2|option '--z-loss' needs a value|-|--shape 64x32000 --op cross_entropy --z-loss
+2|label smoothing 0.1 with class weights is not supported|-|--shape 64x32000 --op cross_entropy --label-smoothing 0.1 --weight --cache $db
+2|--weight is an option of --op cross_entropy or cross_entropy_loss, not softmax|-|--shape 64x32000 --weight --cache $db
+2|--softcap is an option of --op cross_entropy or cross_entropy_loss, not log_softmax|-|bench --shape 64x32000 --op log_softmax --softcap 30 --cache $db
+2|--z-loss is for tuning or bench of a cross-entropy op, not for space|-|space --shape 64x32000 --op cross_entropy --z-loss 1e-4
+2|--labels is for tuning or bench of a cross-entropy op, not for log|-|log --op cross_entropy --labels int32 --cache $db
+2|--ignore-index is for one cross-entropy problem, not a list|-|--shape 64x32000,64x50257 --op cross_entropy --ignore-index 0 --cache $db
 2|bad --space 'Full'|-|space --shape 64x64 --space Full
 2|unknown dtype 'f64'|-|--shape 64x64 --dtype f64 --cache $db
 2|unknown dtype 'F32'|-|log --dtype F32 --cache $db

@@ -19,7 +19,8 @@ import re
 import sqlite3
 import sys
 
-OPS = {"softmax": "", "log_softmax": " log", "softmax_backward": " bw", "log_softmax_backward": " log bw"}
+OPS = {"softmax": "", "log_softmax": " log", "softmax_backward": " bw", "log_softmax_backward": " log bw",
+       "cross_entropy": " ce", "cross_entropy_loss": " ce loss"}
 CHAR_PX = 0.62 * 11
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}

@@ -18,6 +18,12 @@ add_test(NAME verify_bw COMMAND test_verify_bw)
 set_tests_properties(verify_bw PROPERTIES LABELS cpu)
 add_test(NAME gpu_verify_rule_bw COMMAND test_verify_bw gpu)
 set_tests_properties(gpu_verify_rule_bw PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+st_test(test_verify_ce)   # the cross-entropy ops' rule
+target_include_directories(test_verify_ce PRIVATE ${CMAKE_SOURCE_DIR}/templates)
+add_test(NAME verify_ce COMMAND test_verify_ce)
+set_tests_properties(verify_ce PROPERTIES LABELS cpu)
+add_test(NAME gpu_verify_rule_ce COMMAND test_verify_ce gpu)
+set_tests_properties(gpu_verify_rule_ce PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 add_test(NAME check_py COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/test_check_py.py)
 set_tests_properties(check_py PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
 # record-then-tune without a GPU: write_untuned's file read back by the command's parser

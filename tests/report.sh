@@ -46,7 +46,7 @@ page() {
 
 page all.html c.db "" -- --cache c.db -o all.html
 page shape.html c.db "--where rows*cols=4096*4096" -- --cache c.db --shape 4096x4096 -o shape.html
-page bf16.html c.db "--where dtype='bf16'" -- --cache c.db --dtype bf16 --op log_softmax -o bf16.html
+page bf16.html c.db "--where dtype='bf16'AND(op='log_softmax')" -- --cache c.db --dtype bf16 --op log_softmax -o bf16.html
 page run.html c.db "--where id=4 --single" -- --cache c.db --run 4 -o run.html
 page f32.html c.db "--where dtype='f32'" -- --cache c.db --dtype f32 -o f32.html   # narrow bars, 1048576x128 first
 page - c.db "" -- --cache c.db -o -

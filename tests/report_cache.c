@@ -2,7 +2,7 @@
 ** report_cache.c — fills a cache for the report tests (tests/report.sh) by sweeping with the
 ** fake backend (fake_backend.h), wrapped so that some configs fail to compile, are pruned at
 ** load or fail verification, with reasons that hold HTML's special characters: runs of five
-** problems (dtypes, ops, one on a second GPU whose name needs escaping), one problem tuned
+** problems (dtypes, ops, the cross-entropy ones too, one on a second GPU whose name needs escaping), one problem tuned
 ** twice, and one run where every config fails. With --schema1 the file is then rewritten as
 ** a cache of schema version 1 (release 0.1's): the same log tables, entries without the
 ** launch columns that version 2 added.
@@ -133,6 +133,8 @@ int main(int argc, char **argv)
     { 4096, 4096, GEN_F32, GEN_SOFTMAX, 1, 0, NULL },    { 32, 16384, GEN_BF16, GEN_LOG_SOFTMAX, 0, 0, NULL },
     { 8, 262144, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },     { 1024, 256, GEN_F16, GEN_SOFTMAX, 0, 0, "Fake <GPU> & \"B\"" },
     { 64, 1000, GEN_F32, GEN_SOFTMAX, 0, 1, NULL },
+    /* the cross-entropy ops: their names, bytes (labels, loss, lse a row) and floors in log and report */
+    { 256, 32000, GEN_BF16, GEN_CE, 0, 0, NULL },        { 256, 32000, GEN_BF16, GEN_CE_LOSS, 0, 0, NULL },
     /* enough f32 softmax problems that report --dtype f32 draws narrow bars, the longest label first */
     { 1048576, 128, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },  { 32768, 256, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },
     { 2048, 512, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },     { 16384, 768, GEN_F32, GEN_SOFTMAX, 0, 0, NULL },

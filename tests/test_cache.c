@@ -324,6 +324,49 @@ static int count_entries(cache_Db *db, cache_Key f)
   return n;
 }
 
+/* The cross-entropy ops keyed by their names: one shape and dtype under softmax, cross_entropy
+** and cross_entropy_loss is three entries, each read back as stored (launch op included), the
+** op column holding the name, a filter by op finding its own. */
+static void test_ce_keys(void)
+{
+  static const int OPS[] = { GEN_SOFTMAX, GEN_CE, GEN_CE_LOSS };
+  char path[4096];
+  cache_Db *db = open_db("ce.db", 1);
+  if (!db) return;
+  for (int i = 0; i < 3; i++) {
+    cache_Key k = key(4096, 128256, GEN_BF16, OPS[i]);
+    store_entry(db, &k, 3000, 10 + i);
+  }
+  for (int i = 0; i < 3; i++) {
+    cache_Key k = key(4096, 128256, GEN_BF16, OPS[i]);
+    cache_Entry want = entry(&k, 3000, 10 + i), got;
+    int rc = cache_get(db, &k, &got);
+    CHECK(rc == CACHE_OK, "%s: get: %d %s", gen_op_name(OPS[i]), rc, cache_error(db));
+    if (rc == CACHE_OK) {
+      same_entry(&got, &want);
+      CHECK(got.key.op == OPS[i] && got.launch.op == OPS[i], "%s read back as op %d, launch op %d", gen_op_name(OPS[i]),
+            got.key.op, got.launch.op);
+      cache_entry_free(&got);
+    }
+    cache_entry_free(&want);
+    CHECK(count_entries(db, filter(0, 0, -1, OPS[i])) == 1, "filter by op %s", gen_op_name(OPS[i]));
+  }
+  cache_close(db);
+  sqlite3 *s = NULL;
+  sqlite3_stmt *st = NULL;
+  int n = 0;
+  if (sqlite3_open(path_in("ce.db", path), &s) == SQLITE_OK &&
+      sqlite3_prepare_v2(s, "SELECT op FROM entries ORDER BY op", -1, &st, NULL) == SQLITE_OK) {
+    static const char *const want[] = { "cross_entropy", "cross_entropy_loss", "softmax" };
+    for (; sqlite3_step(st) == SQLITE_ROW && n < 3; n++)
+      CHECK(strcmp((const char *)sqlite3_column_text(st, 0), want[n]) == 0, "op column '%s', want '%s'",
+            (const char *)sqlite3_column_text(st, 0), want[n]);
+  }
+  CHECK(n == 3, "%d entries in the op column", n);
+  sqlite3_finalize(st);
+  sqlite3_close(s);
+}
+
 static void test_log(void)
 {
   cache_Db *db = open_db("log.db", 1);
@@ -700,6 +743,7 @@ int main(void)
   }
   test_sha256();
   test_round_trip();
+  test_ce_keys();
   test_reverified();
   test_corrupt();
   test_log();

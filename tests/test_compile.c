@@ -10,6 +10,11 @@
 **             takes in that space (what CI runs)
 **   --sm75 [--all]  sm_75 (no bf16 arithmetic, no cp.async, no clusters): short, medium and
 **             long rows, every dtype and op; the sample (CI), or every config (label long)
+**   --ce [--all]  the cross-entropy ops (ce.cu) for sm_75, sm_80 and sm_90 over LLM vocabularies
+**             (32000, 50257, 128256, 256000) and short and ragged rows, every dtype: their
+**             spaces checked (valid, the families each arch and length should have), then per
+**             arch a sample taking every knob value plus the rule's config of every problem
+**             (CI), or every config of every space, both ops (label long)
 */
 #include <pthread.h>
 #include <stdlib.h>
@@ -50,6 +55,15 @@ static void *worker(void *arg)
   }
 }
 
+/* One rendered job of config cfg for p. */
+static void add_job(gen_State *g, const gen_Problem *p, const char *cfg)
+{
+  Job *j = &jobs[njobs];
+  j->arch = p->arch;
+  if (gen_render(g, p, cfg, &j->k)) CHECK(0, "%s: %s", cfg, gen_error(g));
+  else njobs++;
+}
+
 /* The configs of p's space (all, or the sample), those naming `only` where it is given. */
 static void add_space(gen_State *g, const gen_Problem *p, int all, const char *only)
 {
@@ -59,13 +73,7 @@ static void add_space(gen_State *g, const gen_Problem *p, int all, const char *o
   CHECK(gen_space(g, p, &list, &n) == 0, "%s", gen_error(g));
   for (int i = 0; i < n; i++) {
     if ((only && !strstr(list[i], only)) || (!all && !cover_adds(&cover, list[i]))) continue;
-    Job *j = &jobs[njobs];
-    j->arch = p->arch;
-    if (gen_render(g, p, list[i], &j->k)) {
-      CHECK(0, "%s: %s", list[i], gen_error(g));
-      continue;
-    }
-    njobs++;
+    add_job(g, p, list[i]);
   }
   gen_free_list(list, n);
 }
@@ -116,15 +124,62 @@ static void add_sm80_90(gen_State *g, int all)
   for (int i = first_packed; i < njobs; i++) jobs[i].packed = 1;
 }
 
+/* A cross-entropy space: not empty, every config canonical, clusters (xchg=dsmem) from sm_90 on
+** only and there for rows of 32000 and more, two reads for rows no block holds, and the rule's
+** config one of the space's knob values. */
+static void check_ce_space(gen_State *g, const gen_Problem *p, char **list, int n, const char *rule)
+{
+  int dsmem = 0, two = 0;
+  char canon[256], what[96];
+  snprintf(what, sizeof what, "sm_%d %lldx%lld %s %s", p->arch, (long long)p->rows, (long long)p->cols,
+           gen_dtype_name(p->dtype), gen_op_name(p->op));
+  CHECK(n > 0, "%s: an empty space", what);
+  for (int i = 0; i < n; i++) {
+    CHECK(gen_canon(g, p, list[i], canon, sizeof canon) == 0 && strcmp(canon, list[i]) == 0, "%s: %s not canonical", what, list[i]);
+    dsmem += strstr(list[i], "xchg=dsmem") != NULL, two += strstr(list[i], "passes=2") != NULL;
+  }
+  CHECK(p->arch >= 90 ? dsmem > 0 || p->cols < 32000 : dsmem == 0, "%s: %d cluster configs", what, dsmem);
+  CHECK(two > 0 || p->cols < 8192, "%s: no two-read config", what);
+  CHECK(gen_canon(g, p, rule, canon, sizeof canon) == 0, "%s: the rule's %s: %s", what, rule, gen_error(g));
+}
+
+/* The cross-entropy ops' spaces and compiles (--ce). */
+static void add_ce(gen_State *g, int all)
+{
+  static const int64_t cols[] = { 2, 7, 1000, 4099, 32000, 50257, 128256, 256000, 262147 };
+  static const int arches[] = { 75, 80, 90 };
+  for (size_t a = 0; a < sizeof arches / sizeof *arches; a++) {
+    Cover cover = { .n = 0 };
+    for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+      for (int d = 0; d < GEN_NDTYPE; d++)
+        for (int op = GEN_CE; op <= GEN_CE_LOSS; op++) {
+          gen_Problem p = { .rows = cols[c] > 100000 ? 1024 : 8192, .cols = cols[c], .dtype = d, .op = op, .arch = arches[a] };
+          char **list, rule[256];
+          int n;
+          if (gen_space(g, &p, &list, &n) || gen_heuristic(g, &p, 0, rule, sizeof rule)) {
+            CHECK(0, "%s", gen_error(g));
+            continue;
+          }
+          check_ce_space(g, &p, list, n, rule);
+          const int sampled = (op - GEN_CE) == (int)((c + (size_t)d) % 2);   /* the sample: one op a problem, alternating */
+          for (int i = 0; i < n; i++)
+            if (all || (sampled && cover_adds(&cover, list[i]))) add_job(g, &p, list[i]);
+          if (!all && sampled) add_job(g, &p, rule);
+          gen_free_list(list, n);
+        }
+  }
+}
+
 int main(int argc, char **argv)
 {
-  int sm75 = argc > 1 && strcmp(argv[1], "--sm75") == 0;
-  int all = argc > 1 + sm75 && strcmp(argv[1 + sm75], "--all") == 0;
+  int sm75 = argc > 1 && strcmp(argv[1], "--sm75") == 0, ce = argc > 1 && strcmp(argv[1], "--ce") == 0;
+  int all = argc > 1 + (sm75 || ce) && strcmp(argv[1 + (sm75 || ce)], "--all") == 0;
   char err[1024];
   gen_State *g;
   if (gen_open(&g, NULL, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
   jobs = calloc(40000, sizeof *jobs);
-  if (sm75) add_sm75(g, all);
+  if (ce) add_ce(g, all);
+  else if (sm75) add_sm75(g, all);
   else add_sm80_90(g, all);
   gen_close(g);
 
@@ -145,10 +200,10 @@ int main(int argc, char **argv)
     packed += j->packed, packed_spilled += j->packed && j->stack > 0;
     gen_kernel_free(&j->k);
   }
-  CHECK(sm75 || (packed > 0 && 4 * packed_spilled <= packed), "%d of %d packed configs spill", packed_spilled, packed);
+  CHECK(sm75 || ce || (packed > 0 && 4 * packed_spilled <= packed), "%d of %d packed configs spill", packed_spilled, packed);
   printf("compiled %d configs on %d threads in %.1f s; %d use local memory (pruned on the GPU)\n", njobs, nthreads,
          (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, spilled);
   free(jobs);
-  const char *name = sm75 ? (all ? "test_compile --sm75 --all" : "test_compile --sm75") : all ? "test_compile --all" : "test_compile --sample";
+  const char *name = ce ? (all ? "test_compile --ce --all" : "test_compile --ce") : sm75 ? (all ? "test_compile --sm75 --all" : "test_compile --sm75") : all ? "test_compile --all" : "test_compile --sample";
   return check_done(name);
 }

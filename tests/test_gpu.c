@@ -7,6 +7,11 @@
 ** whole sample must have run verified at least once.
 **   test_gpu [--all]   --all: every config of every space, not a sample (label long)
 **   test_gpu --backward  the sample of the backward ops' cases only
+**   test_gpu --ce        the cross-entropy cases only, and their options: int32 labels, class
+**                        weights, label smoothing, z-loss, softcap, all of them, an ignore_index
+**                        that is a class, a gradient scale other than 1, every row ignored, and
+**                        a bad label (its row's loss NaN, the flag set; without one, the flag
+**                        left clear), each on one config of every family
 **   test_gpu --sanitize  one config of each kernel family (row held in registers or shared
 **                        memory, two passes, split by cluster, by global exchange, pipelined)
 **                        on small shapes with tails, f32 and bf16: for compute-sanitizer
@@ -39,6 +44,11 @@ static const Case CASES[] = {
   /* xchg=claim: a row's parts fewer than the blocks (3 rows of 32 parts on 132 SMs), and rows
   ** past the 32 pair buffers many times over */
   { 3, 1048579, GEN_BF16, GEN_SOFTMAX }, { 400, 262147, GEN_F32, GEN_LOG_SOFTMAX },
+  /* cross-entropy (ce.cu): rows held by a group, a block, a cluster, or read twice; ragged */
+  { 777, 7, GEN_BF16, GEN_CE },           { 300, 4099, GEN_F16, GEN_CE },      { 64, 32003, GEN_F32, GEN_CE },
+  { 16, 128256, GEN_BF16, GEN_CE },       { 5, 262147, GEN_BF16, GEN_CE },     { 777, 7, GEN_F32, GEN_CE_LOSS },
+  { 300, 4099, GEN_BF16, GEN_CE_LOSS },   { 64, 32003, GEN_F16, GEN_CE_LOSS }, { 16, 128256, GEN_F32, GEN_CE_LOSS },
+  { 5, 262147, GEN_F16, GEN_CE_LOSS },
 };
 
 /* Small, ragged shapes for compute-sanitizer: cols 1, 7, 1000, 4099, 128256 and split rows. */
@@ -48,6 +58,8 @@ static const Case SMALL[] = {
   { 5, 128256, GEN_F32, GEN_SOFTMAX },   { 5, 128256, GEN_BF16, GEN_SOFTMAX }, { 3, 1048579, GEN_F32, GEN_SOFTMAX },
   { 300, 262147, GEN_BF16, GEN_SOFTMAX }, { 9, 7, GEN_F32, GEN_SOFTMAX_BW },     { 17, 4099, GEN_BF16, GEN_LOG_SOFTMAX_BW },
   { 5, 128256, GEN_BF16, GEN_SOFTMAX_BW }, { 300, 262147, GEN_BF16, GEN_LOG_SOFTMAX_BW },
+  { 9, 7, GEN_BF16, GEN_CE },             { 17, 4099, GEN_F32, GEN_CE },         { 5, 128256, GEN_BF16, GEN_CE },
+  { 5, 262147, GEN_F32, GEN_CE_LOSS },
 };
 
 /* The family of a config: what the sanitizer run wants one of. */
@@ -96,10 +108,42 @@ static int run_one(tune_Gpu *gpu, tune_Backend *b, gen_State *g, const gen_Probl
   return ok > 0;
 }
 
-static void run_case(const Case *cs, int all, int ordinal, int families)
+/* ---- the cross-entropy options: launch arguments, verified on one config of every family ---- */
+
+enum { FILL_LABELS, ALL_IGNORED, BAD_LABEL };
+typedef struct CeCase { const char *name; tune_CeOptions o; float scale; int labels; } CeCase;
+static const CeCase CE_CASES[] = {
+  { "int32 labels", { -100, 0.f, 0.f, 0.f, 0, 0 }, 1.f, FILL_LABELS },
+  { "class weights", { -100, 0.f, 0.f, 0.f, 1, 1 }, 1.f, FILL_LABELS },
+  { "label smoothing 0.1", { -100, 0.1f, 0.f, 0.f, 0, 1 }, 1.f, FILL_LABELS },
+  { "z-loss 1e-4", { -100, 0.f, 1e-4f, 0.f, 0, 1 }, 1.f, FILL_LABELS },
+  { "softcap 30", { -100, 0.f, 0.f, 30.f, 0, 1 }, 1.f, FILL_LABELS },
+  { "smoothing, z-loss, softcap, int32", { -100, 0.2f, 1e-3f, 15.f, 0, 0 }, 1.f, FILL_LABELS },
+  { "ignore_index 5 (a class)", { 5, 0.f, 0.f, 0.f, 0, 1 }, 1.f, FILL_LABELS },
+  { "gradient scale 0.37", { -100, 0.f, 0.f, 0.f, 1, 0 }, 0.37f, FILL_LABELS },
+  { "every row ignored", { -100, 0.f, 0.f, 0.f, 0, 1 }, 1.f, ALL_IGNORED },
+  { "a bad label", { -100, 0.1f, 0.f, 0.f, 0, 0 }, 1.f, BAD_LABEL },
+};
+
+/* The labels of case c for p, set on the GPU (fill's where the case takes them). */
+static int ce_labels(tune_Gpu *gpu, const gen_Problem *p, const CeCase *c, char *err, size_t errlen)
+{
+  if (c->labels == FILL_LABELS) return 0;
+  int64_t *y = malloc((size_t)p->rows * sizeof *y);
+  if (!y) return snprintf(err, errlen, "out of memory"), 1;
+  for (int64_t r = 0; r < p->rows; r++) y[r] = c->labels == ALL_IGNORED ? c->o.ignore : (r * 7919) % p->cols;
+  if (c->labels == BAD_LABEL) y[p->rows > 3 ? 3 : p->rows - 1] = p->cols + 1;   /* not row 0: the selftest's row */
+  int rc = tune_gpu_ce_labels(gpu, y, err, errlen);
+  free(y);
+  return rc;
+}
+
+/* The sample (all: every config; families: one of each family) of cs's space, verified; with
+** ce, under that case's options and labels, the bad-label flag checked after. */
+static void run_case(const Case *cs, int all, int ordinal, int families, const CeCase *ce)
 {
   char err[1024], **list;
-  int n, runs = 0;
+  int n, runs = 0, flag = -1;
   tune_Gpu *gpu;
   gen_State *g;
   gen_Problem p = { .rows = cs->rows, .cols = cs->cols, .dtype = cs->dtype, .op = cs->op };
@@ -109,17 +153,25 @@ static void run_case(const Case *cs, int all, int ordinal, int families)
     return;
   }
   tune_device_limits(tune_gpu_device(gpu), &p);
-  printf("%lldx%lld %s %s\n", (long long)p.rows, (long long)p.cols, gen_dtype_name(p.dtype), gen_op_name(p.op));
+  printf("%lldx%lld %s %s%s%s\n", (long long)p.rows, (long long)p.cols, gen_dtype_name(p.dtype), gen_op_name(p.op),
+         ce ? ", " : "", ce ? ce->name : "");
   CHECK(gen_space(g, &p, &list, &n) == 0, "%s", gen_error(g));
-  if (tune_gpu_prepare(gpu, g, &p, n, err, sizeof err)) CHECK(0, "prepare: %s", err);
+  if (ce) tune_gpu_ce_options(gpu, &ce->o);
+  if (tune_gpu_prepare(gpu, g, &p, n, err, sizeof err) ||
+      (ce && ((ce->scale != 1.f && tune_gpu_ce_scale(gpu, ce->scale, err, sizeof err)) || ce_labels(gpu, &p, ce, err, sizeof err))))
+    CHECK(0, "prepare: %s", err);
   else {
     tune_Backend b = tune_gpu_backend(gpu);
     for (int i = 0; i < n; i++) {
       char fam[64];
       family_of(list[i], fam, sizeof fam);
       if (families ? !cover_adds(&mine, fam) : !all && !cover_adds(&mine, list[i])) continue;
-      cover_adds(&wanted, list[i]);
+      if (!ce) cover_adds(&wanted, list[i]);
       run_one(gpu, &b, g, &p, list[i], runs++);
+    }
+    if (ce) {
+      CHECK(tune_gpu_ce_flag(gpu, &flag, err, sizeof err) == 0, "flag: %s", err);
+      CHECK(runs == 0 || (flag != 0) == (ce->labels == BAD_LABEL), "%s: the bad-label flag reads %d", ce->name, flag);
     }
   }
   gen_free_list(list, n);
@@ -127,12 +179,19 @@ static void run_case(const Case *cs, int all, int ordinal, int families)
   tune_gpu_close(gpu);
 }
 
+static void run_ce_options(int ordinal)
+{
+  static const Case PROBLEMS[] = { { 300, 4099, GEN_BF16, GEN_CE }, { 16, 128256, GEN_BF16, GEN_CE }, { 64, 32003, GEN_F32, GEN_CE_LOSS } };
+  for (size_t i = 0; i < sizeof PROBLEMS / sizeof *PROBLEMS; i++)
+    for (size_t j = 0; j < sizeof CE_CASES / sizeof *CE_CASES; j++) run_case(&PROBLEMS[i], 0, ordinal, 1, &CE_CASES[j]);
+}
+
 int main(int argc, char **argv)
 {
   char err[1024];
   tune_Gpu *gpu;
   int all = argc > 1 && strcmp(argv[1], "--all") == 0, sanitize = argc > 1 && strcmp(argv[1], "--sanitize") == 0;
-  int backward = argc > 1 && strcmp(argv[1], "--backward") == 0;
+  int backward = argc > 1 && strcmp(argv[1], "--backward") == 0, ce = argc > 1 && strcmp(argv[1], "--ce") == 0;
   if (tune_gpu_open(&gpu, 0, err, sizeof err)) {
     printf("SKIP: no GPU here (%s)\n", err);
     return 77;
@@ -140,16 +199,17 @@ int main(int argc, char **argv)
   printf("GPU 0: %s, sm_%d\n", tune_gpu_device(gpu)->name, tune_gpu_device(gpu)->arch);
   tune_gpu_close(gpu);
   if (sanitize) {   /* one config per family and shape; no knob coverage to check */
-    for (size_t i = 0; i < sizeof SMALL / sizeof SMALL[0]; i++) run_case(&SMALL[i], 0, 0, 1);
+    for (size_t i = 0; i < sizeof SMALL / sizeof SMALL[0]; i++) run_case(&SMALL[i], 0, 0, 1, NULL);
     return check_done("test_gpu --sanitize");
   }
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
-    if (!backward || gen_op_inputs(CASES[i].op) == 2) run_case(&CASES[i], all, 0, 0);
+    if ((!backward || gen_op_inputs(CASES[i].op) == 2) && (!ce || gen_op(CASES[i].op)->params)) run_case(&CASES[i], all, 0, 0, NULL);
   for (int i = 0; i < wanted.n; i++) {
     int seen = 0;
     for (int j = 0; j < verified.n && !seen; j++) seen = strcmp(wanted.seen[i], verified.seen[j]) == 0;
     CHECK(seen, "knob value %s never ran verified", wanted.seen[i]);
   }
   printf("knob values verified: %d of %d sampled\n", verified.n, wanted.n);
-  return check_done(all ? "test_gpu --all" : backward ? "test_gpu --backward" : "test_gpu");
+  if (!backward) run_ce_options(0);
+  return check_done(all ? "test_gpu --all" : backward ? "test_gpu --backward" : ce ? "test_gpu --ce" : "test_gpu");
 }

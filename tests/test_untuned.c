@@ -69,6 +69,28 @@ static void user_first(gen_State *g, const char *hash, const char *table)
   CHECK(strstr(ch.config, "threads=512,") && strstr(ch.config, "reduce=smem"), "config: %s", ch.config);
 }
 
+/* A cross-entropy problem takes cross-entropy entries only (ce.cu, not row.cu: another kernel
+** text), and the rule without one: never a softmax entry, however near, nor the reverse. */
+static void ce_kind(gen_State *g, const char *hash, const char *table)
+{
+  static const char CE_CFG[] = "threads=1024,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none";
+  gen_Problem p = { .rows = 4096, .cols = 128256, .dtype = GEN_BF16, .op = GEN_CE, .arch = 90 };
+  gen_Tuned sm = { 4096, 128256, GEN_BF16, GEN_SOFTMAX, CE_CFG };
+  gen_Tuned ce[2] = { { 2048, 151936, GEN_BF16, GEN_CE, CE_CFG }, { 4096, 128256, GEN_BF16, GEN_CE, CE_CFG } };
+  gen_Choice ch;
+  for (int op = GEN_CE; op <= GEN_CE_LOSS; op++) {
+    p.op = op;
+    CHECK(gen_untuned(g, &p, 0, table, "t", hash, &sm, 1, &ch) == 0, "%s", gen_error(g));
+    CHECK(strncmp(ch.source, "rule", 4) == 0, "%s from the table's softmax entries and a user's: %s", gen_op_name(op), ch.source);
+    CHECK(gen_untuned(g, &p, 0, table, "t", hash, ce, 1, &ch) == 0, "%s", gen_error(g));
+    CHECK(strstr(ch.source, "your cache entry 2048x151936 bf16 cross_entropy") != NULL, "%s: %s", gen_op_name(op), ch.source);
+    CHECK(strstr(ch.config, "xchg=dsmem") != NULL, "%s: %s", gen_op_name(op), ch.config);
+  }
+  p.op = GEN_SOFTMAX;   /* the reverse: a softmax problem, only a cross-entropy entry of its very shape */
+  CHECK(gen_untuned(g, &p, 0, NULL, "t", hash, ce + 1, 1, &ch) == 0, "%s", gen_error(g));
+  CHECK(strncmp(ch.source, "rule", 4) == 0, "softmax from a cross-entropy entry: %s", ch.source);
+}
+
 /* The row family on an odd short row: fewer threads a row, each with more vectors, when fewer
 ** slots stay idle; blocks then hold more rows, but no fewer than two a SM are left. */
 static void fewer_threads(gen_State *g, const char *hash)
@@ -161,6 +183,7 @@ static void random_valid(gen_State *g, const char *hash, const char *table, int 
                       .arch = ARCHES[i % 9] };
     int unaligned = uniform() < 0.25;
     gen_Choice ch;
+    if (gen_op(p.op)->params && p.cols == 1) p.cols = 2;   /* a loss over one class is refused (bad_input.sh) */
     char canon[256];
     /* the sm_90 table on every arch: as a table of another arch would be, each config checked */
     if (gen_untuned(g, &p, unaligned, uniform() < 0.9 ? table : NULL, "t", hash, user, i % 2 ? 3 : 0, &ch)) {
@@ -175,7 +198,7 @@ static void random_valid(gen_State *g, const char *hash, const char *table, int 
     CHECK(p.arch >= 90 || (!strstr(ch.config, "xchg=dsmem") && !strstr(ch.config, "hold=ring")), "sm_%d got %s", p.arch, ch.config);
     CHECK(p.arch >= 80 || !strstr(ch.config, "hint=keep"), "sm_%d got %s", p.arch, ch.config);
     from_table += strstr(ch.source, "adapted") != NULL;
-    forward += gen_op_inputs(p.op) == 1;
+    forward += gen_op_inputs(p.op) == 1 && !gen_op(p.op)->params;   /* the table has no cross-entropy entries */
   }
   CHECK(bad == 0, "%d of %d choices invalid", bad, n);
   CHECK(from_table > forward / 2, "only %d of %d forward choices came from tuned entries", from_table, forward);
@@ -195,6 +218,7 @@ int main(int argc, char **argv)
   hash_of(g, hash);
   table_fresh(g, hash, table);
   user_first(g, hash, table[0]);
+  ce_kind(g, hash, table[0]);
   bad_tables(g, hash);
   fewer_threads(g, hash);
   one_entry_rules(g, hash);

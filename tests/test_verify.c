@@ -82,13 +82,6 @@ static int64_t argmax(const double *x, int64_t cols)
   return at;
 }
 
-/* The move that makes an element wrong by "a few ulps": n ulps of a 16-bit dtype, 2^-14 of
-** itself (and one smallest f32 subnormal) for f32. */
-static double off(double v, int dtype, int n)
-{
-  return dtype == GEN_F32 ? v + fabs(v) * 0x1p-14 + 0x1p-149 : v + n * tune_ulp(v, dtype);
-}
-
 /* The output of maker for rows of input x (as loaded from the dtype), into y (dtype). */
 static void make(const Prob *p, int maker, double *x, void *y, double *row, float *tmp)
 {

@@ -88,18 +88,6 @@ static int64_t narrowest(const Prob *p, const double *y, const double *dy, const
   return at;
 }
 
-static double off(double v, int dtype, int n)
-{
-  return dtype == GEN_F32 ? v + fabs(v) * 0x1p-14 + 0x1p-149 : v + n * tune_ulp(v, dtype);
-}
-
-static void poison_at(void *out, int dtype, int64_t i)
-{
-  const uint32_t p = tune_poison(dtype);
-  if (dtype == GEN_F32) memcpy((float *)out + i, &p, 4);
-  else ((uint16_t *)out)[i] = (uint16_t)p;
-}
-
 /* The output of maker for rows of y and dy (as loaded from the dtype), into out (dtype). */
 static void make(const Prob *p, int maker, const double *y, const double *dy, void *out, double *row, float *tmp)
 {

@@ -6,6 +6,7 @@
 #ifndef TESTS_VERIFY_UTIL_H
 #define TESTS_VERIFY_UTIL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,7 +61,7 @@ static int prepare_for(tune_Gpu *gpu, gen_State *gen, int64_t rows, int64_t cols
 
 /* The GPU check kernel's verdict into *g on host buffers of n bytes: the input x (y for the
 ** backward ops, with x2 their dy; NULL for the forward) and the output y. 0, or 1 and err. */
-static int gpu_check(tune_Gpu *gpu, const void *x, const void *x2, const void *y, size_t n, tune_Check *g, char *err,
+static inline int gpu_check(tune_Gpu *gpu, const void *x, const void *x2, const void *y, size_t n, tune_Check *g, char *err,
                      size_t errlen)
 {
   CUdeviceptr in, out;
@@ -72,6 +73,20 @@ static int gpu_check(tune_Gpu *gpu, const void *x, const void *x2, const void *y
       d->cuMemcpyHtoDAsync(out, y, n, s))
     return snprintf(err, errlen, "copy to the GPU failed"), 1;
   return tune_gpu_check(gpu, in, out, g, err, errlen);
+}
+
+/* v moved past any float32 error bound: by 2^-14 of itself for f32, else by n ulps of dtype. */
+static inline double off(double v, int dtype, int n)
+{
+  return dtype == GEN_F32 ? v + fabs(v) * 0x1p-14 + 0x1p-149 : v + n * tune_ulp(v, dtype);
+}
+
+/* Element i of out (dtype) set to the poison pattern, as left where a kernel wrote nothing. */
+static inline void poison_at(void *out, int dtype, int64_t i)
+{
+  const uint32_t p = tune_poison(dtype);
+  if (dtype == GEN_F32) memcpy((float *)out + i, &p, 4);
+  else ((uint16_t *)out)[i] = (uint16_t)p;
 }
 
 /* "RxC dtype op, maker": what a case is called in a failed check. */

@@ -53,6 +53,7 @@ struct tune_Gpu {
   CUdeviceptr labels, weight, loss, lse, scale, flag;
   CeParams params;          /* ce: the options the kernels run and are checked with */
   int use_weight;
+  void *own_labels;         /* ce: labels set by tune_gpu_ce_labels (as the kernels read them), copied over fill's */
   gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
   char cubins[4096];        /* the kept cubins' folder (cache_compile), "" for none */
   int ptx_arch;             /* tune_gpu_ptx: configs compiled as PTX for compute_<ptx_arch>, or 0 */
@@ -109,8 +110,9 @@ int tune_gpu_open(tune_Gpu **out, int ordinal, char *err, size_t errlen)
     return 1;
   }
   cache_cubin_dir(NULL, g->cubins, sizeof g->cubins);
-  g->params.ignore = -100;   /* the cross-entropy ops' defaults, torch's */
-  g->params.labels64 = 1;
+  tune_CeOptions ce;
+  tune_ce_defaults(&ce);
+  tune_gpu_ce_options(g, &ce);
   *out = g;
   return 0;
 }
@@ -381,6 +383,8 @@ static CUresult fresh_input(tune_Gpu *g)
   if (g->ce) specials = 0;   /* a loss needs finite logits: rows of NaN or all -inf have none */
   CUresult r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->bw ? args_bw : args, NULL);
   if (!r && g->ce) r = d->cuLaunchKernel(g->fill_ce, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_ce, NULL);
+  if (!r && g->own_labels)
+    r = d->cuMemcpyHtoDAsync(g->labels, g->own_labels, (size_t)g->p.rows * (g->params.labels64 ? 8 : 4), g->stream);
   if (!r && g->ce) r = d->cuMemsetD32Async(g->loss, tune_poison(GEN_F32), (size_t)g->p.rows, g->stream);
   if (!r && g->ce) r = d->cuMemsetD32Async(g->lse, tune_poison(GEN_F32), (size_t)g->p.rows, g->stream);
   if (r) return r;
@@ -389,18 +393,59 @@ static CUresult fresh_input(tune_Gpu *g)
   return d->cuMemsetD16Async(g->out, (unsigned short)p, g->bytes / 2, g->stream);
 }
 
+/* The float64 reference of row `row` of a cross-entropy problem into ref (the gradient), with
+** its logits xr and label *y read back; CUDA_SUCCESS or the error. */
+static CUresult ce_row_ref(tune_Gpu *g, int64_t row, void *raw, double *xr, double *ref, int64_t *y)
+{
+  const int64_t cols = g->p.cols, es = gen_dtype_size(g->p.dtype);
+  float scale = 1.f, *w = g->params.weight ? malloc((size_t)cols * 4) : NULL;
+  int64_t label = 0;
+  double loss, lse;
+  CUresult r = g->params.weight && !w ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+  if (!r) r = g->drv.cuMemcpyDtoH(raw, g->in + (CUdeviceptr)(row * cols * es), (size_t)(cols * es));
+  if (!r) r = g->drv.cuMemcpyDtoH(&label, g->labels + (CUdeviceptr)(row * (g->params.labels64 ? 8 : 4)), g->params.labels64 ? 8 : 4);
+  if (!r && w) r = g->drv.cuMemcpyDtoH(w, g->weight, (size_t)cols * 4);
+  if (!r && g->params.scale) r = g->drv.cuMemcpyDtoH(&scale, g->scale, 4);
+  if (!r) {
+    const tune_CeRef o = { g->params.ignore, g->params.smoothing, g->params.zloss, g->params.softcap, scale, w };
+    *y = g->params.labels64 ? label : (int64_t)(int32_t)label;
+    for (int64_t j = 0; j < cols; j++) xr[j] = tune_load(raw, g->p.dtype, j);
+    tune_ref_row_ce(xr, cols, *y, &o, ref, &loss, &lse);
+  }
+  free(w);
+  return r;
+}
+
+/* A cross-entropy run's reason: the first wrong gradient element against the CPU's reference,
+** and the rows whose loss or lse is off. */
+static void describe_bad_ce(tune_Gpu *g, const CheckOut *co, tune_Trial *t)
+{
+  const int64_t cols = g->p.cols, es = gen_dtype_size(g->p.dtype);
+  char first[200] = "";
+  float dev;
+  memcpy(&dev, &co->max_sumdev, 4);
+  if (co->bad) {
+    const int64_t row = (int64_t)(co->first_bad / (uint64_t)cols), col = (int64_t)(co->first_bad % (uint64_t)cols);
+    void *raw = malloc((size_t)(cols * es)), *got = malloc((size_t)es);
+    double *xr = malloc((size_t)cols * sizeof *xr), *ref = malloc((size_t)cols * sizeof *ref);
+    int64_t y = 0;
+    if (raw && got && xr && ref && !ce_row_ref(g, row, raw, xr, ref, &y) &&
+        !g->drv.cuMemcpyDtoH(got, g->out + (CUdeviceptr)((uint64_t)co->first_bad * (uint64_t)es), (size_t)es))
+      snprintf(first, sizeof first, " (first: row %lld col %lld, label %lld, logit %.6g, got %.6g, want %.6g)", (long long)row,
+               (long long)col, (long long)y, xr[col], tune_load(got, g->p.dtype, 0), ref[col]);
+    free(raw), free(got), free(xr), free(ref);
+  }
+  snprintf(t->reason, sizeof t->reason, "wrong: %llu gradient elements out of bounds%s; %llu rows' loss or lse off (max"
+           " |loss - reference| %.3g)", (unsigned long long)co->bad, first, (unsigned long long)co->bad_sums, dev);
+}
+
 /* The first wrong element, checked on the CPU against the float64 reference, for the reason. */
 static void describe_bad(tune_Gpu *g, const CheckOut *co, tune_Trial *t)
 {
   const int64_t cols = g->p.cols, es = gen_dtype_size(g->p.dtype);
   char first[160] = "";
-  if (g->ce) {   /* the float64 reference of a row needs its label and options: the check kernel's word */
-    float dev;
-    memcpy(&dev, &co->max_sumdev, 4);
-    snprintf(t->reason, sizeof t->reason, "wrong: %llu gradient elements out of bounds (first: row %lld col %lld); %llu rows'"
-             " loss or lse off (max |loss - reference| %.3g)", (unsigned long long)co->bad,
-             co->bad ? (long long)(co->first_bad / (uint64_t)cols) : -1LL, co->bad ? (long long)(co->first_bad % (uint64_t)cols) : -1LL,
-             (unsigned long long)co->bad_sums, dev);
+  if (g->ce) {
+    describe_bad_ce(g, co, t);
     return;
   }
   if (co->bad) {
@@ -497,31 +542,79 @@ static CUresult poke(tune_Gpu *g, int64_t i, const void *bits)
   return r ? r : wait(g, 20.);
 }
 
-/* The cross-entropy check (after a verified run): one gradient element moved by 8 ulps of its
-** dtype and 2^-12 of itself, then poisoned, must each be caught; so must a loss moved by 2^-8. */
+/* The cross-entropy problem's buffers on the host, for the CPU check. */
+typedef struct CeHost {
+  void *x, *dx, *labels;
+  float *loss, *lse, *weight;
+  tune_CeRef o;
+} CeHost;
+
+static void ce_host_free(CeHost *h) { free(h->x), free(h->dx), free(h->labels), free(h->loss), free(h->lse), free(h->weight); }
+
+static CUresult ce_host_read(tune_Gpu *g, CeHost *h)
+{
+  const size_t rows = (size_t)g->p.rows, cols = (size_t)g->p.cols;
+  float scale = 1.f;
+  CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!h->x && !((h->x = malloc(g->bytes)) && (h->dx = malloc(g->bytes)) && (h->labels = malloc(rows * 8)) &&
+                 (h->loss = malloc(rows * 4)) && (h->lse = malloc(rows * 4)) && (h->weight = malloc(cols * 4))))
+    return r;
+  if ((r = wait(g, 20.)) || (r = g->drv.cuMemcpyDtoH(h->x, g->in, g->bytes)) || (r = g->drv.cuMemcpyDtoH(h->dx, g->out, g->bytes)) ||
+      (r = g->drv.cuMemcpyDtoH(h->labels, g->labels, rows * (g->params.labels64 ? 8 : 4))) ||
+      (r = g->drv.cuMemcpyDtoH(h->loss, g->loss, rows * 4)) || (r = g->drv.cuMemcpyDtoH(h->lse, g->lse, rows * 4)) ||
+      (r = g->drv.cuMemcpyDtoH(h->weight, g->weight, cols * 4)) || (g->params.scale && (r = g->drv.cuMemcpyDtoH(&scale, g->scale, 4))))
+    return r;
+  const CeParams *p = &g->params;
+  h->o = (tune_CeRef){ p->ignore, p->smoothing, p->zloss, p->softcap, scale, p->weight ? h->weight : NULL };
+  return CUDA_SUCCESS;
+}
+
+/* The cross-entropy check (after a verified run) and the CPU's (tune_check_rows_ce) on the
+** whole problem must agree: on the outputs as they are, then with one gradient element moved by
+** 8 ulps of its dtype and 2^-12 of itself, then poisoned (ops with a gradient), with row 0's
+** loss moved by 2^-8 (the gradient as it was), and with its lse moved by 2^-8 (the loss as it was). */
 static int selftest_ce(tune_Gpu *g, char *err, size_t errlen)
 {
   const int64_t mid = g->p.cols / 2;
-  const int es = gen_dtype_size(g->p.dtype);
+  const int es = gen_dtype_size(g->p.dtype), grad = g->op->writes > 0;
   uint32_t bits[2] = { 0, 0 };
-  float loss0;
+  float loss0 = 0.f, lse0 = 0.f;
   CheckOut co;
+  CeHost h = { 0 };
   CUresult r = g->drv.cuMemcpyDtoH(bits, g->out + (CUdeviceptr)(mid * es), (size_t)es);
   if (!r) r = g->drv.cuMemcpyDtoH(&loss0, g->loss, 4);
+  if (!r) r = g->drv.cuMemcpyDtoH(&lse0, g->lse, 4);
   const double v = r ? 0. : tune_load(bits, g->p.dtype, 0);
-  for (int k = 0; k < 3 && !r; k++) {
-    if (k == 0) tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + fabs(v) * 0x1p-12), r = poke(g, mid, bits);
-    if (k == 1) bits[0] = tune_poison(g->p.dtype), r = poke(g, mid, bits);
-    if (k == 2) {   /* the gradient as it was, the loss moved */
+  for (int k = 0; k < 5 && !r; k++) {
+    if (!grad && (k == 1 || k == 2)) continue;
+    if (k == 1) tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + fabs(v) * 0x1p-12), r = poke(g, mid, bits);
+    if (k == 2) bits[0] = tune_poison(g->p.dtype), r = poke(g, mid, bits);
+    if (k == 3) {   /* the gradient as it was, the loss moved */
       const float moved = loss0 + fabsf(loss0) * 0x1p-8f + 0x1p-8f;
       tune_store_elem(bits, g->p.dtype, 0, v);
       if (!(r = poke(g, mid, bits)) && !(r = g->drv.cuMemcpyHtoDAsync(g->loss, &moved, 4, g->stream))) r = wait(g, 20.);
     }
+    if (k == 4) {   /* the loss as it was, the lse moved */
+      const float moved = lse0 + fabsf(lse0) * 0x1p-8f + 0x1p-8f;
+      if (!(r = g->drv.cuMemcpyHtoDAsync(g->loss, &loss0, 4, g->stream)) && !(r = g->drv.cuMemcpyHtoDAsync(g->lse, &moved, 4, g->stream)))
+        r = wait(g, 20.);
+    }
     if (!r) r = run_check(g, &co);
-    if (!r && (k < 2 ? co.bad != 1 : co.bad != 0 || co.bad_sums != 1))
-      return snprintf(err, errlen, "step %d: the check found %llu bad elements and %llu bad rows", k, (unsigned long long)co.bad,
-                      (unsigned long long)co.bad_sums), 1;
+    if (!r) r = ce_host_read(g, &h);
+    if (r) break;
+    tune_Check cpu = { .first_bad = -1 };
+    tune_check_rows_ce(h.x, h.labels, g->params.labels64, grad ? h.dx : NULL, h.loss, h.lse, g->p.dtype, g->p.cols, 0, g->p.rows,
+                       &h.o, tune_poison(g->p.dtype), &cpu);
+    const uint64_t want = k == 1 || k == 2, want_rows = k >= 3;
+    if (co.bad != want || co.bad_sums != want_rows || (uint64_t)cpu.bad != want || (uint64_t)cpu.bad_sums != want_rows) {
+      snprintf(err, errlen, "step %d: the GPU check found %llu bad elements and %llu bad rows, the CPU %lld and %lld; want %llu"
+               " and %llu", k, (unsigned long long)co.bad, (unsigned long long)co.bad_sums, (long long)cpu.bad,
+               (long long)cpu.bad_sums, (unsigned long long)want, (unsigned long long)want_rows);
+      ce_host_free(&h);
+      return 1;
+    }
   }
+  ce_host_free(&h);
   return r ? (cu_msg(g, "selftest", r, err, errlen), 1) : 0;
 }
 
@@ -655,13 +748,65 @@ CUdeviceptr tune_gpu_in2(tune_Gpu *g)
   return g->in2;
 }
 
-void tune_gpu_ce_options(tune_Gpu *g, float smoothing, float zloss, float softcap, int weight, int labels64)
+void tune_ce_defaults(tune_CeOptions *o)
 {
-  g->params.smoothing = smoothing;
-  g->params.zloss = zloss;
-  g->params.softcap = softcap;
-  g->params.labels64 = labels64;
-  g->use_weight = weight;
+  memset(o, 0, sizeof *o);
+  o->ignore = -100;
+  o->labels64 = 1;
+}
+
+int tune_ce_check(const tune_CeOptions *o, char *err, size_t errlen)
+{
+  const struct { const char *name; float v; } f[] = { { "label smoothing", o->smoothing }, { "z-loss", o->zloss },
+                                                      { "softcap", o->softcap } };
+  for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+    if (!isfinite(f[i].v) || f[i].v < 0.f)
+      return snprintf(err, errlen, "bad %s %g: expected a finite number >= 0", f[i].name, f[i].v), 2;
+  if (o->smoothing > 1.f) return snprintf(err, errlen, "bad label smoothing %g: expected 0 to 1", o->smoothing), 2;
+  if (o->smoothing > 0.f && o->weight)
+    return snprintf(err, errlen, "label smoothing %g with class weights is not supported (as the library refuses it)", o->smoothing), 2;
+  return 0;
+}
+
+void tune_gpu_ce_options(tune_Gpu *g, const tune_CeOptions *o)
+{
+  g->params.ignore = o->ignore;
+  g->params.smoothing = o->smoothing;
+  g->params.zloss = o->zloss;
+  g->params.softcap = o->softcap;
+  g->params.labels64 = o->labels64;
+  g->use_weight = o->weight;
+  if (g->ready) g->params.weight = o->weight ? g->weight : 0;
+}
+
+int tune_gpu_ce_scale(tune_Gpu *g, float scale, char *err, size_t errlen)
+{
+  CUresult r = g->drv.cuMemcpyHtoDAsync(g->scale, &scale, 4, g->stream);
+  if (!r) r = wait(g, 20.);
+  g->params.scale = g->scale;
+  return r ? (cu_msg(g, "scale", r, err, errlen), 1) : 0;
+}
+
+int tune_gpu_ce_labels(tune_Gpu *g, const int64_t *labels, char *err, size_t errlen)
+{
+  const int64_t rows = g->p.rows;
+  free(g->own_labels);
+  g->own_labels = NULL;
+  if (!labels) return 0;
+  if (!(g->own_labels = malloc((size_t)rows * 8))) return snprintf(err, errlen, "out of memory"), 1;
+  for (int64_t i = 0; i < rows; i++)
+    if (g->params.labels64) ((int64_t *)g->own_labels)[i] = labels[i];
+    else ((int *)g->own_labels)[i] = (int)labels[i];
+  return 0;
+}
+
+int tune_gpu_ce_flag(tune_Gpu *g, int *flag, char *err, size_t errlen)
+{
+  CUresult r = wait(g, 20.);
+  if (!r) r = g->drv.cuMemcpyDtoH(flag, g->flag, 4);
+  if (!r) r = g->drv.cuMemsetD32Async(g->flag, 0, 1, g->stream);
+  if (!r) r = wait(g, 20.);
+  return r ? (cu_msg(g, "flag", r, err, errlen), 1) : 0;
 }
 
 const tune_Driver *tune_gpu_driver(const tune_Gpu *g)
@@ -735,6 +880,7 @@ void tune_gpu_close(tune_Gpu *g)
   teardown(g);
   tune_green_close(&g->green);
   gen_cubin_free(&g->aux);
+  free(g->own_labels);
   free(g->slots);
   tune_driver_unload(&g->drv);
   free(g);

@@ -213,3 +213,118 @@ void tune_check_rows_bw(const void *y, const void *dy, const void *dx, int dtype
   }
   free(yr), free(dr), free(ref);
 }
+
+/* ---- cross-entropy: the reference and st_check_ce's rule, step for step ---- */
+
+/* What the rule needs of a row: z (the logits, softcapped), the float64 lse and its float32
+** error bound, the sum of z and its error bound, and the row's terms of dz = (a p - c - b) k. */
+typedef struct CeRow {
+  double lse, lerr, t, terr;
+  int valid, bad;           /* a label in [0, cols); one outside it (not ignore_index) */
+  double w, a, c, b, zl2;
+} CeRow;
+
+static double zof(double x, double cap) { return cap > 0. ? cap * tanh(x / cap) : x; }
+
+static void ce_row(const double *x, int64_t cols, int64_t y, const tune_CeRef *o, double *z, CeRow *r)
+{
+  const int capped = o->softcap > 0.;
+  double m = -INFINITY, s = 0., h = 0., ta = 0.;
+  r->t = 0.;
+  for (int64_t j = 0; j < cols; j++) z[j] = zof(x[j], o->softcap), m = fmax(m, z[j]);
+  for (int64_t j = 0; j < cols; j++) {
+    r->t += z[j];
+    if (!isinf(z[j])) s += exp(z[j] - m), h += exp(z[j] - m) * (m - z[j]), ta += fabs(z[j]);
+  }
+  const double ls = log(s);
+  r->lse = m + ls;
+  r->lerr = vr_ce_lse_err(m, ls, vr_row_err((double)cols, h / s), capped);
+  r->terr = vr_sum_err((double)cols, ta) + (capped ? 3. * VR_U * ta : 0.);
+  const int ignored = y == o->ignore;
+  r->bad = !ignored && (y < 0 || y >= cols), r->valid = !ignored && !r->bad;
+  r->w = r->valid ? (o->weight ? (double)o->weight[y] : 1.) : 0.;
+  const double eps = o->smoothing, sc = o->scale;
+  r->a = r->valid ? sc * ((1. - eps) * r->w + eps + 2. * o->zloss * r->lse) : 0.;
+  r->c = r->valid ? sc * eps / (double)cols : 0.;
+  r->b = sc * (1. - eps) * r->w;
+  r->zl2 = fabs(2. * o->zloss * sc);
+}
+
+/* Element j's reference (z[j] given) and the softcap's factor k. */
+static double ce_ref(const CeRow *r, const tune_CeRef *o, double zj, int64_t j, int64_t y, double *p, double *k)
+{
+  *p = exp(zj - r->lse);
+  *k = o->softcap > 0. ? 1. - (zj / o->softcap) * (zj / o->softcap) : 1.;
+  return (r->a * *p - r->c - (j == y ? r->b : 0.)) * *k;
+}
+
+static double ce_loss(const CeRow *r, const tune_CeRef *o, const double *z, int64_t cols, int64_t y)
+{
+  if (!r->valid) return r->bad ? NAN : 0.;
+  const double eps = o->smoothing;
+  return (1. - eps) * r->w * (r->lse - z[y]) + eps * (r->lse - r->t / (double)cols) + o->zloss * r->lse * r->lse;
+}
+
+void tune_ref_row_ce(const double *x, int64_t cols, int64_t y, const tune_CeRef *o, double *dx, double *loss, double *lse)
+{
+  double *z = malloc((size_t)cols * sizeof *z), p, k;
+  CeRow r;
+  if (!z) {
+    *loss = *lse = NAN;
+    return;
+  }
+  ce_row(x, cols, y, o, z, &r);
+  *lse = r.lse;
+  *loss = ce_loss(&r, o, z, cols, y);
+  for (int64_t j = 0; dx && j < cols; j++) dx[j] = r.valid ? ce_ref(&r, o, z[j], j, y, &p, &k) : 0.;
+  free(z);
+}
+
+/* Row r's loss and lse: the number of them off (0 or 1); the loss's deviation into c. */
+static int ce_check_scalars(const CeRow *r, const tune_CeRef *o, const double *z, int64_t cols, int64_t y, double loss,
+                            double lse, tune_Check *c)
+{
+  const double want = ce_loss(r, o, z, cols, y), eps = o->smoothing;
+  const double tol = r->valid ? vr_ce_loss_tol((1. - eps) * r->w, r->lse, r->lerr, z[y], r->t, r->terr, eps, o->zloss,
+                                               (double)cols, want) : 0.;
+  const double dev = fabs(loss - want);
+  const int okl = r->bad ? isnan(loss) : dev <= tol;
+  const int okse = fabs(lse - r->lse) <= r->lerr + 2. * VR_U * fabs(r->lse);
+  if (r->valid && dev == dev && (float)dev > c->max_sumdev) c->max_sumdev = (float)dev;
+  return !okl || !okse;
+}
+
+void tune_check_rows_ce(const void *x, const void *labels, int labels64, const void *dx, const float *loss, const float *lse,
+                        int dtype, int64_t cols, int64_t r0, int64_t r1, const tune_CeRef *o, uint32_t poison, tune_Check *c)
+{
+  double *xr = malloc((size_t)cols * sizeof *xr), *z = malloc((size_t)cols * sizeof *z);
+  if (!xr || !z) {
+    c->bad = c->checked = -1;
+    free(xr), free(z);
+    return;
+  }
+  for (int64_t row = r0; row < r1; row++) {
+    const int64_t y = labels64 ? ((const int64_t *)labels)[row] : ((const int32_t *)labels)[row];
+    CeRow r;
+    for (int64_t j = 0; j < cols; j++) xr[j] = tune_load(x, dtype, row * cols + j);
+    ce_row(xr, cols, y, o, z, &r);
+    for (int64_t j = 0; dx && j < cols; j++) {
+      const int64_t i = row * cols + j;
+      const double out = tune_load(dx, dtype, i);
+      int ok = bits(dx, dtype, i) != poison;
+      if (!r.valid) ok = ok && out == 0.;
+      else {
+        double p, k, lo, hi;
+        const double ref = ce_ref(&r, o, z[j], j, y, &p, &k), bj = j == y ? r.b : 0.;
+        vr_bounds_ce(dtype, ref, z[j], r.a, p, r.c, bj, r.lse, r.lerr, r.zl2, o->softcap > 0., k, &lo, &hi);
+        ok = ok && lo <= out && out <= hi;
+        const double e = vr_ulps(out, ref, dtype);
+        if (e == e && e > c->max_err) c->max_err = e;
+      }
+      c->checked++;
+      if (!ok && c->bad++ == 0) c->first_bad = i;
+    }
+    c->bad_sums += ce_check_scalars(&r, o, z, cols, y, loss[row], lse[row], c);
+  }
+  free(xr), free(z);
+}

@@ -38,4 +38,23 @@ void tune_ref_row_bw(const double *y, const double *dy, int64_t cols, int op, do
 void tune_check_rows_bw(const void *y, const void *dy, const void *dx, int dtype, int op, int64_t cols, int64_t r0,
                         int64_t r1, uint32_t poison, tune_Check *c);
 
+/* The cross-entropy ops (GEN_CE, GEN_CE_LOSS; templates/ce.cu has the math): the options of a
+** row's reference, as the kernels' CeParams gives them but on the host. */
+typedef struct tune_CeRef {
+  int64_t ignore;           /* ignore_index */
+  double smoothing, zloss, softcap;   /* softcap 0: none */
+  double scale;             /* the gradient's factor (1: none) */
+  const float *weight;      /* class weights [cols], or NULL */
+} tune_CeRef;
+/* One row's float64 reference from the logits x (as loaded) and label y: loss, lse and, when dx
+** is not NULL, the gradient. An ignored row: loss 0, dx 0; a label outside [0, cols) that is
+** not ignore_index: loss NaN, dx 0. */
+void tune_ref_row_ce(const double *x, int64_t cols, int64_t y, const tune_CeRef *o, double *dx, double *loss, double *lse);
+/* Check rows [r0, r1) of the gradient dx (dtype, contiguous; NULL for the loss-only op), loss and
+** lse (float) from x (dtype) and labels (int64 if labels64, else int32) by verify.h's vr_ce_*
+** rule, as st_check_ce (templates/ce_aux.cu) does: bad counts gradient elements, bad_sums rows
+** whose loss or lse is off, max_sumdev the largest |loss - reference| of a labelled row. */
+void tune_check_rows_ce(const void *x, const void *labels, int labels64, const void *dx, const float *loss, const float *lse,
+                        int dtype, int64_t cols, int64_t r0, int64_t r1, const tune_CeRef *o, uint32_t poison, tune_Check *c);
+
 #endif

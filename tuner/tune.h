@@ -153,10 +153,29 @@ void tune_gpu_buffers(tune_Gpu *g, CUdeviceptr *in, CUdeviceptr *out, CUstream *
 CUdeviceptr tune_gpu_in2(tune_Gpu *g);
 /* The op's kernel arguments over the prepared buffers (a cross-entropy op's params included). */
 void tune_gpu_args(tune_Gpu *g, tune_Args *a);
-/* The cross-entropy options kernels are verified and timed with (before tune_gpu_prepare):
-** label smoothing, z-loss, softcap (0: none), class weights (drawn at random) and int64 labels;
-** the defaults are none of them, ignore_index -100, int64 labels and a gradient scale of 1/rows. */
-void tune_gpu_ce_options(tune_Gpu *g, float smoothing, float zloss, float softcap, int weight, int labels64);
+/* The cross-entropy options kernels are verified and timed with: launch arguments (CeParams),
+** not knobs, so one tuned kernel serves them all. ignore_index (rows labelled so: no loss, no
+** gradient; fill labels one row in 16 so), label smoothing, z-loss, softcap (0: none), class
+** weights (drawn at random), int64 labels (else int32). */
+typedef struct tune_CeOptions {
+  int64_t ignore;
+  float smoothing, zloss, softcap;
+  int weight, labels64;
+} tune_CeOptions;
+/* torch's defaults: ignore_index -100, int64 labels, nothing else. */
+void tune_ce_defaults(tune_CeOptions *o);
+/* 0 if o is valid (finite, >= 0, smoothing in [0, 1] and not with weights), else 2 with a
+** one-line err naming the bad value. */
+int tune_ce_check(const tune_CeOptions *o, char *err, size_t errlen);
+/* Set them (before tune_gpu_prepare, or between runs); the gradient's scale stays 1. */
+void tune_gpu_ce_options(tune_Gpu *g, const tune_CeOptions *o);
+/* For the GPU tests (after tune_gpu_prepare): the gradient's scale, a float the kernels read
+** (1: none); labels of the host's own [rows] instead of fill's from the next fill on (in the
+** options' width, so set the options first; NULL: fill's again); and the flag a bad label
+** sets, read and cleared. */
+int tune_gpu_ce_scale(tune_Gpu *g, float scale, char *err, size_t errlen);
+int tune_gpu_ce_labels(tune_Gpu *g, const int64_t *labels, char *err, size_t errlen);
+int tune_gpu_ce_flag(tune_Gpu *g, int *flag, char *err, size_t errlen);
 const tune_Driver *tune_gpu_driver(const tune_Gpu *g);
 int tune_gpu_fill(tune_Gpu *g, char *err, size_t errlen);
 int tune_gpu_check(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, tune_Check *c, char *err, size_t errlen);
