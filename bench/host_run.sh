@@ -26,8 +26,8 @@ run_build() {
 }
 
 py_test() {   # py_test NAME [ARGS]: tests/NAME.py (at most $TEST_LIMIT s, default 400), its verdicts
-  local rc   # faulthandler: a crash prints the Python stack of every thread into the log
-  timeout "${TEST_LIMIT:-400}" python3 -X faulthandler "tests/$1.py" "${@:2}" >"$out/$1.log" 2>&1
+  local rc   # faulthandler (the env: the test's own rerun on the fallback too): a crash prints the Python stack
+  PYTHONFAULTHANDLER=1 timeout "${TEST_LIMIT:-400}" python3 -X faulthandler "tests/$1.py" "${@:2}" >"$out/$1.log" 2>&1
   rc=$?
   echo "$1: rc=$rc"
   grep -E "FAIL|SKIP|host path|failures|Error" "$out/$1.log" | head -25
