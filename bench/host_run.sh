@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# host_run.sh [build] [python] [train] [untuned] [bench] — on the GPU machine, from the repository
+# host_run.sh [build] [probe] [python] [train] [untuned] [bench] — on the GPU machine, from the repository
 # root, with .carry/ packed by bench/carry.sh (default: all of them, in that order):
 #   build    the C++ ops in place (python/setup.py build_ext --inplace; SOFTMAX_TUNE_CPP=1: a failed
 #            compile is an error, and the steps after it do not run)
+#   probe    bench/cpp_probe.py: each suspect of a crash of the C++ ops in a process of its own (not by default)
 #   python   tests/test_python.py: on the C++ ops, then again on the ctypes fallback
 #   train    tests/test_python_train.py, the same
 #   untuned  tests/test_python_untuned.py (record, then tune) on the C++ ops
@@ -25,10 +26,16 @@ run_build() {
 }
 
 py_test() {   # py_test NAME [ARGS]: tests/NAME.py (at most $TEST_LIMIT s, default 400), its verdicts
-  timeout "${TEST_LIMIT:-400}" python3 "tests/$1.py" "${@:2}" >"$out/$1.log" 2>&1
-  echo "$1: rc=$?"
+  local rc   # faulthandler (the env: the test's own rerun on the fallback too): a crash prints the Python stack
+  PYTHONFAULTHANDLER=1 timeout "${TEST_LIMIT:-400}" python3 -X faulthandler "tests/$1.py" "${@:2}" >"$out/$1.log" 2>&1
+  rc=$?
+  echo "$1: rc=$rc"
   grep -E "FAIL|SKIP|host path|failures|Error" "$out/$1.log" | head -25
+  [ $rc -ge 128 ] && grep -A12 -E "^Fatal Python error|^(Current thread|Thread) 0x" "$out/$1.log" | head -40
+  return 0
 }
+
+run_probe() { python3 bench/cpp_probe.py 2>&1 | tee "$out/probe.log" | tail -60; }
 
 run_python() { py_test test_python; }
 run_train() { py_test test_python_train; }

@@ -5,7 +5,7 @@
 **   softmax_tune::softmax_backward(Tensor y, Tensor dy, bool log) -> Tensor
 **   softmax_tune::softmax_out(Tensor x, bool log, Tensor(a!) out) -> ()
 **
-** over the last dim, registered with TORCH_LIBRARY: CUDA (and CPU) kernels, autograd in C++
+** over the last dim, registered with TORCH_LIBRARY: CUDA (and CPU: torch's own) kernels, autograd in C++
 ** (torch::autograd::Function; the backward op's own backward raises: no double backward); their
 ** fake kernels are Python's (softmax_tune/_native.py). Plus two plain calls for eager use,
 ** softmax(x, dim, log) and softmax_out(x, dim, log, out), that skip the dispatcher when no
@@ -71,6 +71,9 @@ st_ctx *open_context(int device) {
       throw std::runtime_error(py::str(e.value()).cast<std::string>());
     }
   }
+  if (ctx == 0 || fwd == 0 || err == 0)   // never publish what a call would jump through as NULL
+    throw std::runtime_error("softmax_tune: no context or no st_softmax/st_error from the library for CUDA device " +
+                             std::to_string(device) + " (softmax_tune/_native.py _open)");
   std::lock_guard<std::mutex> lock(bind_lock);
   if (lib_forward == nullptr) {
     lib_forward = reinterpret_cast<decltype(&st_softmax)>(fwd);
@@ -107,12 +110,29 @@ void run_forward(const at::Tensor &x, const at::Tensor &y, bool log) {
                     cols, stream_of(device)), ctx);
 }
 
-/* ---- the ops' kernels (CUDA and CPU: anything the library does not take is torch's) ---- */
+/* ---- the ops' kernels (CUDA; anything the library does not take is torch's) ---- */
+
+/* torch's own kernels, for what the library does not take: ATen ops only, so a CPU tensor (or
+** float64, empty, 0-d) never reaches the library nor re-enters a softmax_tune:: op. */
+at::Tensor torch_softmax(const at::Tensor &x, bool log) {
+  at::Tensor xc = x.contiguous();
+  return log ? at::_log_softmax(xc, -1, false) : at::_softmax(xc, -1, false);
+}
+
+at::Tensor torch_backward(const at::Tensor &y, const at::Tensor &dy, bool log) {
+  return log ? at::_log_softmax_backward_data(dy.contiguous(), y, -1, y.scalar_type())
+             : at::_softmax_backward_data(dy.contiguous(), y, -1, y.scalar_type());
+}
+
+void check_shapes(const at::Tensor &y, const at::Tensor &dy) {
+  TORCH_CHECK(dy.sizes() == y.sizes(), "softmax_tune: softmax_backward: dy of shape ", dy.sizes(), ", y of ",
+              y.sizes());
+}
 
 at::Tensor softmax_kernel(const at::Tensor &x, bool log) {
-  at::Tensor xc = x.contiguous();
   if (!supported(x) || x.dim() == 0 || x.numel() == 0)
-    return log ? at::_log_softmax(xc, -1, false) : at::_softmax(xc, -1, false);
+    return torch_softmax(x, log);
+  at::Tensor xc = x.contiguous();
   at::Tensor y = at::empty(xc.sizes(), xc.options());
   run_forward(xc, y, log);
   return y;
@@ -120,11 +140,9 @@ at::Tensor softmax_kernel(const at::Tensor &x, bool log) {
 
 at::Tensor backward_kernel(const at::Tensor &y_, const at::Tensor &dy, bool log) {
   at::Tensor y = y_.contiguous();
-  TORCH_CHECK(dy.sizes() == y.sizes(), "softmax_tune: softmax_backward: dy of shape ", dy.sizes(), ", y of ",
-              y.sizes());
+  check_shapes(y, dy);
   if (!supported(y) || y.dim() == 0 || y.numel() == 0)
-    return log ? at::_log_softmax_backward_data(dy.contiguous(), y, -1, y.scalar_type())
-               : at::_softmax_backward_data(dy.contiguous(), y, -1, y.scalar_type());
+    return torch_backward(y, dy, log);
   int device = static_cast<int>(y.get_device());
   st_ctx *ctx = context(device);   // the entry points bound
   if (lib_backward == nullptr)
@@ -148,6 +166,18 @@ void out_kernel(const at::Tensor &x, bool log, at::Tensor &out) {
               "x and a contiguous out like it, got x ", x.device(), " ", x.scalar_type(), " ", x.sizes(), ", out ",
               out.device(), " ", out.scalar_type(), " ", out.sizes());
   run_forward(x, out, log);
+}
+
+/* The CPU kernels: torch's, never the library (a CUDA tensor here is a dispatch error). */
+at::Tensor cpu_softmax(const at::Tensor &x, bool log) {
+  TORCH_CHECK(!x.is_cuda(), "softmax_tune: the CPU kernel got a CUDA tensor");
+  return torch_softmax(x, log);
+}
+
+at::Tensor cpu_backward(const at::Tensor &y, const at::Tensor &dy, bool log) {
+  TORCH_CHECK(!y.is_cuda() && !dy.is_cuda(), "softmax_tune: the CPU kernel got a CUDA tensor");
+  check_shapes(y, dy);
+  return torch_backward(y.contiguous(), dy, log);
 }
 
 /* ---- autograd ---- */
@@ -259,8 +289,8 @@ TORCH_LIBRARY_IMPL(softmax_tune, CUDA, m) {
 }
 
 TORCH_LIBRARY_IMPL(softmax_tune, CPU, m) {
-  m.impl("softmax", &softmax_kernel);
-  m.impl("softmax_backward", &backward_kernel);
+  m.impl("softmax", &cpu_softmax);
+  m.impl("softmax_backward", &cpu_backward);
 }
 
 TORCH_LIBRARY_IMPL(softmax_tune, Autograd, m) {
