@@ -587,7 +587,9 @@ static int selftest_ce(tune_Gpu *g, char *err, size_t errlen)
   const double v = r ? 0. : tune_load(bits, g->p.dtype, 0);
   for (int k = 0; k < 5 && !r; k++) {
     if (!grad && (k == 1 || k == 2)) continue;
-    if (k == 1) tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + fabs(v) * 0x1p-12), r = poke(g, mid, bits);
+    /* 2^-100 too: an element whose p underflowed (v 0) may read up to 2^-126 |a| (ftz), past 8 ulps of 0 */
+    if (k == 1)
+      tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + fabs(v) * 0x1p-12 + 0x1p-100), r = poke(g, mid, bits);
     if (k == 2) bits[0] = tune_poison(g->p.dtype), r = poke(g, mid, bits);
     if (k == 3) {   /* the gradient as it was, the loss moved */
       const float moved = loss0 + fabsf(loss0) * 0x1p-8f + 0x1p-8f;
