@@ -1,5 +1,5 @@
 # carry_env.sh — sourced by the scripts that run on the GPU machine from the repository root
-# (device_run.sh, host_run.sh): $out, the log folder ($OUT, or /tmp/st_out), and the environment
+# (device_run.sh, host_run.sh, ce_py_run.sh): $out, the log folder ($OUT, or /tmp/st_out), and the environment
 # that runs what bench/carry.sh packed into .carry/.
 out=${OUT:-/tmp/st_out}
 mkdir -p "$out"

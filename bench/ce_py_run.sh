@@ -5,12 +5,7 @@
 # $LIGER_PATH; $CE_BENCH_ARGS passed on, e.g. --no-autotune). Logs and the table go to $OUT (or
 # /tmp/st_out); the kernels come from $SOFTMAX_TUNE_CACHE (bench/ce_run.sh tunes into it).
 set -u
-out=${OUT:-/tmp/st_out}
-mkdir -p "$out"
-export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-export SOFTMAX_TUNE_LIB=$PWD/.carry/lib/libsoftmax_tune.so
-export SOFTMAX_TUNE_CACHE=${SOFTMAX_TUNE_CACHE:-/tmp/st_cache.db}
-export PYTHONUNBUFFERED=1
+. "$(dirname "$0")/carry_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 
 check() {   # check NAME LIMIT COMMAND...: run it, its log under $out, a verdict and its failures
