@@ -191,6 +191,14 @@ static int table_from_cache(cli_Options *o, const char *made)
   return rc;
 }
 
+/* A path as the table's made line names it: a file's own name where the path is absolute, so
+** that no directory of the host travels with a shipped table. */
+static const char *shown(const char *path)
+{
+  const char *slash = strrchr(path, '/');
+  return path[0] == '/' && slash ? slash + 1 : path;
+}
+
 int cli_pretune(cli_Options *o)
 {
   char made[1024];
@@ -203,10 +211,10 @@ int cli_pretune(cli_Options *o)
   if (o->from_cache && o->grid) return cli_fail("pretune takes --grid FILE or --from-cache, not both"), 2;
   if (o->from_cache) {
     snprintf(made, sizeof made, "softmax-tune pretune --from-cache%s%s -o %s", o->gpu_model ? " --gpu-model " : "",
-             o->gpu_model ? o->gpu_model : "", o->output);
+             o->gpu_model ? o->gpu_model : "", shown(o->output));
     return table_from_cache(o, made);
   }
-  snprintf(made, sizeof made, "softmax-tune pretune --gpu %d --grid %s -o %s", o->gpu, o->grid, o->output);
+  snprintf(made, sizeof made, "softmax-tune pretune --gpu %d --grid %s -o %s", o->gpu, shown(o->grid), shown(o->output));
   int rc = tune_driver_load(&drv, o->err, sizeof o->err) || tune_device(&drv, o->gpu, &dev, o->err, sizeof o->err);
   if (drv.lib) tune_driver_unload(&drv);
   if (rc) return cli_fail("%s", o->err), 1;
