@@ -173,18 +173,16 @@ static void teardown(tune_Gpu *g)
 
 /* The cross-entropy buffers, and the params pointing at them: labels (int64, or int32), class
 ** weights, loss and lse, and the flag; the gradient's scale is 1 (reduction sum: a mean's factor
-** is a float the kernel reads, whatever its value). */
+** is a float the kernel reads, whatever its value) until tune_gpu_ce_scale writes one. */
 static CUresult alloc_ce(tune_Gpu *g)
 {
   tune_Driver *d = &g->drv;
   const size_t rows = (size_t)g->p.rows;
-  const float scale = (float)(1. / (double)g->p.rows);
   CUresult r;
   if ((r = d->cuMemAlloc(&g->labels, 8 * rows)) || (r = d->cuMemAlloc(&g->weight, 4 * (size_t)g->p.cols)) ||
       (r = d->cuMemAlloc(&g->loss, 4 * rows)) || (r = d->cuMemAlloc(&g->lse, 4 * rows)) ||
       (r = d->cuMemAlloc(&g->scale, 4)) || (r = d->cuMemAlloc(&g->flag, 4)) ||
-      (r = d->cuMemcpyHtoDAsync(g->scale, &scale, 4, g->stream)) || (r = d->cuMemsetD32Async(g->flag, 0, 1, g->stream)) ||
-      (r = d->cuStreamSynchronize(g->stream)))
+      (r = d->cuMemsetD32Async(g->flag, 0, 1, g->stream)) || (r = d->cuStreamSynchronize(g->stream)))
     return r;
   g->params.stride = g->p.cols;
   g->params.weight = g->use_weight ? g->weight : 0;
