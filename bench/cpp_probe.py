@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """cpp_probe.py [CASE] — on a GPU machine with the C++ ops built: each suspect of a crash of
 softmax_tune._C in a process of its own (python3 -X faulthandler), so that one line per case says
-which ones crash (a signal) and the faulthandler's Python stack shows where; with gdb there, the
-first crash again under gdb for its C++ frames. A control (torch's own C++ error through torch.ops)
+which ones crash (a signal) and the faulthandler's Python stack shows where; with gdb or cuda-gdb there, the
+first crash again under it for its C++ frames. A control (torch's own C++ error through torch.ops)
 tells a fault of these ops from one of the environment. With CASE: that case alone, in this process.
 
     python3 bench/cpp_probe.py        # from the repository root (bench/host_run.sh probe)
@@ -66,10 +66,11 @@ CASES = ("aten_raise", "out_ok", "out_raise", "out_raise_after_opcheck", "backwa
 
 
 def gdb_trace(case):
-    """The C++ stack of a crashing case, under gdb (when there)."""
-    if not shutil.which("gdb"):
-        return "  (no gdb here for the C++ frames)"
-    cmd = ["gdb", "-q", "-batch", "-ex", "run", "-ex", "bt 30", "--args", sys.executable, __file__, case]
+    """The C++ stack of a crashing case, under gdb or cuda-gdb (when there)."""
+    gdb = shutil.which("gdb") or shutil.which("cuda-gdb")   # the GPU machines have cuda-gdb only
+    if not gdb:
+        return "  (no gdb or cuda-gdb here for the C++ frames)"
+    cmd = [gdb, "-q", "-batch", "-ex", "run", "-ex", "bt 30", "--args", sys.executable, __file__, case]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     lines = [line for line in r.stdout.splitlines() if line.startswith("#") or "SIG" in line]
     return "\n".join("  " + line[:200] for line in lines[:40])

@@ -29,6 +29,42 @@ def note(why):
     return {}
 
 
+def compiler():
+    """The C++ compiler setuptools will call: $CXX, else Python's configured one."""
+    import shlex
+    import sysconfig
+    return shlex.split(os.environ.get("CXX") or sysconfig.get_config_var("CXX") or "c++")[0]
+
+
+def shared_libstdcxx():
+    """Link arguments that bind libstdc++ as a shared library. A toolchain that links it statically
+    (the GPU machines' /opt/gcc does) puts a second copy beside the one torch loaded: its locale
+    facets then index the other copy's tables, and the first error message that formats a number
+    crashes the process (bench/cpp_probe.py, lab/NOTES.md). Naming the compiler's libstdc++.so
+    first makes the linker take every symbol from it."""
+    import subprocess
+    try:
+        lib = subprocess.run([compiler(), "-print-file-name=libstdc++.so"], capture_output=True, text=True,
+                             timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return ["-Wl,--no-as-needed", lib, "-Wl,--as-needed"] if os.path.isabs(lib) and os.path.exists(lib) else []
+
+
+def static_libstdcxx(path):
+    """Why the built module at path cannot be used (it does not load libstdc++.so.6, so it carries a
+    copy of its own), or None; None also where readelf is not there to tell."""
+    import subprocess
+    try:
+        dyn = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if "libstdc++.so" in dyn:
+        return None
+    return ("%s links libstdc++ statically (compiler %s): a second libstdc++ beside torch's crashes on the first "
+            "error; set CXX to a compiler that links it as a shared library" % (os.path.basename(path), compiler()))
+
+
 def cpp_ops():
     """setup()'s ext_modules and cmdclass for softmax_tune._C, or {} where it cannot be built."""
     if os.environ.get("SOFTMAX_TUNE_NO_CPP") == "1":
@@ -51,10 +87,16 @@ def cpp_ops():
             try:
                 super().build_extensions()
             except Exception as e:   # noqa: BLE001  (no compiler, no torch headers: the ctypes path)
-                note("%s: %s" % (type(e).__name__, e))
+                return note("%s: %s" % (type(e).__name__, e))
+            for path in self.get_outputs():
+                why = static_libstdcxx(path)
+                if why:
+                    os.remove(path)
+                    note(why)
 
     ext = cpp_extension.CUDAExtension("softmax_tune._C", ["softmax_tune/csrc/ops.cpp"], include_dirs=[include],
-                                      extra_compile_args={"cxx": ["-O2"]}, optional=not REQUIRED)
+                                      extra_compile_args={"cxx": ["-O2"]}, extra_link_args=shared_libstdcxx(),
+                                      optional=not REQUIRED)
     return {"ext_modules": [ext], "cmdclass": {"build_ext": Build.with_options(use_ninja=False)}}
 
 
