@@ -23,10 +23,25 @@ HOLD = 400_000   # GPU cycles each launch waits behind (torch.cuda._sleep): 0.2-
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+def tree():
+    """The source tree measured: .carry/TREE (bench/carry.sh writes it; the GPU machines get no .git),
+    else git's HEAD, else "unknown"."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    try:
+        with open(os.path.join(root, ".carry", "TREE")) as f:
+            return f.read().strip()
+    except OSError:
+        pass
+    import subprocess
+    r = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
 def device_line():
     dev = torch.cuda.get_device_properties(0)
-    return "# %s (%d SMs), torch %s, triton %s, %s." % (dev.name, dev.multi_processor_count, torch.__version__,
-                                                     triton.__version__, datetime.date.today().isoformat())
+    return "# %s (%d SMs), torch %s, triton %s, %s, tree %s." % (
+        dev.name, dev.multi_processor_count, torch.__version__, triton.__version__, datetime.date.today().isoformat(),
+        tree())
 
 
 def header(*notes, timing=None):

@@ -15,4 +15,6 @@ cmake --install "$build" --prefix "$PWD/.carry/prefix" >/dev/null
 cmake -S tests/example -B .carry/exbuild -DCMAKE_PREFIX_PATH="$PWD/.carry/prefix" >/dev/null
 cmake --build .carry/exbuild >/dev/null
 cp .carry/exbuild/example .carry/ && rm -rf .carry/exbuild .carry/prefix
+# the tree measured, for the tables' headers (benchlib.tree): the GPU machines get no .git
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo +changes)" >.carry/TREE
 du -sh .carry

@@ -265,7 +265,7 @@ def main():
                    "closed forms first (WRONG marks a miss).",
                    "fwd_bwd floor: a copy of the logits; loss_only floor: logits.amax(dim=1).",
                    "Liger Kernel: %s (%s)." % ("liger_kernel.ops.cross_entropy" if liger else "not run", commit),
-                   "softmax_tune %s; SOFTMAX_TUNE_MISS=%s." % (softmax_tune.library_path(),
+                   "softmax_tune %s; SOFTMAX_TUNE_MISS=%s." % (os.path.basename(softmax_tune.library_path()),
                                                                os.environ.get("SOFTMAX_TUNE_MISS", "(default)")),
                    "dtype\tshape\tmode\tsystem\tms\tfrac_of_floor\textra_mem_gb",
                    timing="Median of %d interleaved rounds (benchlib.interleaved_ms: L2 cleared before each call, "
