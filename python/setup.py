@@ -36,18 +36,33 @@ def compiler():
     return shlex.split(os.environ.get("CXX") or sysconfig.get_config_var("CXX") or "c++")[0]
 
 
+def loaded_libstdcxx():
+    """The libstdc++ this process loaded (torch's, which the module will run beside), or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "libstdc++.so" in line}
+    except OSError:
+        return None
+    paths = [p for p in paths if os.path.isabs(p) and os.path.exists(p)]
+    return paths[0] if len(paths) == 1 else None
+
+
 def shared_libstdcxx():
     """Link arguments that bind libstdc++ as a shared library. A toolchain that links it statically
-    (the GPU machines' /opt/gcc does) puts a second copy beside the one torch loaded: its locale
-    facets then index the other copy's tables, and the first error message that formats a number
-    crashes the process (bench/cpp_probe.py, lab/NOTES.md). Naming the compiler's libstdc++.so
-    first makes the linker take every symbol from it."""
+    (the GPU machines' /opt/gcc/bin/g++ wrapper does) puts a second copy beside the one torch
+    loaded: its locale facets then index the other copy's tables, and the first error message that
+    formats a number crashes the process (bench/cpp_probe.py, lab/NOTES.md). Naming the libstdc++
+    that torch runs with (else the compiler's libstdc++.so) first makes the linker take every
+    symbol from it; the static archive the driver adds later then has nothing left to give."""
     import subprocess
-    try:
-        lib = subprocess.run([compiler(), "-print-file-name=libstdc++.so"], capture_output=True, text=True,
-                             timeout=60).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return []
+    import torch  # noqa: F401  (its libstdc++ mapped into this process)
+    lib = loaded_libstdcxx()
+    if lib is None:
+        try:
+            lib = subprocess.run([compiler(), "-print-file-name=libstdc++.so"], capture_output=True, text=True,
+                                 timeout=60).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return []
     return ["-Wl,--no-as-needed", lib, "-Wl,--as-needed"] if os.path.isabs(lib) and os.path.exists(lib) else []
 
 
