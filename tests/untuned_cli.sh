@@ -87,7 +87,7 @@ not both|explain --arch sm_90 --gpu 0 --shape 4x4
 pretune needs -o FILE|pretune --from-cache
 pretune needs --grid FILE|pretune -o x.tsv
 not both|pretune --from-cache --grid g.txt -o x.tsv
-no --grid or --from-cache|pretune --restamp old --from-cache -o x.tsv
+takes no --grid, --from-cache|pretune --restamp old --from-cache -o x.tsv
 cannot read the table|pretune --restamp old -o x.tsv
 EOT
 [ ! -e x.tsv ] || bad "a failed pretune left x.tsv"
