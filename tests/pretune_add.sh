@@ -9,15 +9,7 @@ set -u
 bin=$(realpath "$1")
 fake=$(realpath "$2")
 src=$(realpath "$3")
-tmp=$(mktemp -d /tmp/st_addXXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail=0
-bad() {
-  echo "FAIL: $*"
-  fail=$((fail + 1))
-}
-has() { [[ "$1" == *"$2"* ]] || bad "wanted '$2' in: $1"; }
+. "$(dirname "$0")/testlib.sh" add
 entries() { grep -v '^#' "$1" | grep -v '^dtype' | sort; }
 
 for p in "4096x8192 f32 softmax_backward" "65536x8 bf16 softmax_backward" "1x2 f32 softmax"; do

@@ -7,18 +7,7 @@ set -u
 bin=$(realpath "$1")
 fill=$(realpath "$2")
 src=$(realpath "$3")
-tmp=$(mktemp -d /tmp/st_untunedXXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail=0
-
-bad() {
-  echo "FAIL: $*"
-  fail=$((fail + 1))
-}
-
-# has OUT TEXT — OUT contains TEXT
-has() { [[ "$1" == *"$2"* ]] || bad "wanted '$2' in: $1"; }
+. "$(dirname "$0")/testlib.sh" untuned
 
 out=$("$bin" explain --arch sm_90 --shape 16384x50257 2>&1) || bad "explain: status $?: $out"
 has "$out" "problem  16384x50257 f32 softmax on any GPU (sm_90)"
