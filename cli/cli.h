@@ -39,6 +39,7 @@ typedef struct cli_Options {
   int from_cache, unaligned;  /* pretune --from-cache, explain --unaligned */
   int with_host, retime;      /* cache export --with-host, cache import --retime */
   const char *restamp;        /* pretune --restamp DIR: the templates the table was made with */
+  int add;                    /* pretune --add: the new entries join the table FILE, its others kept */
   int gpu_set;                /* --gpu was given */
   tune_CeOptions ce;          /* --ignore-index ... --labels: the cross-entropy ops' launch options */
   const char *ce_flag;        /* the first of those given, NULL if none */
@@ -77,6 +78,22 @@ void cli_sweep_options(const cli_Options *o, tune_Options *opt);
 int cli_batch(cli_Options *o);
 /* pretune --restamp DIR -o TABLE (restamp.c) */
 int cli_restamp(cli_Options *o);
+
+/* A default table (templates/defaults/sm_XX.tsv) read whole, its lines cut in place, and its
+** header's values (NULL or 0 where a line is missing); restamp.c. */
+#define CLI_TABLE_LINES 4096
+typedef struct cli_Table {
+  char *text;
+  char *lines[CLI_TABLE_LINES];
+  int n, arch, sms;
+  const char *gpu, *hash, *made;
+} cli_Table;
+/* 0, or the exit status after saying why (2 not a table, 1 unreadable); free(t->text) after. */
+int cli_read_table(const char *path, cli_Table *t);
+/* An entry line (dtype op rows cols frac config) as a problem of arch: 0, or 1 with why. */
+int cli_table_entry(const char *line, int arch, gen_Problem *p, double *frac, char config[256], char *why, size_t n);
+/* The templates hash of g (the cache key's): 0, or 1 with err. */
+int cli_templates_hash(gen_State *g, char hash[65], char *err, size_t errlen);
 int cli_is_batch(const cli_Options *o);
 struct tune_Unit;
 /* The list on these units (GPUs, or fakes in the tests), stored at path; the exit status. */

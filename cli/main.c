@@ -33,8 +33,8 @@ static const char *const USAGE =
   "       softmax-tune knobs\n"
   "       softmax-tune explain --shape RxC [--dtype T] [--op OP] [--gpu N | --arch sm_XX] [--unaligned]\n"
   "                                                         the kernel an untuned shape gets, and why\n"
-  "       softmax-tune pretune [--gpu N] --grid FILE -o FILE    tune a grid, write a default table\n"
-  "       softmax-tune pretune --from-cache [--gpu-model NAME] -o FILE   the table from the cache\n"
+  "       softmax-tune pretune [--gpu N] --grid FILE -o FILE [--add]   tune a grid, write a default table\n"
+  "       softmax-tune pretune --from-cache [--gpu-model NAME] -o FILE [--add]   the table from the cache\n"
   "       softmax-tune pretune --restamp DIR -o FILE   carry a table over to these templates\n"
   "\n"
   "options:\n"
@@ -79,6 +79,8 @@ static const char *const USAGE =
   "  --reps N         bench: timing rounds (default 100)\n"
   "  --grid FILE      pretune: the shapes to tune, as --shapes reads them\n"
   "  --from-cache     pretune: write the table from the cache's entries, tuning nothing\n"
+  "  --add            pretune: the new entries join the table FILE (same templates, arch and SMs),\n"
+  "                   replacing its entries of the same problems and keeping the others\n"
   "  --restamp DIR    pretune: the table FILE was made with the templates in DIR; where every\n"
   "                   entry's kernel is the same under these templates, name these in it\n"
   "  --unaligned      explain: input and output pointers aligned differently (vec=1 kernels)\n"
@@ -128,7 +130,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
        O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
-       O_SWEEP, O_RESTAMP, O_CUBINS, O_SMS, O_WITH_HOST, O_RETIME, O_IGNORE_INDEX, O_SMOOTHING, O_ZLOSS, O_SOFTCAP,
+       O_SWEEP, O_RESTAMP, O_ADD, O_CUBINS, O_SMS, O_WITH_HOST, O_RETIME, O_IGNORE_INDEX, O_SMOOTHING, O_ZLOSS, O_SOFTCAP,
        O_WEIGHT, O_LABELS };
 
 static const struct option LONGOPTS[] = {
@@ -145,6 +147,7 @@ static const struct option LONGOPTS[] = {
   { "shapes", required_argument, 0, O_SHAPES },      { "grid", required_argument, 0, O_GRID },
   { "from-cache", no_argument, 0, O_FROM_CACHE },   { "unaligned", no_argument, 0, O_UNALIGNED },
   { "sweep", required_argument, 0, O_SWEEP },       { "restamp", required_argument, 0, O_RESTAMP },
+  { "add", no_argument, 0, O_ADD },
   { "cubins", required_argument, 0, O_CUBINS },     { "sms", required_argument, 0, O_SMS },
   { "with-host", no_argument, 0, O_WITH_HOST },     { "retime", no_argument, 0, O_RETIME },
   { "ignore-index", required_argument, 0, O_IGNORE_INDEX }, { "label-smoothing", required_argument, 0, O_SMOOTHING },
@@ -225,6 +228,7 @@ static int parse_options(int argc, char **argv, cli_Options *o)
     case O_GRID: o->grid = optarg; break;
     case O_FROM_CACHE: o->from_cache = 1; break;
     case O_RESTAMP: o->restamp = optarg; break;
+    case O_ADD: o->add = 1; break;
     case O_UNALIGNED: o->unaligned = 1; break;
     case O_DTYPE:
       if (strchr(optarg, ',')) {

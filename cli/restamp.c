@@ -5,7 +5,7 @@
 ** the table's kernels as they were, and their timings with them. The table's templates line
 ** then names these templates and its made line says it was restamped. One entry whose kernel
 ** differs refuses the whole table (tune it again: pretune --grid); the file is rewritten whole
-** or not at all.
+** or not at all. Also what reads a table for the other pretune modes (cli_read_table, --add).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +14,7 @@
 #include "cli.h"
 #include "tune.h"
 
-typedef struct Table {
-  char *text;               /* the file, its lines cut in place */
-  char *lines[4096];
-  int n;
-  int arch;
-  const char *hash;         /* the templates line's value */
-} Table;
-
-static int read_table(const char *path, Table *t)
+int cli_read_table(const char *path, cli_Table *t)
 {
   FILE *f = fopen(path, "rb");
   long size;
@@ -35,21 +27,36 @@ static int read_table(const char *path, Table *t)
   }
   fclose(f);
   t->text[size] = '\0';
-  for (char *s = t->text, *nl; *s && t->n < 4096; s = nl + 1) {
+  for (char *s = t->text, *nl; *s; s = nl + 1) {
+    if (t->n == CLI_TABLE_LINES) return cli_fail("the table '%s' has more than %d lines", path, CLI_TABLE_LINES), 2;
     t->lines[t->n++] = s;
     if (!(nl = strchr(s, '\n'))) break;
     *nl = '\0';
   }
   for (int i = 0; i < t->n; i++) {
-    if (!strncmp(t->lines[i], "# arch\t", 7)) t->arch = atoi(t->lines[i] + 7);
-    if (!strncmp(t->lines[i], "# templates\t", 12)) t->hash = t->lines[i] + 12;
+    const char *l = t->lines[i];
+    if (!strncmp(l, "# arch\t", 7)) t->arch = atoi(l + 7);
+    if (!strncmp(l, "# sms\t", 6)) t->sms = atoi(l + 6);
+    if (!strncmp(l, "# gpu\t", 6)) t->gpu = l + 6;
+    if (!strncmp(l, "# made\t", 7)) t->made = l + 7;
+    if (!strncmp(l, "# templates\t", 12)) t->hash = l + 12;
   }
   if (!t->arch || !t->hash) return cli_fail("'%s' is not a default table (no arch or templates line)", path), 2;
   return 0;
 }
 
-/* The templates hash of g. */
-static int hash_of(gen_State *g, char *hash, char *err, size_t errlen)
+int cli_table_entry(const char *line, int arch, gen_Problem *p, double *frac, char config[256], char *why, size_t n)
+{
+  char dtype[16], op[32];
+  long long rows, cols;
+  if (sscanf(line, "%15s %31s %lld %lld %lf %255s", dtype, op, &rows, &cols, frac, config) != 6)
+    return snprintf(why, n, "a line that is no entry: '%s'", line), 1;
+  *p = (gen_Problem){ .rows = rows, .cols = cols, .dtype = gen_parse_dtype(dtype), .op = gen_parse_op(op), .arch = arch };
+  if (p->dtype < 0 || p->op < 0) return snprintf(why, n, "entry %lldx%lld: unknown dtype or op '%s %s'", rows, cols, dtype, op), 1;
+  return 0;
+}
+
+int cli_templates_hash(gen_State *g, char hash[65], char *err, size_t errlen)
 {
   tune_Device none = { 0 };
   gen_Problem p = { .rows = 1, .cols = 1 };
@@ -62,14 +69,13 @@ static int hash_of(gen_State *g, char *hash, char *err, size_t errlen)
 /* 0 when an entry line (dtype op rows cols frac config) renders alike under a and b. */
 static int same_kernel(gen_State *a, gen_State *b, int arch, const char *line, char *why, size_t n)
 {
-  char dtype[16], op[32], config[256];
-  long long rows, cols;
+  char config[256];
   double frac;
+  gen_Problem p;
   gen_Kernel ka = { 0 }, kb = { 0 };
-  if (sscanf(line, "%15s %31s %lld %lld %lf %255s", dtype, op, &rows, &cols, &frac, config) != 6)
-    return snprintf(why, n, "a line that is no entry: '%s'", line), 1;
-  gen_Problem p = { .rows = rows, .cols = cols, .dtype = gen_parse_dtype(dtype), .op = gen_parse_op(op), .arch = arch };
-  if (p.dtype < 0 || p.op < 0) return snprintf(why, n, "entry %lldx%lld: unknown dtype or op '%s %s'", rows, cols, dtype, op), 1;
+  if (cli_table_entry(line, arch, &p, &frac, config, why, n)) return 1;
+  const char *dtype = gen_dtype_name(p.dtype), *op = gen_op_name(p.op);
+  long long rows = (long long)p.rows, cols = (long long)p.cols;
   int rc = gen_render(a, &p, config, &ka) || gen_render(b, &p, config, &kb);
   if (rc) snprintf(why, n, "entry %lldx%lld %s %s does not render: %s", rows, cols, dtype, op, gen_error(ka.source ? b : a));
   else if (strcmp(ka.source, kb.source) || memcmp(&ka.launch, &kb.launch, sizeof ka.launch))
@@ -79,7 +85,7 @@ static int same_kernel(gen_State *a, gen_State *b, int arch, const char *line, c
   return rc;
 }
 
-static int write_restamped(const char *path, const Table *t, const char *hash)
+static int write_restamped(const char *path, const cli_Table *t, const char *hash)
 {
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -98,12 +104,12 @@ static int write_restamped(const char *path, const Table *t, const char *hash)
 
 int cli_restamp(cli_Options *o)
 {
-  Table t;
+  cli_Table t;
   gen_State *old = NULL, *cur = NULL;
   char hold[65], hcur[65], why[512];
-  int entries = 0, rc = read_table(o->output, &t);
+  int entries = 0, rc = cli_read_table(o->output, &t);
   if (!rc && (gen_open(&old, o->restamp, o->err, sizeof o->err) || gen_open(&cur, o->templates, o->err, sizeof o->err) ||
-              hash_of(old, hold, o->err, sizeof o->err) || hash_of(cur, hcur, o->err, sizeof o->err)))
+              cli_templates_hash(old, hold, o->err, sizeof o->err) || cli_templates_hash(cur, hcur, o->err, sizeof o->err)))
     rc = 1, cli_fail("%s", o->err);
   if (!rc && strcmp(hold, t.hash))
     rc = 2, cli_fail("the table was made with templates %.12s, but '%s' holds templates %.12s", t.hash, o->restamp, hold);

@@ -127,19 +127,29 @@ static const char *pick_templates(const cache_Entry *e, int n, const char *curre
   return best;
 }
 
-static int write_table(cli_Options *o, const cache_Entry *e, int n, const char *model, const char *hash, const char *made)
+/* The arch and SM count of the whole GPU's entries of model and hash: those of --sms hold fewer
+** SMs, and never stand for the whole. */
+static void whole_gpu(const cache_Entry *e, int n, const char *model, const char *hash, int *arch, int *sms)
+{
+  *arch = *sms = 0;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(e[i].key.gpu, model) && !strcmp(e[i].key.templates, hash) && e[i].key.sms > *sms)
+      *arch = e[i].key.arch, *sms = e[i].key.sms;
+}
+
+/* The table FILE: the entries of model, hash and the whole GPU (e sorted), under a header that
+** names gpu (the model, or the models of a table that entries were added to) and made. */
+static int write_table(cli_Options *o, const cache_Entry *e, int n, const char *model, const char *gpu, const char *hash,
+                       const char *made)
 {
   char tmp[4200];
-  int arch = 0, sms = 0, rows = 0, narrowed = 0;
+  int arch, sms, rows = 0, narrowed = 0;
+  whole_gpu(e, n, model, hash, &arch, &sms);
   snprintf(tmp, sizeof tmp, "%s.tmp", o->output);
   FILE *f = fopen(tmp, "w");
   if (!f) return cli_fail("cannot write '%s'", tmp), 1;
-  /* the whole GPU's entries: those of --sms hold fewer SMs, and never stand for the whole */
-  for (int i = 0; i < n; i++)
-    if (!strcmp(e[i].key.gpu, model) && !strcmp(e[i].key.templates, hash) && e[i].key.sms > sms)
-      arch = e[i].key.arch, sms = e[i].key.sms;
   fprintf(f, "# softmax-tune default table: the tuned config per problem on one GPU, adapted for shapes nobody tuned (docs/untuned.md)\n");
-  fprintf(f, "# gpu\t%s\n# arch\t%d\n# sms\t%d\n# templates\t%s\n# made\t%s\n", model, arch, sms, hash, made);
+  fprintf(f, "# gpu\t%s\n# arch\t%d\n# sms\t%d\n# templates\t%s\n# made\t%s\n", gpu, arch, sms, hash, made);
   fprintf(f, "dtype\top\trows\tcols\tfrac\tconfig\n");
   for (int i = 0; i < n; i++) {
     const cache_Key *k = &e[i].key;
@@ -153,40 +163,113 @@ static int write_table(cli_Options *o, const cache_Entry *e, int n, const char *
     rows++;
   }
   if (fclose(f) || rename(tmp, o->output)) return remove(tmp), cli_fail("cannot write '%s'", o->output), 1;
-  printf("wrote %s: %d problems of %s (sm_%d, %d SMs), templates %.12s\n", o->output, rows, model, arch, sms, hash);
+  printf("wrote %s: %d problems of %s (sm_%d, %d SMs), templates %.12s\n", o->output, rows, gpu, arch, sms, hash);
   if (narrowed) printf("left out %d entries tuned on fewer of its SMs (--sms)\n", narrowed);
   return 0;
 }
 
-/* The table from the cache's entries of one GPU model. */
-static int table_from_cache(cli_Options *o, const char *made)
+/* ---- pretune --add: the new entries join the table FILE ---- */
+
+/* Whether e[0..n) holds problem k among the entries of model and hash. */
+static int holds(const cache_Entry *e, int n, const cache_Key *k, const char *model, const char *hash)
+{
+  for (int i = 0; i < n; i++) {
+    const cache_Key *x = &e[i].key;
+    if (x->dtype == k->dtype && x->op == k->op && x->rows == k->rows && x->cols == k->cols && x->sms == k->sms &&
+        !strcmp(x->gpu, model) && !strcmp(x->templates, hash))
+      return 1;
+  }
+  return 0;
+}
+
+/* The table FILE before anything is tuned: readable, and of these templates (current), else 2. */
+static int add_check(cli_Options *o, cli_Table *t, const char *current)
+{
+  int rc = cli_read_table(o->output, t);
+  if (!rc && strcmp(t->hash, current))
+    rc = 2, cli_fail("--add: the table '%s' was made with templates %.12s, these are %.12s: restamp it (pretune --restamp) or "
+                     "tune it whole (pretune --grid without --add)", o->output, t->hash, current);
+  return rc;
+}
+
+/* t's entries that the new ones (*e, of model and hash, on arch with sms SMs) leave standing,
+** appended to *e as entries of model and hash; gpu and made the header's lines. 0, or the
+** status after saying why. */
+static int add_join(cli_Options *o, const cli_Table *t, cache_Entry **e, int *n, const char *model, const char *hash,
+                    char *gpu, char *made, size_t len)
+{
+  int arch, sms, kept = 0, fresh = 0, old = 0;
+  char why[512];
+  whole_gpu(*e, *n, model, hash, &arch, &sms);
+  if (t->arch != arch || (t->sms && t->sms != sms))
+    return cli_fail("--add: the table '%s' is of sm_%d with %d SMs, the new entries of sm_%d with %d SMs (%s): a table is one "
+                    "kind of GPU's", o->output, t->arch, t->sms, arch, sms, model), 2;
+  cache_Entry *all = realloc(*e, (size_t)(*n + t->n) * sizeof **e);
+  if (!all) return cli_fail("out of memory"), 1;
+  *e = all;
+  for (int i = 0; i < *n; i++) fresh += !strcmp(all[i].key.gpu, model) && !strcmp(all[i].key.templates, hash) && all[i].key.sms == sms;
+  int m = *n;
+  for (int i = 0; i < t->n; i++) {
+    const char *l = t->lines[i];
+    if (l[0] == '#' || !l[0] || !strncmp(l, "dtype\t", 6)) continue;
+    cache_Entry x = { 0 };
+    gen_Problem p;
+    if (cli_table_entry(l, t->arch, &p, &x.frac, x.config, why, sizeof why)) return cli_fail("--add: '%s': %s", o->output, why), 2;
+    old++;
+    x.key = (cache_Key){ .arch = arch, .sms = sms, .dtype = p.dtype, .op = p.op, .rows = p.rows, .cols = p.cols };
+    snprintf(x.key.gpu, sizeof x.key.gpu, "%s", model);
+    snprintf(x.key.templates, sizeof x.key.templates, "%s", hash);
+    if (holds(all, m, &x.key, model, hash)) continue;
+    all[(*n)++] = x;
+    kept++;
+  }
+  if (t->gpu && strcmp(t->gpu, model) && !strstr(t->gpu, model)) snprintf(gpu, len, "%s; added: %s", t->gpu, model);
+  else snprintf(gpu, len, "%s", t->gpu ? t->gpu : model);
+  char *add = strdup(made);
+  if (!add) return cli_fail("out of memory"), 1;
+  snprintf(made, len, "%s; added %d problems by %s", t->made ? t->made : "?", fresh, add);
+  free(add);
+  printf("--add: %d new problems, %d of the table's %d kept, %d replaced\n", fresh, kept, old, old - kept);
+  return 0;
+}
+
+/* The table from the cache's entries of one GPU model, of the current templates when it has
+** any; with --add (t), t's entries that these leave standing join them. made: the made line. */
+static int table_from_cache(cli_Options *o, const cli_Table *t, const char *current, char *made, size_t len)
 {
   cache_Db *db = NULL;
   cache_Entry *e = NULL;
-  cache_Key f, cur;
-  gen_State *g = NULL;
-  tune_Device none = { 0 };
-  gen_Problem p = { .rows = 1, .cols = 1 };
-  char path[4096];
+  cache_Key f;
+  char path[4096], model[256], hash[65], gpu[1024];
   int n = 0, rc = cli_open_cache(o, &db, path, sizeof path);
   if (rc) return rc;
   cli_filter(o, &f);
   f.rows = f.cols = 0, f.dtype = f.op = -1;
   rc = 1;
-  if (cache_entries(db, &f, &e, &n)) cli_fail("%s", cache_error(db));
-  else if (gen_open(&g, o->templates, o->err, sizeof o->err) || tune_key(g, &none, &p, &cur, o->err, sizeof o->err))
-    cli_fail("%s", o->err);
-  else {
-    const char *model = pick_model(o, e, n);
-    qsort(e, (size_t)n, sizeof *e, by_problem);
-    const char *hash = model ? pick_templates(e, n, cur.templates) : NULL;
-    if (!hash) rc = 2, cli_fail("no entries%s%s in %s to write a table from", model ? " of " : "", model ? model : "", path);
-    else rc = write_table(o, e, n, model, hash, made);
-    if (hash && strcmp(hash, cur.templates))
-      cli_fail("warning: the entries were tuned with templates %.12s, these are %.12s: the table is stale (tune again)", hash, cur.templates);
+  if (cache_entries(db, &f, &e, &n)) {
+    cli_fail("%s", cache_error(db));
+    goto done;
   }
+  const char *m = pick_model(o, e, n);
+  qsort(e, (size_t)n, sizeof *e, by_problem);
+  const char *h = m ? pick_templates(e, n, current) : NULL;
+  rc = 2;
+  if (!h) {
+    cli_fail("no entries%s%s in %s to write a table from", m ? " of " : "", m ? m : "", path);
+    goto done;
+  }
+  snprintf(model, sizeof model, "%s", m);   /* e moves when t's entries join it */
+  snprintf(hash, sizeof hash, "%s", h);
+  if (t && strcmp(hash, current))
+    cli_fail("--add: the cache's entries of %s were tuned with templates %.12s, these are %.12s: nothing added", model, hash, current);
+  else if (!t || !(rc = add_join(o, t, &e, &n, model, hash, gpu, made, len))) {
+    qsort(e, (size_t)n, sizeof *e, by_problem);
+    rc = write_table(o, e, n, model, t ? gpu : model, hash, made);
+  }
+  if (!t && strcmp(hash, current))
+    cli_fail("warning: the entries were tuned with templates %.12s, these are %.12s: the table is stale (tune again)", hash, current);
+done:
   free(e);
-  gen_close(g);
   cache_close(db);
   return rc;
 }
@@ -199,29 +282,56 @@ static const char *shown(const char *path)
   return path[0] == '/' && slash ? slash + 1 : path;
 }
 
-int cli_pretune(cli_Options *o)
+/* The current templates' hash, and with --add the table FILE checked against it: 0, or the status. */
+static int pretune_start(cli_Options *o, cli_Table *t, char current[65])
 {
-  char made[1024];
+  gen_State *g = NULL;
+  int rc = gen_open(&g, o->templates, o->err, sizeof o->err) || cli_templates_hash(g, current, o->err, sizeof o->err);
+  gen_close(g);
+  if (rc) return cli_fail("%s", o->err), 1;
+  return o->add ? add_check(o, t, current) : 0;
+}
+
+/* pretune --grid: the device (with --add, of t's kind), the grid tuned into the cache, the table. */
+static int pretune_grid(cli_Options *o, const cli_Table *t, const char *current, char *made, size_t len)
+{
   tune_Driver drv = { 0 };
   tune_Device dev;
-  if (!o->output) return cli_fail("pretune needs -o FILE (the table, such as templates/defaults/sm_90.tsv)"), 2;
-  if (o->restamp && (o->from_cache || o->grid)) return cli_fail("pretune --restamp DIR takes no --grid or --from-cache"), 2;
-  if (o->restamp) return cli_restamp(o);
-  if (!o->from_cache && !o->grid) return cli_fail("pretune needs --grid FILE (shapes to tune) or --from-cache"), 2;
-  if (o->from_cache && o->grid) return cli_fail("pretune takes --grid FILE or --from-cache, not both"), 2;
-  if (o->from_cache) {
-    snprintf(made, sizeof made, "softmax-tune pretune --from-cache%s%s -o %s", o->gpu_model ? " --gpu-model " : "",
-             o->gpu_model ? o->gpu_model : "", shown(o->output));
-    return table_from_cache(o, made);
-  }
-  snprintf(made, sizeof made, "softmax-tune pretune --gpu %d --grid %s -o %s", o->gpu, shown(o->grid), shown(o->output));
+  snprintf(made, len, "softmax-tune pretune --gpu %d --grid %s -o %s%s", o->gpu, shown(o->grid), shown(o->output),
+           o->add ? " --add" : "");
   int rc = tune_driver_load(&drv, o->err, sizeof o->err) || tune_device(&drv, o->gpu, &dev, o->err, sizeof o->err);
   if (drv.lib) tune_driver_unload(&drv);
   if (rc) return cli_fail("%s", o->err), 1;
+  if (o->add && (dev.arch != t->arch || (t->sms && dev.sms != t->sms)))
+    return cli_fail("--add: the table '%s' is of sm_%d with %d SMs, GPU %d (%s) sm_%d with %d: a table is one kind of GPU's",
+                    o->output, t->arch, t->sms, o->gpu, dev.name, dev.arch, dev.sms), 2;
   o->shapes = o->grid;
   rc = cli_batch(o);
   if (rc != 0 && rc != 1) return rc;
   o->gpu_model = dev.name;
-  int wrote = table_from_cache(o, made);
+  int wrote = table_from_cache(o, o->add ? t : NULL, current, made, len);
   return wrote ? wrote : rc;
+}
+
+int cli_pretune(cli_Options *o)
+{
+  char made[8192], current[65];
+  cli_Table t = { 0 };
+  int rc;
+  if (!o->output) return cli_fail("pretune needs -o FILE (the table, such as templates/defaults/sm_90.tsv)"), 2;
+  if (o->restamp && (o->from_cache || o->grid || o->add)) return cli_fail("pretune --restamp DIR takes no --grid, --from-cache or --add"), 2;
+  if (o->restamp) return cli_restamp(o);
+  if (!o->from_cache && !o->grid) return cli_fail("pretune needs --grid FILE (shapes to tune) or --from-cache"), 2;
+  if (o->from_cache && o->grid) return cli_fail("pretune takes --grid FILE or --from-cache, not both"), 2;
+  if ((rc = pretune_start(o, &t, current))) goto done;
+  if (o->grid) {
+    rc = pretune_grid(o, &t, current, made, sizeof made);
+    goto done;
+  }
+  snprintf(made, sizeof made, "softmax-tune pretune --from-cache%s%s -o %s%s", o->gpu_model ? " --gpu-model " : "",
+           o->gpu_model ? o->gpu_model : "", shown(o->output), o->add ? " --add" : "");
+  rc = table_from_cache(o, o->add ? &t : NULL, current, made, sizeof made);
+done:
+  free(t.text);
+  return rc;
 }

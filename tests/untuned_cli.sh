@@ -7,18 +7,7 @@ set -u
 bin=$(realpath "$1")
 fill=$(realpath "$2")
 src=$(realpath "$3")
-tmp=$(mktemp -d /tmp/st_untunedXXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail=0
-
-bad() {
-  echo "FAIL: $*"
-  fail=$((fail + 1))
-}
-
-# has OUT TEXT — OUT contains TEXT
-has() { [[ "$1" == *"$2"* ]] || bad "wanted '$2' in: $1"; }
+. "$(dirname "$0")/testlib.sh" untuned
 
 out=$("$bin" explain --arch sm_90 --shape 16384x50257 2>&1) || bad "explain: status $?: $out"
 has "$out" "problem  16384x50257 f32 softmax on any GPU (sm_90)"
@@ -87,7 +76,7 @@ not both|explain --arch sm_90 --gpu 0 --shape 4x4
 pretune needs -o FILE|pretune --from-cache
 pretune needs --grid FILE|pretune -o x.tsv
 not both|pretune --from-cache --grid g.txt -o x.tsv
-no --grid or --from-cache|pretune --restamp old --from-cache -o x.tsv
+takes no --grid, --from-cache|pretune --restamp old --from-cache -o x.tsv
 cannot read the table|pretune --restamp old -o x.tsv
 EOT
 [ ! -e x.tsv ] || bad "a failed pretune left x.tsv"
