@@ -2,7 +2,8 @@
 # untuned_all.sh [CARRY] — issue 39's two untuned tables in one GPU call (about 540 s on an H100, cut
 # to $BUDGET s, default 560), from the repository root with CARRY (default .carry) packed by
 # bench/carry.sh:
-#  1. the backward grid (bench/shapes/pretune-bw-sm_90.txt) tuned and added to a copy of the shipped
+#  1. unless the shipped table has backward entries already (PRETUNE=1: anyway): the backward grid
+#     (bench/shapes/pretune-bw-sm_90.txt) tuned and added to a copy of the shipped
 #     table, templates/defaults/sm_90.tsv: $OUT/sm_90.tsv (pretune --add, cut at $PRETUNE_LIMIT s,
 #     default 200; what a cut run tuned is added from its cache by pretune --from-cache --add);
 #  2. bench/untuned_run.sh with SOFTMAX_TUNE_TABLE=$OUT/sm_90.tsv (the table as it would be built in)
@@ -24,15 +25,20 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 
 grid=bench/shapes/pretune-bw-sm_90.txt
 cp templates/defaults/sm_90.tsv "$out/sm_90.tsv"
-timeout -k 10 "${PRETUNE_LIMIT:-200}" "$B" pretune --gpu 0 --grid "$grid" --cache "$work/pretune.db" --add -o "$out/sm_90.tsv" \
-  >"$out/pretune.log" 2>&1
-rc=$?
-if ! grep -q _backward "$out/sm_90.tsv" && [ -e "$work/pretune.db" ]; then   # cut short: what it tuned
-  "$B" pretune --from-cache --cache "$work/pretune.db" --add -o "$out/sm_90.tsv" >>"$out/pretune.log" 2>&1
+if grep -q _backward "$out/sm_90.tsv" && [ "${PRETUNE:-0}" != 1 ]; then
+  echo "pretune: skipped, the shipped table has its backward entries ($(grep -c _backward "$out/sm_90.tsv"); PRETUNE=1 tunes the grid again)" |
+    tee "$out/pretune-summary.txt"
+else
+  timeout -k 10 "${PRETUNE_LIMIT:-200}" "$B" pretune --gpu 0 --grid "$grid" --cache "$work/pretune.db" --add -o "$out/sm_90.tsv" \
+    >"$out/pretune.log" 2>&1
+  rc=$?
+  if ! grep -q _backward "$out/sm_90.tsv" && [ -e "$work/pretune.db" ]; then   # cut short: what it tuned
+    "$B" pretune --from-cache --cache "$work/pretune.db" --add -o "$out/sm_90.tsv" >>"$out/pretune.log" 2>&1
+  fi
+  echo "pretune: rc $rc in $(($(date +%s) - start)) s (limit ${PRETUNE_LIMIT:-200}; 124: cut); $(grep -c _backward "$out/sm_90.tsv")" \
+    "backward entries of the grid's $(grep -vc '^#' "$grid") in $out/sm_90.tsv" | tee "$out/pretune-summary.txt"
+  grep -a -E "^wrote|^--add|error|failed|FAILED" "$out/pretune.log" | tail -5
 fi
-echo "pretune: rc $rc in $(($(date +%s) - start)) s (limit ${PRETUNE_LIMIT:-200}; 124: cut); $(grep -c _backward "$out/sm_90.tsv")" \
-  "backward entries of the grid's $(grep -vc '^#' "$grid") in $out/sm_90.tsv" | tee "$out/pretune-summary.txt"
-grep -a -E "^wrote|^--add|error|failed|FAILED" "$out/pretune.log" | tail -5
 
 export SOFTMAX_TUNE_TABLE=$out/sm_90.tsv WORK=$work DEADLINE=$((start + ${BUDGET:-560}))
 export TUNE_LIMIT=${TUNE_LIMIT:-90} PHASE_LIMIT=${PHASE_LIMIT:-90}
