@@ -13,6 +13,7 @@ local ESIZE = { f32 = 4, f16 = 2, bf16 = 2 }
 local W_ROWS = 0.35     -- a 2x step in rows counts a third of one in cols (leave-one-out, docs)
 local WIDE = 256         -- rows of 256 bytes and more take 16-byte vectors
 local USER_BONUS = 1.0  -- a user's entry wins over a table entry up to one 2x step nearer
+local FILL = 8           -- split family: blocks a SM that keep every SM busy, waves over
 
 local function log2(x) return math.log(x, 2) end
 local function ceil(a, b) return (a + b - 1) // b end
@@ -99,6 +100,11 @@ local function adapt(c0, P, unaligned, e)
     -- as many blocks in flight as the entry had: fewer rows, more blocks per row
     local max = c.xchg == "dsmem" and 16 or 128
     local s = math.max(2, pow2(c.split * e.rows / P.rows))
+    -- but raised only until the grid holds FILL blocks a SM: the entry's many rows gave it waves of
+    -- blocks a shorter problem need not copy (f32 584x4194 from 4096x4096 split=2: split=16 with
+    -- one vector a thread, 0.47 of tuned; split=2 as tuned)
+    local sms = P.sms or 132
+    if s > c.split then s = math.min(s, math.max(c.split, pow2(FILL * sms / P.rows))) end
     if s * P.rows < (P.sms or 132) then
       -- a grid short of the GPU: blocks no longer than the entry's (bf16 7x12931 from 4x16384
       -- split=8: split=4 0.74 of copy, split=8 0.82 on an H200)
@@ -156,7 +162,8 @@ local function variants(c, P)
     local maxsplit = c.xchg == "dsmem" and 16 or 128
     local function try(hold, s, threads)
       if threads > 1024 then return end
-      local items = (hold == "reg" or hold == "pipe" or hold == "ring") and ceil(ceil(nv, s), threads) or c.items
+      local items = (hold == "reg" or hold == "packed" or hold == "pipe" or hold == "ring") and ceil(ceil(nv, s), threads)
+        or c.items   -- the block's part, at this split (bf16 391x207912: packed at split=16 held 13, not split=8's 26)
       add(copy(c, { hold = hold, split = s, threads = threads, items = items }))
     end
     local splits, s = {}, c.split
