@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """host_overhead.py — what a call costs on the host, softmax_tune next to torch (issue 39): per
-mode and size, a CPU loop of --calls calls then one synchronize, the median of --runs such loops,
+mode and size, a CPU loop of --calls calls then one synchronize, the median of --runs such loops
+(torch's and softmax_tune's taking turns),
 in microseconds a call. 32x1000 is launch-bound (the host's cost shows); 4096x4096 is GPU-bound
 (the loop waits on the kernels). Modes: eager inference softmax(x); out=; the nn.Softmax module;
 forward + backward (x requires grad, .backward(dy)); torch.compile of softmax(x) * 2.
@@ -29,19 +30,27 @@ SHAPES = ("32x1000", "4096x4096")
 COLUMNS = ("shape", "mode", "torch_us", "softmax_tune_us", "ratio")
 
 
-def per_call_us(fn, calls, runs):
-    """The median over runs of (a loop of calls calls, then one synchronize) / calls, in us."""
-    for _ in range(20):   # first calls: kernels loaded, graphs compiled, caches warm
+def loop_us(fn, calls):
+    """One loop of calls calls, then one synchronize: us a call."""
+    t0 = time.perf_counter()
+    for _ in range(calls):
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        for _ in range(calls):
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def paired_us(tfn, sfn, calls, runs):
+    """(torch's, softmax_tune's) median us a call over runs loops each, the two taking turns (which
+    goes first alternates), so that a drift of the host's speed falls on both alike."""
+    for fn in (tfn, sfn):
+        for _ in range(20):   # first calls: kernels loaded, graphs compiled, caches warm
             fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(times)
+    torch.cuda.synchronize()
+    t, s = [], []
+    for r in range(runs):
+        for fn, into in ((tfn, t), (sfn, s)) if r % 2 == 0 else ((sfn, s), (tfn, t)):
+            into.append(loop_us(fn, calls))
+    return statistics.median(t), statistics.median(s)
 
 
 def modes(x):
@@ -69,22 +78,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--calls", type=int, default=3000)
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     out = a.out or os.path.join(HERE, "results", "host-%s-%s.tsv" % (gpu_tag(), datetime.date.today().isoformat()))
     path = "the C++ ops (softmax_tune._C)" if softmax_tune.cpp_ops else "the ctypes fallback (Python custom ops)"
     lines = ["# %s, torch %s, %s, %s." % (torch.cuda.get_device_name(0), torch.__version__, a.dtype,
                                           datetime.date.today().isoformat()),
-             "# softmax_tune's host path: %s. Median of %d loops of %d calls, each loop then one synchronize, "
-             "us a call; ratio = softmax_tune / torch." % (path, a.runs, a.calls),
+             "# softmax_tune's host path: %s. Median of %d loops of %d calls each, each loop then one synchronize, "
+             "torch's and softmax_tune's loops taking turns; us a call; ratio = softmax_tune / torch." % (path, a.runs, a.calls),
              "\t".join(COLUMNS)]
     for shape in SHAPES:
         rows, cols = map(int, shape.split("x"))
         x = torch.randn(rows, cols, device="cuda").to(getattr(torch, a.dtype))
         for mode, tfn, sfn in modes(x):
             try:
-                t, s = per_call_us(tfn, a.calls, a.runs), per_call_us(sfn, a.calls, a.runs)
+                t, s = paired_us(tfn, sfn, a.calls, a.runs)
             except Exception as e:  # noqa: BLE001  (one mode failing leaves the others' rows)
                 why = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
                 lines.insert(2, "# %s %s failed: %s" % (shape, mode, why))
