@@ -118,13 +118,27 @@ local function adapt(c0, P, unaligned, e)
     -- or ends in a partial vector (bf16 16x6 from a vec=4 entry: 0.96 of torch, vec=2 tuned 0.99)
     c.vec = c.vec // 2
   end
+  -- 16-bit rows under 32 bytes that end inside a vector (most rows start unaligned): a thread
+  -- holds few values, and a forward 4-byte vectors (H100, lab/odd_rows.sh: f16 684634x13 one
+  -- thread of 3x4 values 0.52 of tuned, two of 3x2 as tuned; bf16 1000000x7 and 800000x5 vec=2,
+  -- 1.5x vec=4; the backward's best keeps vec=4 with two vectors a thread: 0.78, three 0.55)
+  local short = c.split == 1 and es == 2 and P.cols * es < 32 and P.cols % c.vec ~= 0
+  local backward = P.op:find("_backward$") ~= nil
+  if short and not backward then c.vec = math.min(c.vec, 2) end
   local nv = math.max(P.cols // c.vec, 1)
   if c.split == 1 and (c.hold == "reg" or c.hold == "packed") then
     local per = math.max(1, c0.items * c0.vec // c.vec)
     local G = 1
     while ceil(nv, G) > per and G < 1024 do G = G * 2 end
     local G0 = G
-    G = fewer_threads(nv, G, math.max(4, 2 * per), c.vec)
+    if short then   -- the fewest threads whose values stay under the cap
+      local cap = backward and 8 or 6
+      G = 1
+      while ceil(nv, G) * c.vec > cap and G < 32 do G = G * 2 end
+      G0 = math.max(G0, G)
+    else
+      G = fewer_threads(nv, G, math.max(4, 2 * per), c.vec)
+    end
     c.threads = math.max(c.threads, G)
     if G < G0 then
       -- more rows a block now: fewer of them, but not under two a SM where the rows allow

@@ -123,6 +123,8 @@ static void one_entry_rules(gen_State *g, const char *hash)
   static const char *GLOBAL256 = ENTRY("bf16\tsoftmax\t16\t1048576\t1.0\tthreads=256,items=8,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=64,xchg=global,hint=stream");
   static const char *DSMEM256 = ENTRY("bf16\tsoftmax\t64\t65536\t1.0\tthreads=256,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=8,xchg=dsmem,hint=none");
   static const char *SHORT4 = ENTRY("bf16\tsoftmax\t16\t8\t1.0\tthreads=128,items=1,vec=4,reduce=shfl,passes=1,hold=reg,rows=64,split=1,xchg=none,hint=none");
+  static const char *SHORT4BW = ENTRY("bf16\tsoftmax_backward\t1048576\t8\t1.0\tthreads=128,items=1,vec=4,reduce=shfl,passes=1,hold=reg,rows=64,split=1,xchg=none,hint=none");
+  static const char *DSMEM2 = ENTRY("f32\tsoftmax\t4096\t4096\t1.0\tthreads=128,items=4,vec=4,reduce=shfl,passes=1,hold=pipe,rows=1,split=2,xchg=dsmem,hint=none");
   static const char *STREAM = ENTRY("f32\tsoftmax\t65536\t128\t1.0\tthreads=128,items=1,vec=4,reduce=shfl,passes=1,hold=reg,rows=4,split=1,xchg=none,hint=stream");
 #undef ENTRY
   static const struct { const char **table; int64_t rows, cols; int dtype, op; const char *want[2]; } C[] = {
@@ -135,13 +137,23 @@ static void one_entry_rules(gen_State *g, const char *hash)
     { &DSMEM8, 7, 12931, GEN_BF16, GEN_SOFTMAX, { "items=2,", "split=8," } },
     { &DSMEM8, 128, 12931, GEN_BF16, GEN_SOFTMAX, { "split=2,", "xchg=dsmem" } },
     /* a part too long for the entry's block: a global exchange from under 256 threads takes
-    ** twice the threads before twice the split; from 256 threads, or a cluster, the split first */
+    ** twice the threads before twice the split; from 256 threads, or a cluster, the split first,
+    ** a packed entry's words recounted at each split (f16 30x1302937, H100: packed split=64
+    ** 0.82 of copy, reg split=128 0.72) */
     { &GLOBAL128, 18, 322762, GEN_F32, GEN_SOFTMAX, { "threads=256,", "split=32," } },
-    { &GLOBAL256, 30, 1302937, GEN_F16, GEN_SOFTMAX, { "threads=256,", "split=128," } },
+    { &GLOBAL256, 30, 1302937, GEN_F16, GEN_SOFTMAX, { "hold=packed,", "split=64," } },
     { &DSMEM256, 518, 68005, GEN_BF16, GEN_LOG_SOFTMAX, { "threads=256,", "split=8," } },
-    /* a row of a few vectors that vec=4 does not tile: vec=2 where it does, vec=4 where neither does */
+    /* a row of a few vectors that vec=4 does not tile: vec=2 where it does; a 16-bit row under 32
+    ** bytes that nothing tiles: 4-byte vectors too, a thread at most 6 values (bf16 1000000x7,
+    ** H100: vec=2 items=3 1.06 of copy, vec=4 0.70), a backward 8 at vec=4 (f16 684634x13:
+    ** 2 vectors a thread 0.78, 3 0.55) */
     { &SHORT4, 16, 6, GEN_BF16, GEN_SOFTMAX, { "vec=2,", "items=3," } },
-    { &SHORT4, 16, 7, GEN_BF16, GEN_SOFTMAX, { "vec=4,", "split=1," } },
+    { &SHORT4, 16, 7, GEN_BF16, GEN_SOFTMAX, { "vec=2,", "items=3," } },
+    { &SHORT4, 684634, 13, GEN_F16, GEN_SOFTMAX, { "items=3,vec=2,", "rows=64," } },
+    { &SHORT4BW, 684634, 13, GEN_F16, GEN_SOFTMAX_BW, { "items=2,vec=4,", "rows=64," } },
+    /* more rows than the GPU needs to fill several waves: the entry's split, not one scaled
+    ** up by its rows (f32 584x4194 from 4096x4096 split=2, H100: split=16 items=1 0.47 of tuned) */
+    { &DSMEM2, 584, 4194, GEN_F32, GEN_SOFTMAX, { "items=5,", "split=2," } },
     /* short rows that end inside a 32-byte sector drop hint=stream; whole sectors (480 bytes) keep it */
     { &STREAM, 246102, 99, GEN_F32, GEN_LOG_SOFTMAX, { "hint=none", "vec=4," } },
     { &STREAM, 246102, 120, GEN_F32, GEN_LOG_SOFTMAX, { "hint=stream", "vec=4," } },
