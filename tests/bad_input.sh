@@ -178,7 +178,7 @@ done <<EOT
 2|option '--z-loss' needs a value|-|--shape 64x32000 --op cross_entropy --z-loss
 2|label smoothing 0.1 with class weights is not supported|-|--shape 64x32000 --op cross_entropy --label-smoothing 0.1 --weight --cache $db
 2|--weight is an option of --op cross_entropy or cross_entropy_loss, not softmax|-|--shape 64x32000 --weight --cache $db
-2|--softcap is an option of --op cross_entropy or cross_entropy_loss, not log_softmax|-|bench --shape 64x32000 --op log_softmax --softcap 30 --cache $db
+2|--softcap is an option of --op cross_entropy, cross_entropy_loss or attention_softmax, not log_softmax|-|bench --shape 64x32000 --op log_softmax --softcap 30 --cache $db
 2|--z-loss is for tuning or bench of a cross-entropy op, not for space|-|space --shape 64x32000 --op cross_entropy --z-loss 1e-4
 2|--labels is for tuning or bench of a cross-entropy op, not for log|-|log --op cross_entropy --labels int32 --cache $db
 2|--ignore-index is for one cross-entropy problem, not a list|-|--shape 64x32000,64x50257 --op cross_entropy --ignore-index 0 --cache $db
