@@ -71,6 +71,13 @@ static inline void cli_problem(const cli_Options *o, gen_Problem *p)
   p->mask = o->mask, p->bias = o->bias;
 }
 
+/* The op of key k as the cache names it (attention_softmax with its kinds), in buf. */
+static inline const char *cli_key_op(const cache_Key *k, char *buf, size_t n)
+{
+  gen_op_key(k->op, k->mask, k->bias, buf, n);
+  return buf;
+}
+
 /* attention_softmax's options, one line (nothing for the other ops). */
 void cli_print_attn(const gen_Problem *p, const tune_AttnOptions *a);
 
