@@ -574,11 +574,14 @@ void st_attn_defaults(st_attn_options *o)
   o->window = -1;
 }
 
-/* The options checked, as a mask kind, a bias kind and the kernels' launch block (pointers set). */
-static st_status check_attn(st_ctx *c, st_dtype dtype, const st_attn_options *o, int64_t B, int64_t H, int64_t Q, int64_t K,
+/* The options (NULL: the defaults) checked, as a mask kind, a bias kind and the kernels' launch
+** block (pointers set). */
+static st_status check_attn(st_ctx *c, st_dtype dtype, const st_attn_options *opt, int64_t B, int64_t H, int64_t Q, int64_t K,
                             gen_Problem *p, AttnParams *a)
 {
   char err[512];
+  st_attn_options defaults;
+  const st_attn_options *o = opt ? opt : (st_attn_defaults(&defaults), &defaults);
   tune_AttnOptions t = { Q, H, o->causal_offset == ST_ATTN_OFFSET_AUTO ? TUNE_ATTN_AUTO : o->causal_offset, o->window, o->scale,
                          o->softcap };
   if (B < 1 || H < 1 || Q < 1 || K < 1 || K > 0x7fffffff || B > INT64_MAX / 8 / H / Q / K)
@@ -601,19 +604,16 @@ static st_status check_attn(st_ctx *c, st_dtype dtype, const st_attn_options *o,
   return ST_OK;
 }
 
-st_status st_attention_softmax(st_ctx *c, st_dtype dtype, const st_attn_options *opt, const void *x, void *y, int64_t B,
+st_status st_attention_softmax(st_ctx *c, st_dtype dtype, const st_attn_options *o, const void *x, void *y, int64_t B,
                                int64_t H, int64_t Q, int64_t K, struct CUstream_st *stream)
 {
-  st_attn_options o;
   gen_Problem p;
   AttnParams a;
   Memo m;
   char err[512];
-  st_status s;
-  if (opt) o = *opt;
-  else st_attn_defaults(&o);
-  if ((s = check_attn(c, dtype, &o, B, H, Q, K, &p, &a))) return s;
+  st_status s = check_attn(c, dtype, o, B, H, Q, K, &p, &a);
   const int es = dtype == ST_F32 ? 4 : 2;
+  if (s) return s;
   if (!x || !y) return fail(ST_EINVAL, "st_attention_softmax: a tensor pointer is NULL");
   if (((uintptr_t)x | (uintptr_t)y) % (unsigned)es) return fail(ST_EINVAL, "st_attention_softmax: pointers not aligned to the %d-byte elements", es);
   if ((s = lookup(c, dtype, memo_op(GEN_ATTN, p.mask, p.bias), ((uintptr_t)x ^ (uintptr_t)y) % 16 != 0, p.rows, K, &m))) return s;
@@ -627,16 +627,13 @@ st_status st_attention_softmax(st_ctx *c, st_dtype dtype, const st_attn_options 
   return ST_OK;
 }
 
-st_status st_config_attention(st_ctx *c, st_dtype dtype, const st_attn_options *opt, int64_t B, int64_t H, int64_t Q, int64_t K,
+st_status st_config_attention(st_ctx *c, st_dtype dtype, const st_attn_options *o, int64_t B, int64_t H, int64_t Q, int64_t K,
                               char *out, int outlen)
 {
-  st_attn_options o;
   gen_Problem p;
   AttnParams a;
   Memo m;
-  if (opt) o = *opt;
-  else st_attn_defaults(&o);
-  st_status s = check_attn(c, dtype, &o, B, H, Q, K, &p, &a);
+  st_status s = check_attn(c, dtype, o, B, H, Q, K, &p, &a);
   if (!s) s = lookup(c, dtype, memo_op(GEN_ATTN, p.mask, p.bias), 0, p.rows, K, &m);
   if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
   return s;

@@ -69,10 +69,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     end
     return list
   end
-
-  function A.full(P)
-    return A.enumerate(P)
-  end
+  A.full = A.enumerate   -- no wider grid yet
 
   -- The forward's rule (the row in registers up to 32 values a thread, else two reads), asked of
   -- the problem as softmax's (its rules check the configs it tries).
