@@ -277,6 +277,8 @@ void cache_filter_all(cache_Key *k)
 
 static int bind_key(sqlite3_stmt *st, const cache_Key *k, int full)
 {
+  char op[64];
+  gen_op_key(k->op, k->mask, k->bias, op, sizeof op);
   int rc = sqlite3_bind_text(st, 1, k->gpu, -1, SQLITE_TRANSIENT);
   rc |= sqlite3_bind_int(st, 2, k->arch);
   rc |= sqlite3_bind_int(st, 3, k->sms);
@@ -284,7 +286,7 @@ static int bind_key(sqlite3_stmt *st, const cache_Key *k, int full)
   rc |= sqlite3_bind_int(st, 5, k->nvrtc);
   rc |= sqlite3_bind_text(st, 6, k->templates, -1, SQLITE_TRANSIENT);
   rc |= sqlite3_bind_text(st, 7, gen_dtype_name(k->dtype), -1, SQLITE_STATIC);
-  rc |= sqlite3_bind_text(st, 8, gen_op_name(k->op), -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_text(st, 8, op, -1, SQLITE_TRANSIENT);
   if (full) {
     rc |= sqlite3_bind_int64(st, 9, k->rows);
     rc |= sqlite3_bind_int64(st, 10, k->cols);
@@ -294,9 +296,11 @@ static int bind_key(sqlite3_stmt *st, const cache_Key *k, int full)
 
 int cache_bind_filter(sqlite3_stmt *st, const cache_Key *f)
 {
+  char op[64];
+  gen_op_key(f->op, f->mask, f->bias, op, sizeof op);
   int rc = f->gpu[0] ? sqlite3_bind_text(st, 1, f->gpu, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, 1);
   rc |= f->dtype >= 0 ? sqlite3_bind_text(st, 2, gen_dtype_name(f->dtype), -1, SQLITE_STATIC) : sqlite3_bind_null(st, 2);
-  rc |= f->op >= 0 ? sqlite3_bind_text(st, 3, gen_op_name(f->op), -1, SQLITE_STATIC) : sqlite3_bind_null(st, 3);
+  rc |= f->op >= 0 ? sqlite3_bind_text(st, 3, op, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, 3);
   rc |= f->rows > 0 ? sqlite3_bind_int64(st, 4, f->rows) : sqlite3_bind_null(st, 4);
   rc |= f->cols > 0 ? sqlite3_bind_int64(st, 5, f->cols) : sqlite3_bind_null(st, 5);
   return rc;
@@ -311,7 +315,7 @@ static void text_col(sqlite3_stmt *st, int i, char *out, size_t n)
 /* Columns 0..9 of a row into a key. */
 static void read_key(sqlite3_stmt *st, cache_Key *k)
 {
-  char buf[32];
+  char buf[64];
   text_col(st, 0, k->gpu, sizeof k->gpu);
   k->arch = sqlite3_column_int(st, 1);
   k->sms = sqlite3_column_int(st, 2);
@@ -321,7 +325,7 @@ static void read_key(sqlite3_stmt *st, cache_Key *k)
   text_col(st, 6, buf, sizeof buf);
   k->dtype = gen_parse_dtype(buf);
   text_col(st, 7, buf, sizeof buf);
-  k->op = gen_parse_op(buf);
+  gen_parse_op_key(buf, &k->op, &k->mask, &k->bias);
   k->rows = sqlite3_column_int64(st, 8);
   k->cols = sqlite3_column_int64(st, 9);
 }

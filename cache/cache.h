@@ -27,6 +27,7 @@ typedef struct cache_Key {
   int driver, nvrtc;              /* not matched by look-ups; nvrtc as major*1000 + minor*10, like the driver */
   char templates[65];             /* SHA-256 of the generator's sources */
   int dtype, op;
+  int mask, bias;                 /* attention_softmax's kinds (gen.h), in its op's key text */
   int64_t rows, cols;
 } cache_Key;
 

@@ -40,9 +40,33 @@ static st_status call_ce(Bench *b, CUstream s)
                           (struct CUstream_st *)s);
 }
 
+/* attention_softmax's library options from the tuner's block (its key lengths and slopes). */
+static const AttnParams *attn_options(const Bench *b, st_attn_options *o)
+{
+  const AttnParams *p = b->ce.params;
+  st_attn_defaults(o);
+  o->scale = p->scale, o->softcap = p->softcap, o->causal_offset = p->offset, o->window = p->window;
+  o->causal = b->p.mask == GEN_MASK_CAUSAL || b->p.mask == GEN_MASK_CAUSAL_WINDOW;
+  o->key_lengths = (const int *)(uintptr_t)p->key_lengths, o->alibi_slopes = (const float *)(uintptr_t)p->slopes;
+  return p;
+}
+
+static st_status call_attn(Bench *b, CUdeviceptr in, CUdeviceptr out, CUstream s)
+{
+  st_attn_options o;
+  const AttnParams *p = attn_options(b, &o);
+  return st_attention_softmax(b->ctx, (st_dtype)b->p.dtype, &o, (const void *)in, (void *)out, b->p.rows / p->q / p->h, p->h,
+                              p->q, b->p.cols, (struct CUstream_st *)s);
+}
+
 static CUresult call(void *ud, CUdeviceptr in, CUdeviceptr out, CUstream s)
 {
   Bench *b = ud;
+  if (b->p.op == GEN_ATTN) {
+    st_status rc = call_attn(b, in, out, s);
+    if (rc) snprintf(b->err, sizeof b->err, "%s", st_error(b->ctx));
+    return rc ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
+  }
   const int bw = gen_op_inputs(b->p.op) == 2;
   const st_op op = (st_op)(bw ? b->p.op - GEN_SOFTMAX_BW : b->p.op);
   st_status rc = gen_op(b->p.op)->params ? call_ce(b, s) : bw ? st_softmax_backward(b->ctx, (st_dtype)b->p.dtype, op, (const void *)in, (const void *)b->dy, (void *)out,
@@ -51,6 +75,14 @@ static CUresult call(void *ud, CUdeviceptr in, CUdeviceptr out, CUstream s)
                                  (struct CUstream_st *)s);
   if (rc) snprintf(b->err, sizeof b->err, "%s", st_error(b->ctx));
   return rc ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
+}
+
+/* The config st_attention_softmax takes for the bench's problem. */
+static st_status attn_config(Bench *b, char *config, int n)
+{
+  st_attn_options o;
+  const AttnParams *p = attn_options(b, &o);
+  return st_config_attention(b->ctx, (st_dtype)b->p.dtype, &o, b->p.rows / p->q / p->h, p->h, p->q, b->p.cols, config, n);
 }
 
 /* Rounds of one copy and one softmax each, alternating which goes first; medians. */
@@ -86,24 +118,27 @@ int cli_bench(cli_Options *o)
   if (!o->shape) return cli_fail("bench needs --shape RxC"), 2;
   if (tune_gpu_open(&gpu, o->gpu, o->err, sizeof o->err)) goto done;
   tune_gpu_ce_options(gpu, &o->ce);
+  tune_gpu_attn_options(gpu, &o->attn);
   rc = 1;
-  b.p.rows = o->rows, b.p.cols = o->cols, b.p.dtype = cli_dtype(o), b.p.op = cli_op(o);
+  cli_problem(o, &b.p);
   tune_device_limits(tune_gpu_device(gpu), &b.p);
   if (gen_open(&g, NULL, o->err, sizeof o->err)) goto done;
   if ((rc = tune_gpu_prepare(gpu, g, &b.p, 1, o->err, sizeof o->err))) goto done;
   rc = 1;
   const int bw = gen_op_inputs(b.p.op) == 2;
   const st_op op = (st_op)(bw ? b.p.op - GEN_SOFTMAX_BW : b.p.op);
-  const int ce = gen_op(b.p.op)->params;
+  const int ce = gen_op(b.p.op)->params == 1;
+  tune_gpu_buffers(gpu, &in, &out, &s);
+  b.dy = tune_gpu_in2(gpu);
+  tune_gpu_args(gpu, &b.ce);
+  if (b.p.op == GEN_ATTN) b.p.visible = tune_attn_visible(&b.p, b.ce.params);
   if (st_open_ex(&b.ctx, o->gpu, o->cache, &so) ||
-      (ce ? st_config_cross_entropy(b.ctx, b.p.dtype, b.p.op == GEN_CE, b.p.rows, b.p.cols, config, sizeof config)
+      (b.p.op == GEN_ATTN ? attn_config(&b, config, sizeof config)
+       : ce ? st_config_cross_entropy(b.ctx, b.p.dtype, b.p.op == GEN_CE, b.p.rows, b.p.cols, config, sizeof config)
           : (bw ? st_config_backward : st_config)(b.ctx, b.p.dtype, op, b.p.rows, b.p.cols, config, sizeof config))) {
     snprintf(o->err, sizeof o->err, "%s", st_error(b.ctx));
     goto done;
   }
-  tune_gpu_buffers(gpu, &in, &out, &s);
-  b.dy = tune_gpu_in2(gpu);
-  tune_gpu_args(gpu, &b.ce);
   b.reduction = ST_REDUCE_SUM;
   if (tune_gpu_fill(gpu, o->err, sizeof o->err)) goto done;
   if (call(&b, in, out, s) || tune_gpu_check(gpu, in, out, &chk, o->err, sizeof o->err)) {
@@ -117,13 +152,14 @@ int cli_bench(cli_Options *o)
   }
   b.reduction = ST_REDUCE_MEAN;   /* timed as a training step calls it: the mean's factor included */
   if (measure(gpu, &b, o->reps > 0 ? o->reps : 100, &copy_us, &us, o->err, sizeof o->err)) goto done;
-  const double bytes = (double)gen_op_bytes(b.p.op, b.p.rows, b.p.cols, b.p.dtype);
+  const double bytes = (double)gen_problem_bytes(&b.p);
   printf("%s, %lldx%lld %s %s: %s\n", tune_gpu_device(gpu)->name, (long long)b.p.rows, (long long)b.p.cols,
          gen_dtype_name(b.p.dtype), gen_op_name(b.p.op), config);
   cli_print_ce(&b.p, &o->ce);
+  cli_print_attn(&b.p, &o->attn);
   printf("verified against float64 (max err %.2g ulp)\n", chk.max_err);
   printf("%-12s %10s %9s %8s\n", "", "us", "GB/s", "of copy");
-  printf("%-12s %10.2f %9.1f %8.3f\n", b.dy ? "add floor" : b.p.op == GEN_CE_LOSS ? "read floor" : "copy", copy_us,
+  printf("%-12s %10.2f %9.1f %8.3f\n", b.dy ? "add floor" : b.p.op == GEN_CE_LOSS ? "read floor" : b.p.op == GEN_ATTN ? "masked floor" : "copy", copy_us,
          bytes / copy_us / 1e3, 1.0);
   printf("%-12s %10.2f %9.1f %8.3f\n", "softmax-tune", us, bytes / us / 1e3, copy_us / us);
   rc = 0;

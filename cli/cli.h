@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cache.h"
 #include "cudrv.h"
@@ -17,7 +18,7 @@
 enum { CLI_FAST = 1, CLI_FULL = 2 };
 
 /* The ops, as --op and a shapes file name them, for messages. */
-#define CLI_OPS "softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss"
+#define CLI_OPS "softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss, attention_softmax"
 
 typedef struct cli_Options {
   const char *command;
@@ -43,6 +44,10 @@ typedef struct cli_Options {
   int gpu_set;                /* --gpu was given */
   tune_CeOptions ce;          /* --ignore-index ... --labels: the cross-entropy ops' launch options */
   const char *ce_flag;        /* the first of those given, NULL if none */
+  int softcap_set;            /* --softcap given: cross-entropy's or attention_softmax's */
+  int mask, bias;             /* --mask, --alibi: attention_softmax's kinds (GEN_MASK_*, GEN_BIAS_*) */
+  tune_AttnOptions attn;      /* its launch options (--window, --scale, --offset; Q and H of --shape BxHxQxK) */
+  const char *attn_flag;      /* the first attention option given, NULL if none */
   char **args;                /* words after the options (cache's verb) */
   int nargs;
   char err[1024];
@@ -58,6 +63,24 @@ int cli_open_cache(cli_Options *o, cache_Db **db, char *path, size_t n);
 /* dtype and op as given, or the defaults (f32, softmax); -1 in the options means not given. */
 static inline int cli_dtype(const cli_Options *o) { return o->dtype < 0 ? GEN_F32 : o->dtype; }
 static inline int cli_op(const cli_Options *o) { return o->op < 0 ? GEN_SOFTMAX : o->op; }
+
+/* The one problem of the options (rows, cols, dtype, op, kinds); the rest zero. */
+static inline void cli_problem(const cli_Options *o, gen_Problem *p)
+{
+  memset(p, 0, sizeof *p);
+  p->rows = o->rows, p->cols = o->cols, p->dtype = cli_dtype(o), p->op = cli_op(o);
+  p->mask = o->mask, p->bias = o->bias;
+}
+
+/* The op of key k as the cache names it (attention_softmax with its kinds), in buf. */
+static inline const char *cli_key_op(const cache_Key *k, char *buf, size_t n)
+{
+  gen_op_key(k->op, k->mask, k->bias, buf, n);
+  return buf;
+}
+
+/* attention_softmax's options, one line (nothing for the other ops). */
+void cli_print_attn(const gen_Problem *p, const tune_AttnOptions *a);
 
 /* What an op's runs are timed against, for log and report: "copy floor", or the op's floor named. */
 static inline void cli_floor_name(int op, char *out, size_t n)

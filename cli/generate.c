@@ -14,11 +14,7 @@ static int setup(cli_Options *o, gen_State **g, gen_Problem *p, int need_config)
 {
   if (!o->shape) return cli_fail("%s needs --shape RxC (see softmax-tune --help)", o->command), 2;
   if (need_config && !o->config) return cli_fail("%s needs --config STR (see softmax-tune space)", o->command), 2;
-  memset(p, 0, sizeof *p);
-  p->rows = o->rows;
-  p->cols = o->cols;
-  p->dtype = cli_dtype(o);
-  p->op = cli_op(o);
+  cli_problem(o, p);
   p->arch = o->arch ? o->arch : 90;
   p->full = o->full;
   if (gen_open(g, o->templates, o->err, sizeof o->err)) return cli_fail("%s", o->err), 1;

@@ -17,6 +17,7 @@ void cli_filter(const cli_Options *o, cache_Key *f)
   f->cols = o->cols;
   f->dtype = o->dtype;
   f->op = o->op;
+  f->mask = o->mask, f->bias = o->bias;
 }
 
 int cli_open_cache(cli_Options *o, cache_Db **db, char *path, size_t n)
@@ -70,7 +71,7 @@ static void print_json(const cache_Run *r, const cache_Trial *t, int n)
   printf(", \"seconds\": %.3f, \"gpu\": ", r->seconds);
   json_str(r->key.gpu);
   printf(", \"arch\": %d, \"dtype\": \"%s\", \"op\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"status\": ", r->key.arch,
-         gen_dtype_name(r->key.dtype), gen_op_name(r->key.op), (long long)r->key.rows, (long long)r->key.cols);
+         gen_dtype_name(r->key.dtype), cli_key_op(&r->key, (char[64]){ 0 }, 64), (long long)r->key.rows, (long long)r->key.cols);
   json_str(r->status);
   printf(", \"origin\": ");
   json_str(r->origin);
@@ -107,7 +108,7 @@ static void print_table(const cache_Run *r, const cache_Trial *t, int n)
 {
   printf("run %lld, %s: %s, sm_%d, %lldx%lld %s %s, %.1f s, %d configs: %d verified, %d pruned, %d failed%s\n",
          (long long)r->id, r->started, r->key.gpu, r->key.arch, (long long)r->key.rows, (long long)r->key.cols,
-         gen_dtype_name(r->key.dtype), gen_op_name(r->key.op), r->seconds, r->configs, r->verified, r->pruned, r->failed,
+         gen_dtype_name(r->key.dtype), cli_key_op(&r->key, (char[64]){ 0 }, 64), r->seconds, r->configs, r->verified, r->pruned, r->failed,
          r->origin[0] ? " (imported from a bundle: run on another host)" : "");
   if (strcmp(r->status, "ok") != 0) printf("status: %s\n", r->status);
   char floor[128];
@@ -168,7 +169,7 @@ static const char *origin(const cache_Entry *e)
 static void print_entry(const cache_Entry *e, int full)
 {
   printf("%-28s sm_%-3d %-5s %-11s %10lld x %-8lld %10.1f us %6.3f  %s%s\n", e->key.gpu, e->key.arch,
-         gen_dtype_name(e->key.dtype), gen_op_name(e->key.op), (long long)e->key.rows, (long long)e->key.cols, e->us,
+         gen_dtype_name(e->key.dtype), cli_key_op(&e->key, (char[64]){ 0 }, 64), (long long)e->key.rows, (long long)e->key.cols, e->us,
          e->frac, e->config, origin(e));
   if (!full) return;
   printf("    kernel %s: %d threads, %d rows/block, %d blocks/row, cluster %d, %d bytes dynamic smem%s\n", e->kernel,

@@ -16,6 +16,7 @@
 static const char *const USAGE =
   "usage: softmax-tune [--gpu N] --shape RxC [options]     tune, print the winner, store it\n"
   "       softmax-tune [--gpu N] --op cross_entropy|cross_entropy_loss --shape NxV [--dtype T] [cross-entropy options]\n"
+  "       softmax-tune [--gpu N] --op attention_softmax --shape BxHxQxK [--dtype T] [--mask M] [attention options]\n"
   "       softmax-tune [--gpu all|N,N,...] --shape RxC,RxC,... [--dtype T,T] [--op OP,OP] [options]\n"
   "       softmax-tune [--gpu all|N,N,...] --shapes FILE [options]\n"
   "                                                         tune a list, print a summary\n"
@@ -101,6 +102,20 @@ static const char *const USAGE =
   "  --weight         class weights (drawn at random)\n"
   "  --labels T       int64 (default) or int32\n"
   "\n"
+  "attention_softmax (--op attention_softmax; tune, bench, space, emit, compile, explain, log,\n"
+  "  cache): y = softmax over the last dim of mask(bias + softcap(scale * x)), scores [B, H, Q, K]\n"
+  "  given as --shape BxHxQxK (rows B*H*Q of K). The mask and bias kinds are knobs (each its own\n"
+  "  kernel and cache entry); the rest are launch arguments, verified and timed with the values\n"
+  "  given. Masked scores are not read and are written as 0; a row that sees no key is zeros\n"
+  "  (docs/attention-softmax.md)\n"
+  "  --mask M         none (default), causal, window, causal+window or padding (per-batch key\n"
+  "                   lengths, drawn by the tuner)\n"
+  "  --window W       the window masks' left width: query q sees keys k >= q + offset - W\n"
+  "  --offset D       the causal diagonal: query q sees keys k <= q + D (default K - Q)\n"
+  "  --scale S        scores are S * x first (default 1), a finite number\n"
+  "  --softcap C      then C * tanh(z / C), C > 0 (default 0: none); also cross-entropy's\n"
+  "  --alibi          the ALiBi bias, -slope[h] * |q + offset - k| (slopes drawn by the tuner)\n"
+  "\n"
   "  -h, --help       this text\n"
   "  -V, --version    the version\n";
 
@@ -131,7 +146,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
        O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
        O_SWEEP, O_RESTAMP, O_ADD, O_CUBINS, O_SMS, O_WITH_HOST, O_RETIME, O_IGNORE_INDEX, O_SMOOTHING, O_ZLOSS, O_SOFTCAP,
-       O_WEIGHT, O_LABELS };
+       O_WEIGHT, O_LABELS, O_MASK, O_WINDOW, O_OFFSET, O_SCALE, O_ALIBI };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -153,6 +168,9 @@ static const struct option LONGOPTS[] = {
   { "ignore-index", required_argument, 0, O_IGNORE_INDEX }, { "label-smoothing", required_argument, 0, O_SMOOTHING },
   { "z-loss", required_argument, 0, O_ZLOSS },      { "softcap", required_argument, 0, O_SOFTCAP },
   { "weight", no_argument, 0, O_WEIGHT },           { "labels", required_argument, 0, O_LABELS },
+  { "mask", required_argument, 0, O_MASK },         { "window", required_argument, 0, O_WINDOW },
+  { "offset", required_argument, 0, O_OFFSET },     { "scale", required_argument, 0, O_SCALE },
+  { "alibi", no_argument, 0, O_ALIBI },
   { 0, 0, 0, 0 },
 };
 
@@ -186,7 +204,8 @@ static int parse_ce(int c, const char *arg, cli_Options *o)
   const char *name = NAMES[c - O_IGNORE_INDEX];
   char *end;
   float *f = c == O_SMOOTHING ? &o->ce.smoothing : c == O_ZLOSS ? &o->ce.zloss : c == O_SOFTCAP ? &o->ce.softcap : NULL;
-  if (!o->ce_flag) o->ce_flag = name;
+  if (c == O_SOFTCAP) o->softcap_set = 1;   /* cross-entropy's or attention's: checked with the op */
+  else if (!o->ce_flag) o->ce_flag = name;
   if (c == O_IGNORE_INDEX && parse_int64(arg, &o->ce.ignore))
     return usage_error("bad --ignore-index '%s': expected a whole number such as -100", arg);
   if (c == O_LABELS) {
@@ -205,6 +224,28 @@ static int parse_ce(int c, const char *arg, cli_Options *o)
     }
   }
   if (c == O_WEIGHT) o->ce.weight = 1;
+  return 0;
+}
+
+/* An attention_softmax option (a kind or a launch argument): 0, or 2 after saying why. */
+static int parse_attn(int c, const char *arg, cli_Options *o)
+{
+  static const char *const NAMES[] = { "--mask", "--window", "--offset", "--scale", "--alibi" };
+  char *end;
+  if (!o->attn_flag) o->attn_flag = NAMES[c - O_MASK];
+  if (c == O_MASK && (o->mask = gen_parse_mask(arg)) < 0)
+    return usage_error("bad --mask '%s': expected none, causal, window, causal+window or padding", arg);
+  if (c == O_WINDOW && (parse_int64(arg, &o->attn.window) || o->attn.window < 0))
+    return usage_error("bad --window '%s': expected a width >= 0", arg);
+  if (c == O_OFFSET && (parse_int64(arg, &o->attn.offset) || o->attn.offset == TUNE_ATTN_AUTO))
+    return usage_error("bad --offset '%s': expected a whole number", arg);
+  if (c == O_SCALE) {
+    errno = 0;
+    o->attn.scale = strtof(arg, &end);
+    if (!*arg || *end || errno == ERANGE || isspace((unsigned char)*arg) || !isfinite(o->attn.scale))
+      return usage_error("bad --scale '%s': expected a finite number", arg);
+  }
+  if (c == O_ALIBI) o->bias = GEN_BIAS_ALIBI;
   return 0;
 }
 
@@ -282,6 +323,9 @@ static int parse_options(int argc, char **argv, cli_Options *o)
     case O_IGNORE_INDEX: case O_SMOOTHING: case O_ZLOSS: case O_SOFTCAP: case O_WEIGHT: case O_LABELS:
       if (parse_ce(c, optarg, o)) return 2;
       break;
+    case O_MASK: case O_WINDOW: case O_OFFSET: case O_SCALE: case O_ALIBI:
+      if (parse_attn(c, optarg, o)) return 2;
+      break;
     case O_WITH_HOST: o->with_host = 1; break;
     case O_RETIME: o->retime = 1; break;
     case O_JSON: o->format = 'j'; break;
@@ -315,19 +359,55 @@ static int check_ce(cli_Options *o, const char *command)
   return 0;
 }
 
+/* attention_softmax's --shape BxHxQxK: Q and H into the options, rows B*H*Q; 0 or 1 with err. */
+static int attn_shape(cli_Options *o)
+{
+  int64_t d[4];
+  const char *s = o->shape;
+  for (int i = 0; i < 4; i++) {
+    const char *x = i < 3 ? strchr(s, 'x') : s + strlen(s);
+    d[i] = x && x > s && x - s <= 12 ? 0 : -1;   /* 12 digits at most: no overflow below */
+    for (const char *q = s; d[i] >= 0 && q < x; q++) d[i] = *q >= '0' && *q <= '9' ? d[i] * 10 + (*q - '0') : -1;
+    if (d[i] < 1 || (i == 3 && strchr(s, 'x')))
+      return snprintf(o->err, sizeof o->err, "bad shape '%s': attention_softmax takes BxHxQxK, four positive integers such as 4x16x2048x2048",
+                      o->shape), 1;
+    s = x + 1;
+  }
+  if (d[3] > 0x7fffffff || d[0] > INT64_MAX / 8 / d[1] / d[2] / d[3])
+    return snprintf(o->err, sizeof o->err, "bad shape '%s': K must be at most 2147483647 and B*H*Q*K fit", o->shape), 1;
+  o->rows = d[0] * d[1] * d[2], o->cols = d[3], o->attn.h = d[1], o->attn.q = d[2];
+  return 0;
+}
+
 /* --shape of one problem: parsed, and the problem one the generator takes (not a loss over one class). */
 static int check_shape(cli_Options *o)
 {
-  gen_Problem p = { 0 };
-  if (gen_parse_shape(o->shape, &o->rows, &o->cols, o->err, sizeof o->err)) return 1;
-  p.rows = o->rows, p.cols = o->cols, p.dtype = cli_dtype(o), p.op = cli_op(o);
-  return gen_check_problem(&p, o->err, sizeof o->err);
+  gen_Problem p;
+  if (cli_op(o) == GEN_ATTN ? attn_shape(o) : gen_parse_shape(o->shape, &o->rows, &o->cols, o->err, sizeof o->err)) return 1;
+  cli_problem(o, &p);
+  return gen_check_problem(&p, o->err, sizeof o->err) || (p.op == GEN_ATTN && tune_attn_check(&p, &o->attn, o->err, sizeof o->err));
+}
+
+/* attention's options go with its op, one problem; --softcap with it or a cross-entropy op. */
+static int check_attn(cli_Options *o)
+{
+  const int attn = cli_op(o) == GEN_ATTN;
+  if (o->softcap_set && !attn && !gen_op(cli_op(o))->params)
+    return usage_error("--softcap is an option of --op cross_entropy, cross_entropy_loss or attention_softmax, not %s",
+                       gen_op_name(cli_op(o)));
+  if (o->attn_flag && !attn)
+    return usage_error("%s is an option of --op attention_softmax", o->attn_flag);
+  if (attn && cli_is_batch(o)) return usage_error("%s takes one problem, not a list", "attention_softmax");
+  if (attn && !o->shape && o->attn_flag) return usage_error("%s needs --shape BxHxQxK", o->attn_flag);
+  o->attn.softcap = o->ce.softcap;
+  return 0;
 }
 
 int main(int argc, char **argv)
 {
   cli_Options o = { .gpu = 0, .dtype = -1, .op = -1, .arch = 0, .format = 't' };
   tune_ce_defaults(&o.ce);
+  tune_attn_defaults(&o.attn);
   int (*run)(cli_Options *) = cli_tune;
   const char *name = "tune";
   if (argc > 1 && argv[1][0] != '-') {
@@ -349,7 +429,9 @@ int main(int argc, char **argv)
     return usage_error("--sms is for tuning one problem, not %s", cli_is_batch(&o) ? "a list" : name);
   if (cli_is_batch(&o) && strcmp(name, "tune") != 0)
     return usage_error("%s takes one --gpu, --shape, --dtype and --op (lists and --shapes are for tuning)", name);
+  if (o.softcap_set && gen_op(cli_op(&o))->params == 1 && !o.ce_flag) o.ce_flag = "--softcap";
   if (o.ce_flag && (rc = check_ce(&o, name))) return rc;
+  if ((rc = check_attn(&o))) return rc;
   if (o.shape && !cli_is_batch(&o) && check_shape(&o)) {
     cli_fail("%s", o.err);
     return 2;

@@ -51,9 +51,23 @@ void cli_print_gpu(const tune_Device *d)
 
 static void print_header(const tune_Device *d, const gen_Problem *p, int64_t bytes)
 {
+  char op[64];
+  gen_op_key(p->op, p->mask, p->bias, op, sizeof op);
   cli_print_gpu(d);
   printf("problem: %lldx%lld %s %s, %.3f GB moved per call (read + write; the floor: %s)\n", (long long)p->rows,
-         (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), bytes / 1e9, gen_op(p->op)->floor_text);
+         (long long)p->cols, gen_dtype_name(p->dtype), op, bytes / 1e9, gen_op(p->op)->floor_text);
+}
+
+void cli_print_attn(const gen_Problem *p, const tune_AttnOptions *a)
+{
+  AttnParams k;
+  if (p->op != GEN_ATTN) return;
+  tune_attn_params(p, a, &k);
+  printf("options: B %lld, H %lld, Q %lld, K %lld, mask %s, causal offset %lld, window %lld, scale %g, softcap %g, bias %s;"
+         " %.1f%% of the scores visible (launch arguments but the kinds: a sweep verifies with these)\n",
+         (long long)(p->rows / k.q / k.h), (long long)k.h, (long long)k.q, (long long)p->cols, gen_mask_name(p->mask),
+         (long long)k.offset, (long long)k.window, k.scale, k.softcap, gen_bias_name(p->bias),
+         100. * (double)tune_attn_visible(p, &k) / ((double)p->rows * (double)p->cols));
 }
 
 void cli_print_ce(const gen_Problem *p, const tune_CeOptions *ce)
@@ -152,7 +166,7 @@ static int sweep(cli_Options *o, tune_Gpu *gpu, gen_State *g, gen_Problem *p, ca
   char **list;
   int n, rc;
   int64_t run;
-  Progress pr = { isatty(2) && !o->quiet, gen_op_bytes(p->op, p->rows, p->cols, p->dtype) };
+  Progress pr = { isatty(2) && !o->quiet, gen_problem_bytes(p) };
   if (gen_space(g, p, &list, &n)) return cli_fail("%s", gen_error(g)), 2;
   gen_free_list(list, n);
   if ((rc = tune_gpu_prepare(gpu, g, p, n, o->err, sizeof o->err))) return cli_fail("%s", o->err), rc == 2 ? 2 : 1;
@@ -220,15 +234,23 @@ int cli_tune(cli_Options *o)
     cli_fail("%s", o->err);
     goto done;
   }
-  p.rows = o->rows, p.cols = o->cols, p.dtype = cli_dtype(o), p.op = cli_op(o), p.full = o->full, p.only = o->config;
+  cli_problem(o, &p);
+  p.full = o->full, p.only = o->config;
   tune_device_limits(tune_gpu_device(gpu), &p);
+  if (p.op == GEN_ATTN) {   /* the bytes its kernels move: the visible scores read */
+    AttnParams a;
+    tune_attn_params(&p, &o->attn, &a);
+    p.visible = tune_attn_visible(&p, &a);
+  }
   if (tune_key(g, tune_gpu_device(gpu), &p, &k, o->err, sizeof o->err)) {
     cli_fail("%s", o->err);
     goto done;
   }
-  print_header(tune_gpu_device(gpu), &p, gen_op_bytes(p.op, p.rows, p.cols, p.dtype));
+  print_header(tune_gpu_device(gpu), &p, gen_problem_bytes(&p));
   cli_print_ce(&p, &o->ce);
+  cli_print_attn(&p, &o->attn);
   tune_gpu_ce_options(gpu, &o->ce);
+  tune_gpu_attn_options(gpu, &o->attn);
   if (o->sms) printf("on %d SMs of the GPU (--sms %d, a green context): every kernel, the copy floor too\n", p.sms, o->sms);
   if (!o->force && !o->full && !o->config && db && (rc = answer_from_cache(o, g, &p, db, &k, path)) >= 0) goto done;
   fflush(stdout);

@@ -51,8 +51,9 @@ int cli_explain(cli_Options *o)
   cache_Key base;
   gen_Choice ch;
   char path[4096];
-  gen_Problem p = { .rows = o->rows, .cols = o->cols, .dtype = cli_dtype(o), .op = cli_op(o) };
+  gen_Problem p;
   int rc = 1;
+  cli_problem(o, &p);
   if (!o->shape) return cli_fail("explain needs --shape RxC"), 2;
   if (o->arch && o->gpu_set) return cli_fail("explain takes --gpu N or --arch sm_XX, not both"), 2;
   if (gen_open(&g, o->templates, o->err, sizeof o->err)) return cli_fail("%s", o->err), 1;

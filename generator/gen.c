@@ -34,7 +34,11 @@ static const gen_Op OPS[GEN_NOP] = {
   { "cross_entropy", 1, 1, 16, 5, 1, "st_fill_ce", "st_check_ce", GEN_FLOOR_COPY, "a copy of the logits" },
   { "cross_entropy_loss", 1, 0, 16, 5, 1, "st_fill_ce", "st_check_ce", GEN_FLOOR_READ,
     "a kernel reading the logits and writing a float a row" },
+  { "attention_softmax", 1, 1, 0, 2, 2, "st_fill_attn", "st_check_attn", GEN_FLOOR_MASKED,
+    "a copy over the mask: the visible scores read, every one written" },
 };
+static const char *const MASKS[GEN_NMASK] = { "none", "causal", "window", "causal_window", "padding" };
+static const char *const BIASES[GEN_NBIAS] = { "none", "alibi" };
 
 static void seterr(char *err, size_t n, const char *fmt, ...)
 {
@@ -154,7 +158,12 @@ const char *gen_error(const gen_State *g)
 
 int gen_check_problem(const gen_Problem *p, char *err, size_t errlen)
 {
-  if (p->op < 0 || p->op >= GEN_NOP || !OPS[p->op].params || p->cols != 1) return 0;
+  const int attn = p->op == GEN_ATTN;
+  if (p->mask < 0 || p->mask >= GEN_NMASK || p->bias < 0 || p->bias >= GEN_NBIAS || (!attn && (p->mask || p->bias))) {
+    seterr(err, errlen, "mask %d and bias %d: kinds of attention_softmax only, not of %s", p->mask, p->bias, gen_op_name(p->op));
+    return 1;
+  }
+  if (p->op < 0 || p->op >= GEN_NOP || OPS[p->op].params != 1 || p->cols != 1) return 0;
   seterr(err, errlen, "%s needs 2 or more classes: cols must be >= 2, got '%lld'", OPS[p->op].name, (long long)p->cols);
   return 1;
 }
@@ -184,6 +193,10 @@ static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
 #undef LIMIT
   lua_pushboolean(L, p->full);
   lua_setfield(L, -2, "full");
+  lua_pushstring(L, gen_mask_name(p->mask));
+  lua_setfield(L, -2, "mask");
+  lua_pushstring(L, gen_bias_name(p->bias));
+  lua_setfield(L, -2, "bias");
   if (p->only) {
     lua_pushstring(L, p->only);
     lua_setfield(L, -2, "only");
@@ -513,6 +526,45 @@ int64_t gen_op_bytes(int o, int64_t rows, int64_t cols, int dtype)
 {
   const gen_Op *d = gen_op(o);
   return d ? (d->reads + d->writes) * rows * cols * gen_dtype_size(dtype) + rows * d->row_bytes : 0;
+}
+
+int64_t gen_problem_bytes(const gen_Problem *p)
+{
+  const int64_t all = gen_op_bytes(p->op, p->rows, p->cols, p->dtype);
+  if (p->op != GEN_ATTN || p->visible <= 0) return all;
+  return all - p->rows * p->cols * gen_dtype_size(p->dtype) + p->visible * gen_dtype_size(p->dtype);
+}
+
+int gen_parse_mask(const char *s)
+{
+  if (s && strcmp(s, "causal+window") == 0) return GEN_MASK_CAUSAL_WINDOW;
+  return lookup(MASKS, GEN_NMASK, s);
+}
+int gen_parse_bias(const char *s) { return lookup(BIASES, GEN_NBIAS, s); }
+const char *gen_mask_name(int m) { return m >= 0 && m < GEN_NMASK ? MASKS[m] : "?"; }
+const char *gen_bias_name(int b) { return b >= 0 && b < GEN_NBIAS ? BIASES[b] : "?"; }
+
+void gen_op_key(int op, int mask, int bias, char *out, size_t n)
+{
+  if (op == GEN_ATTN) snprintf(out, n, "%s:%s:%s", gen_op_name(op), gen_mask_name(mask), gen_bias_name(bias));
+  else snprintf(out, n, "%s", gen_op_name(op));
+}
+
+int gen_parse_op_key(const char *s, int *op, int *mask, int *bias)
+{
+  char name[64], m[32], b[32];
+  *mask = *bias = 0;
+  if (!s || strlen(s) >= sizeof name) return *op = -1, 1;
+  if (!strchr(s, ':')) {   /* attention's key always names its kinds */
+    if ((*op = gen_parse_op(s)) == GEN_ATTN) *op = -1;
+    return *op < 0;
+  }
+  if (sscanf(s, "%63[^:]:%31[^:]:%31s", name, m, b) != 3 || gen_parse_op(name) != GEN_ATTN || (*mask = gen_parse_mask(m)) < 0 ||
+      (*bias = gen_parse_bias(b)) < 0) {
+    *mask = *bias = 0;
+    return *op = -1, 1;
+  }
+  return *op = GEN_ATTN, 0;
 }
 
 int gen_parse_arch(const char *s)

@@ -96,7 +96,7 @@ local function module(name, ...)
 end
 -- (a templates folder without it, as an older one: space.lua runs without backward ops)
 local function optional(name) return pcall(source, name) and module(name) or nil end
-local S = module("space.lua", optional("space_bw.lua"), optional("space_ce.lua"))
+local S = module("space.lua", optional("space_bw.lua"), optional("space_ce.lua"), optional("space_attn.lua"))
 
 local E = {}
 

@@ -120,6 +120,44 @@ st_status st_cross_entropy(st_ctx *ctx, st_dtype dtype, const void *logits, cons
 ** gradient, 0 loss only). */
 st_status st_config_cross_entropy(st_ctx *ctx, st_dtype dtype, int grad, int64_t rows, int64_t cols, char *out, int outlen);
 
+/* ---- attention_softmax: the softmax of attention scores, scaled, capped, biased and masked ---- */
+
+#define ST_ATTN_OFFSET_AUTO INT64_MIN   /* causal_offset: K - Q */
+
+typedef struct st_attn_options {
+  float scale;              /* scores are scale * x first (default 1); finite */
+  float softcap;            /* > 0: then softcap * tanh(z / softcap) (Gemma 2); 0: none (default) */
+  int causal;               /* query q sees keys k <= q + causal_offset only */
+  int64_t causal_offset;    /* the diagonal's offset; ST_ATTN_OFFSET_AUTO (default): K - Q, so the last
+                            ** query sees every key (chunked prefill, decoding with a KV cache) */
+  int64_t window;           /* >= 0: and keys k >= q + causal_offset - window only (a sliding window's
+                            ** left width, with or without causal); -1: none (default) */
+  const int *key_lengths;   /* device int32 [B]: batch b sees keys [0, key_lengths[b]) (clamped to
+                            ** [0, K]); NULL: none (default). Not together with causal or window yet */
+  const float *alibi_slopes;   /* device float [H]: -slope[h] * |q + causal_offset - k| added (ALiBi);
+                               ** NULL: none (default) */
+} st_attn_options;
+
+/* The defaults: scale 1, nothing else. */
+void st_attn_defaults(st_attn_options *o);
+
+/* y = softmax over the last dim of mask(bias + softcap(scale * x)) for scores x [B, H, Q, K] (device
+** pointers to B*H*Q*K elements of dtype, contiguous; y may be x). Masked scores are not read and
+** their outputs are 0; a query row that sees no key (or only scores of -inf) is all zeros (torch
+** gives NaN there); a NaN or +inf score makes its row NaN. float32 math. The mask kind (none,
+** causal, window, causal and window, key padding) and the bias kind (none, ALiBi) choose the
+** kernel: each is tuned and cached apart (softmax-tune --op attention_softmax --mask ... --alibi);
+** scale, softcap, offset, window and the pointers are launch arguments. Same cache and miss policy
+** as st_softmax; a shape not tuned gets a rule's kernel (its tuned kernels for other shapes are not
+** adapted yet), and miss policy tune tunes it with Q = H = 1 and these options' kinds. o NULL:
+** the defaults. Enqueued on stream. */
+st_status st_attention_softmax(st_ctx *ctx, st_dtype dtype, const st_attn_options *o, const void *x, void *y, int64_t B,
+                               int64_t H, int64_t Q, int64_t K, struct CUstream_st *stream);
+
+/* The config string of the kernel st_attention_softmax uses for this problem. */
+st_status st_config_attention(st_ctx *ctx, st_dtype dtype, const st_attn_options *o, int64_t B, int64_t H, int64_t Q,
+                              int64_t K, char *out, int outlen);
+
 /* A problem this context ran without a tuned kernel (st_untuned). As a line of a shapes file
 ** for `softmax-tune --shapes FILE`: "ROWSxCOLS dtype op", dtype f32, f16 or bf16, op softmax,
 ** log_softmax, softmax_backward or log_softmax_backward (backward: st_softmax_backward's). */

@@ -214,7 +214,7 @@ static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, c
   CUresult r = c->drv.cuModuleLoadData(&m->mod, cubin);
   if (!r) r = c->drv.cuModuleGetFunction(&m->fn, m->mod, name);
   if (!r) r = tune_func_setup(&c->drv, m->fn, l);
-  if (!r && gen_op(m->op)->params) {
+  if (!r && gen_op(m->op % GEN_NOP)->params == 1) {
     char cap[80];
     snprintf(cap, sizeof cap, "%s_cap", name);
     r = c->drv.cuModuleGetFunction(&m->count, m->mod, "st_ce_count");
@@ -323,15 +323,20 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
   return compile_config(c, m, p, ch.config);
 }
 
+/* The memo's op: the generator's, and attention_softmax's kinds past GEN_NOP (0 for the other ops). */
+static int memo_op(int op, int mask, int bias) { return op + GEN_NOP * (mask * GEN_NBIAS + bias); }
+
 /* The cache, then a tuned entry of the same cols, then the miss policy. */
-static st_status resolve(st_ctx *c, Memo *m, int dtype, int op, int unaligned, int64_t rows, int64_t cols)
+static st_status resolve(st_ctx *c, Memo *m, int dtype, int code, int unaligned, int64_t rows, int64_t cols)
 {
-  gen_Problem p = { .rows = rows, .cols = cols, .dtype = dtype, .op = op };
+  const int op = code % GEN_NOP;
+  gen_Problem p = { .rows = rows, .cols = cols, .dtype = dtype, .op = op, .mask = code / GEN_NOP / GEN_NBIAS,
+                    .bias = code / GEN_NOP % GEN_NBIAS };
   cache_Key k = c->base;
   cache_Entry e;
   int rc = CACHE_MISS;
   tune_device_limits(&c->dev, &p);
-  k.dtype = dtype, k.op = op, k.rows = rows, k.cols = cols;
+  k.dtype = dtype, k.op = op, k.mask = p.mask, k.bias = p.bias, k.rows = rows, k.cols = cols;
   if (!unaligned && open_cache(c, 0) == ST_OK && c->db) {
     if ((rc = cache_get(c->db, &k, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK)
       return from_entry(c, m, &e);
@@ -557,6 +562,81 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
 st_status st_config_cross_entropy(st_ctx *c, st_dtype dtype, int grad, int64_t rows, int64_t cols, char *out, int outlen)
 {
   return config_of(c, dtype, ST_SOFTMAX, grad ? GEN_CE : GEN_CE_LOSS, rows, cols, out, outlen);
+}
+
+/* ---- attention_softmax ---- */
+
+void st_attn_defaults(st_attn_options *o)
+{
+  memset(o, 0, sizeof *o);
+  o->scale = 1.f;
+  o->causal_offset = ST_ATTN_OFFSET_AUTO;
+  o->window = -1;
+}
+
+/* The options (NULL: the defaults) checked, as a mask kind, a bias kind and the kernels' launch
+** block (pointers set). */
+static st_status check_attn(st_ctx *c, st_dtype dtype, const st_attn_options *opt, int64_t B, int64_t H, int64_t Q, int64_t K,
+                            gen_Problem *p, AttnParams *a)
+{
+  char err[512];
+  st_attn_options defaults;
+  const st_attn_options *o = opt ? opt : (st_attn_defaults(&defaults), &defaults);
+  tune_AttnOptions t = { Q, H, o->causal_offset == ST_ATTN_OFFSET_AUTO ? TUNE_ATTN_AUTO : o->causal_offset, o->window, o->scale,
+                         o->softcap };
+  if (B < 1 || H < 1 || Q < 1 || K < 1 || K > 0x7fffffff || B > INT64_MAX / 8 / H / Q / K)
+    return fail(ST_EINVAL, "st_attention_softmax: bad shape %lldx%lldx%lldx%lld (B, H, Q, K >= 1, K < 2^31)", (long long)B,
+                (long long)H, (long long)Q, (long long)K);
+  if (o->key_lengths && (o->causal || o->window >= 0))
+    return fail(ST_EINVAL, "st_attention_softmax: key_lengths with causal or window is not supported yet");
+  memset(p, 0, sizeof *p);
+  p->rows = B * H * Q, p->cols = K, p->dtype = dtype, p->op = GEN_ATTN;
+  p->mask = o->causal ? (o->window >= 0 ? GEN_MASK_CAUSAL_WINDOW : GEN_MASK_CAUSAL) : o->window >= 0 ? GEN_MASK_WINDOW
+            : o->key_lengths ? GEN_MASK_PADDING : GEN_MASK_NONE;
+  p->bias = o->alibi_slopes ? GEN_BIAS_ALIBI : GEN_BIAS_NONE;
+  st_status s = check_args(c, dtype, ST_SOFTMAX, p->rows, K);
+  if (s) return s;
+  if (tune_attn_check(p, &t, err, sizeof err)) return fail(ST_EINVAL, "st_attention_softmax: %s", err);
+  if ((uintptr_t)o->key_lengths % 4 || (uintptr_t)o->alibi_slopes % 4)
+    return fail(ST_EINVAL, "st_attention_softmax: key_lengths or alibi_slopes not aligned to 4 bytes");
+  tune_attn_params(p, &t, a);
+  a->key_lengths = (uintptr_t)o->key_lengths, a->slopes = (uintptr_t)o->alibi_slopes;
+  return ST_OK;
+}
+
+st_status st_attention_softmax(st_ctx *c, st_dtype dtype, const st_attn_options *o, const void *x, void *y, int64_t B,
+                               int64_t H, int64_t Q, int64_t K, struct CUstream_st *stream)
+{
+  gen_Problem p;
+  AttnParams a;
+  Memo m;
+  char err[512];
+  st_status s = check_attn(c, dtype, o, B, H, Q, K, &p, &a);
+  const int es = dtype == ST_F32 ? 4 : 2;
+  if (s) return s;
+  if (!x || !y) return fail(ST_EINVAL, "st_attention_softmax: a tensor pointer is NULL");
+  if (((uintptr_t)x | (uintptr_t)y) % (unsigned)es) return fail(ST_EINVAL, "st_attention_softmax: pointers not aligned to the %d-byte elements", es);
+  if ((s = lookup(c, dtype, memo_op(GEN_ATTN, p.mask, p.bias), ((uintptr_t)x ^ (uintptr_t)y) % 16 != 0, p.rows, K, &m))) return s;
+  tune_Args args = { { (CUdeviceptr)x, (CUdeviceptr)y }, p.rows, 0, &a };
+  CUcontext cur = NULL;
+  int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
+  CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
+  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &args, m.resident, (CUstream)stream);
+  if (push) c->drv.cuCtxPopCurrent(NULL);
+  if (r) return fail(ST_ECUDA, "st_attention_softmax launch (%s): %s", m.config, tune_cu_error(&c->drv, r, err, sizeof err));
+  return ST_OK;
+}
+
+st_status st_config_attention(st_ctx *c, st_dtype dtype, const st_attn_options *o, int64_t B, int64_t H, int64_t Q, int64_t K,
+                              char *out, int outlen)
+{
+  gen_Problem p;
+  AttnParams a;
+  Memo m;
+  st_status s = check_attn(c, dtype, o, B, H, Q, K, &p, &a);
+  if (!s) s = lookup(c, dtype, memo_op(GEN_ATTN, p.mask, p.bias), 0, p.rows, K, &m);
+  if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
+  return s;
 }
 
 int st_untuned(st_ctx *c, st_problem *out, int cap)

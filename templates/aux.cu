@@ -1,7 +1,8 @@
 // aux.cu — the tuner's own kernels, one module: st_fill (random inputs, fill.cu) and st_check
 // (float64 verification, check.cu); for the backward ops also st_fill_bw, st_check_bw and
 // the two-read-one-write floor st_add (backward_aux.cu); for the cross-entropy ops
-// st_fill_ce, st_check_ce and the loss-only floor st_read_rows (ce_aux.cu). Uses: dtype, op, cols.
+// st_fill_ce, st_check_ce and the loss-only floor st_read_rows (ce_aux.cu); for attention_softmax
+// st_fill_attn, st_check_attn and the masked floor st_attn_floor (attn_aux.cu). Uses: dtype, op, cols.
 % include("types.cu")
 % include("fill.cu")
 % include("check.cu")
@@ -10,4 +11,7 @@
 % end
 % if op:match("^cross_entropy") then
 % include("ce_aux.cu")
+% end
+% if op == "attention_softmax" then
+% include("attn_aux.cu")
 % end

@@ -14,7 +14,7 @@ local M = {}
 local ESIZE = { f32 = 4, f16 = 2, bf16 = 2 }
 local CTYPE = { f32 = "float", f16 = "u16", bf16 = "u16" }
 local OPS = { softmax = true, log_softmax = true, softmax_backward = true, log_softmax_backward = true,
-              cross_entropy = true, cross_entropy_loss = true }
+              cross_entropy = true, cross_entropy_loss = true, attention_softmax = true }
 
 -- Device limits per arch, for commands run without a GPU (the GPU of each, by its SMs: T4, A100,
 -- RTX 3090, Orin, ..., L40/RTX 4090, H100 SXM, B200, ..., RTX 5090); the tuner passes the real ones
@@ -84,6 +84,14 @@ M.knobs = {
     doc = "stream: last-use loads and stores marked evict-first (.lu/.cs); keep (passes=2): as stream, and pass 1's loads evict-last in L2, so pass 2 finds them" },
 }
 
+-- attention_softmax's own knobs (space_attn.lua): its mask and bias kinds, which its config strings
+-- name after the others; no other op's do.
+M.attn_knobs = {
+  { name = "mask", values = { "none", "causal", "window", "causal_window", "padding" },
+    doc = "attention_softmax only: the keys a row sees (attn_mask.h); masked keys are not read, written as 0" },
+  { name = "bias", values = { "none", "alibi" }, doc = "attention_softmax only: ALiBi, -slope[h] * |q + offset - k| added" },
+}
+
 -- hold values that keep the row (or a block's part) in registers: items must cover it
 local IN_REGS = { reg = true, packed = true, pipe = true }
 local MIXED = { mix = true, ahead = true }
@@ -99,6 +107,7 @@ for i, k in ipairs(M.knobs) do
   KNOB[k.name] = k
   k.index = i
 end
+for _, k in ipairs(M.attn_knobs) do KNOB[k.name] = k end
 
 local function isvalue(k, v)
   for _, x in ipairs(k.values) do if x == v then return true end end
@@ -123,7 +132,11 @@ function M.problem(P)
   if P.checked then return P end
   local function bad(what, v) error(what .. " '" .. tostring(v) .. "'", 0) end
   if not ESIZE[P.dtype] then bad("unknown dtype (f32, f16, bf16)", P.dtype) end
-  if not OPS[P.op] then bad("unknown op (softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss)", P.op) end
+  if not OPS[P.op] then bad("unknown op (softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss, attention_softmax)", P.op) end
+  P.mask, P.bias = P.mask or "none", P.bias or "none"
+  if not isvalue(KNOB.mask, P.mask) or not isvalue(KNOB.bias, P.bias) or (P.op ~= "attention_softmax" and (P.mask ~= "none" or P.bias ~= "none")) then
+    bad("mask and bias kinds are attention_softmax's (mask none|causal|window|causal_window|padding, bias none|alibi), got", P.mask .. "/" .. P.bias)
+  end
   if math.type(P.rows) ~= "integer" or P.rows < 1 then bad("rows must be >= 1, got", P.rows) end
   if math.type(P.cols) ~= "integer" or P.cols < 1 or P.cols > 0x7fffffff then
     bad("cols must be in 1..2147483647, got", P.cols)
@@ -170,6 +183,9 @@ end
 function M.format(cfg)
   local t = {}
   for i, k in ipairs(M.knobs) do t[i] = k.name .. "=" .. tostring(cfg[k.name]) end
+  for _, k in ipairs(M.attn_knobs) do
+    if cfg[k.name] ~= nil then t[#t + 1] = k.name .. "=" .. tostring(cfg[k.name]) end
+  end
   return table.concat(t, ",")
 end
 
@@ -579,19 +595,25 @@ end
 -- problems there.
 M.BACKWARD = { softmax_backward = true, log_softmax_backward = true }
 M.CE = { cross_entropy = true, cross_entropy_loss = true }
-local make_bw, make_ce = ...
+M.ATTN = { attention_softmax = true }
+local make_bw, make_ce, make_attn = ...
 local function missing(what)   -- a templates folder without that file (an older one)
   local function no() error("these templates have no " .. what, 0) end
   return function() return { check = no, enumerate = no, full = no, heuristic = no, launch = no, vars = no } end
 end
-local HELP = { check = M.check, launch = M.launch, vars = M.vars, fits = fits, vecs = vecs, POW2 = POW2, KB = KB,
-               is_split = function(v) return isvalue(KNOB.split, v) end }
+local HELP = { check = M.check, launch = M.launch, vars = M.vars, heuristic = M.heuristic, fits = fits, vecs = vecs,
+               POW2 = POW2, KB = KB, is_split = function(v) return isvalue(KNOB.split, v) end }
 local BW = (make_bw or missing("space_bw.lua: no backward ops"))(HELP)
 local CE = (make_ce or missing("space_ce.lua: no cross-entropy ops"))(HELP)
+local ATTN = (make_attn or missing("space_attn.lua: no attention_softmax"))(HELP)
 for name, at in pairs({ check = 2, enumerate = 1, full = 1, heuristic = 1, launch = 2, vars = 2 }) do
-  local fwd, bw, ce = M[name], BW[name], CE[name]
+  local fwd, bw, ce, attn = M[name], BW[name], CE[name], ATTN[name]
   M[name] = function(...)
     local op = select(at, ...).op
+    if M.ATTN[op] then return attn(...) end
+    if name == "check" and (select(1, ...).mask ~= nil or select(1, ...).bias ~= nil) then
+      return "mask and bias are knobs of attention_softmax only"
+    end
     if M.BACKWARD[op] then return bw(...) end
     if M.CE[op] then return ce(...) end
     return fwd(...)

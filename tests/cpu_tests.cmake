@@ -50,3 +50,6 @@ set_tests_properties(batch PROPERTIES LABELS cpu TIMEOUT 120)
 st_test(test_cubins)   # kept cubins (cache/cubins.c): NVRTC without a GPU
 add_test(NAME cubins COMMAND test_cubins)
 set_tests_properties(cubins PROPERTIES LABELS cpu)
+st_test(test_verify_attn)   # attention_softmax's rule
+add_test(NAME verify_attn COMMAND test_verify_attn)
+set_tests_properties(verify_attn PROPERTIES LABELS cpu)

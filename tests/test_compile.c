@@ -15,6 +15,10 @@
 **             spaces checked (valid, the families each arch and length should have), then per
 **             arch a sample taking every knob value plus the rule's config of every problem
 **             (CI), or every config of every space, both ops (label long)
+**   --attn [--all]  attention_softmax (attn.cu) for sm_80 and sm_90: every mask and bias kind,
+**             rows held and read twice, every dtype: its spaces checked (valid, canonical, both
+**             families where the row is long), then per arch a sample taking every knob value
+**             plus the rule's config of every problem (CI), or every config (label long)
 */
 #include <pthread.h>
 #include <stdlib.h>
@@ -170,15 +174,47 @@ static void add_ce(gen_State *g, int all)
   }
 }
 
+/* attention_softmax's spaces and compiles (--attn): each kind on a problem of its own shape. */
+static void add_attn(gen_State *g, int all)
+{
+  static const int64_t cols[] = { 1, 64, 1000, 4099, 20000 };
+  for (int arch = 80; arch <= 90; arch += 10) {
+    Cover cover = { .n = 0 };
+    for (int mask = 0; mask < GEN_NMASK; mask++)
+      for (int bias = 0; bias < GEN_NBIAS; bias++)
+        for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
+          const int d = (int)((c + (size_t)mask + (size_t)bias) % GEN_NDTYPE);
+          gen_Problem p = { .rows = 4096, .cols = cols[c], .dtype = d, .op = GEN_ATTN, .mask = mask, .bias = bias, .arch = arch };
+          char **list, rule[256], canon[256];
+          int n, two = 0;
+          if (gen_space(g, &p, &list, &n) || gen_heuristic(g, &p, 0, rule, sizeof rule)) {
+            CHECK(0, "%s", gen_error(g));
+            continue;
+          }
+          CHECK(n > 0, "sm_%d %s %s cols %lld: an empty space", arch, gen_mask_name(mask), gen_bias_name(bias), (long long)cols[c]);
+          for (int i = 0; i < n; i++) {
+            CHECK(gen_canon(g, &p, list[i], canon, sizeof canon) == 0 && strcmp(canon, list[i]) == 0, "%s not canonical", list[i]);
+            two += strstr(list[i], "passes=2") != NULL;
+            if (all || cover_adds(&cover, list[i])) add_job(g, &p, list[i]);
+          }
+          CHECK(two > 0 || cols[c] * gen_dtype_size(d) < 8192, "sm_%d cols %lld: no two-read config", arch, (long long)cols[c]);
+          if (!all && c % 2 == 0) add_job(g, &p, rule);
+          gen_free_list(list, n);
+        }
+  }
+}
+
 int main(int argc, char **argv)
 {
   int sm75 = argc > 1 && strcmp(argv[1], "--sm75") == 0, ce = argc > 1 && strcmp(argv[1], "--ce") == 0;
-  int all = argc > 1 + (sm75 || ce) && strcmp(argv[1 + (sm75 || ce)], "--all") == 0;
+  int attn = argc > 1 && strcmp(argv[1], "--attn") == 0;
+  int all = argc > 1 + (sm75 || ce || attn) && strcmp(argv[1 + (sm75 || ce || attn)], "--all") == 0;
   char err[1024];
   gen_State *g;
   if (gen_open(&g, NULL, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
   jobs = calloc(40000, sizeof *jobs);
-  if (ce) add_ce(g, all);
+  if (attn) add_attn(g, all);
+  else if (ce) add_ce(g, all);
   else if (sm75) add_sm75(g, all);
   else add_sm80_90(g, all);
   gen_close(g);
@@ -200,10 +236,10 @@ int main(int argc, char **argv)
     packed += j->packed, packed_spilled += j->packed && j->stack > 0;
     gen_kernel_free(&j->k);
   }
-  CHECK(sm75 || ce || (packed > 0 && 4 * packed_spilled <= packed), "%d of %d packed configs spill", packed_spilled, packed);
+  CHECK(sm75 || ce || attn || (packed > 0 && 4 * packed_spilled <= packed), "%d of %d packed configs spill", packed_spilled, packed);
   printf("compiled %d configs on %d threads in %.1f s; %d use local memory (pruned on the GPU)\n", njobs, nthreads,
          (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, spilled);
   free(jobs);
-  const char *name = ce ? (all ? "test_compile --ce --all" : "test_compile --ce") : sm75 ? (all ? "test_compile --sm75 --all" : "test_compile --sm75") : all ? "test_compile --all" : "test_compile --sample";
+  const char *name = attn ? (all ? "test_compile --attn --all" : "test_compile --attn") : ce ? (all ? "test_compile --ce --all" : "test_compile --ce") : sm75 ? (all ? "test_compile --sm75 --all" : "test_compile --sm75") : all ? "test_compile --all" : "test_compile --sample";
   return check_done(name);
 }

@@ -12,6 +12,9 @@
 **                        that is a class, a gradient scale other than 1, every row ignored, and
 **                        a bad label (its row's loss NaN, the flag set; without one, the flag
 **                        left clear), each on one config of every family
+**   test_gpu --attn      attention_softmax: every mask and bias kind, with and without a softcap,
+**                        a scale, ragged and long rows (both families), Q > K (rows that see
+**                        nothing), padding (key lengths 0..K), each dtype; a sample of each space
 **   test_gpu --sanitize  one config of each kernel family (row held in registers or shared
 **                        memory, two passes, split by cluster, by global exchange, pipelined)
 **                        on small shapes with tails, f32 and bf16: for compute-sanitizer
@@ -49,6 +52,23 @@ static const Case CASES[] = {
   { 16, 128256, GEN_BF16, GEN_CE },       { 5, 262147, GEN_BF16, GEN_CE },     { 777, 7, GEN_F32, GEN_CE_LOSS },
   { 300, 4099, GEN_BF16, GEN_CE_LOSS },   { 64, 32003, GEN_F16, GEN_CE_LOSS }, { 16, 128256, GEN_F32, GEN_CE_LOSS },
   { 5, 262147, GEN_F16, GEN_CE_LOSS },
+};
+
+/* attention_softmax (attn.cu): rows = B*H*Q of K, with the options each is verified under */
+typedef struct AttnCase { Case c; int mask, bias; tune_AttnOptions o; } AttnCase;
+#define AUTO TUNE_ATTN_AUTO
+static const AttnCase ATTN_CASES[] = {
+  { { 2 * 3 * 64, 64, GEN_BF16, GEN_ATTN }, GEN_MASK_CAUSAL, 0, { 64, 3, AUTO, -1, 0.125f, 0.f } },
+  { { 1 * 2 * 37, 1000, GEN_F32, GEN_ATTN }, GEN_MASK_CAUSAL, 0, { 37, 2, AUTO, -1, 0.3f, 30.f } },
+  { { 2 * 2 * 100, 4099, GEN_F16, GEN_ATTN }, GEN_MASK_WINDOW, GEN_BIAS_ALIBI, { 100, 2, AUTO, 100, 1.f, 0.f } },
+  { { 3 * 2 * 16, 4099, GEN_BF16, GEN_ATTN }, GEN_MASK_CAUSAL_WINDOW, 0, { 16, 2, AUTO, 7, 0.5f, 0.f } },
+  { { 9 * 1 * 8, 2048, GEN_F32, GEN_ATTN }, GEN_MASK_PADDING, 0, { 8, 1, AUTO, -1, 0.125f, 0.f } },
+  { { 5 * 2 * 3, 20000, GEN_BF16, GEN_ATTN }, GEN_MASK_PADDING, GEN_BIAS_ALIBI, { 3, 2, AUTO, -1, 0.0883883f, 20.f } },
+  { { 64, 64, GEN_F32, GEN_ATTN }, GEN_MASK_NONE, 0, { 64, 1, AUTO, -1, 2.f, 0.f } },
+  { { 2 * 2 * 4, 65536, GEN_BF16, GEN_ATTN }, GEN_MASK_CAUSAL, GEN_BIAS_ALIBI, { 4, 2, AUTO, -1, 0.125f, 50.f } },
+  { { 128, 64, GEN_F32, GEN_ATTN }, GEN_MASK_CAUSAL, 0, { 128, 1, AUTO, -1, 1.f, 0.f } },   /* Q > K: rows that see nothing */
+  { { 3 * 40, 777, GEN_F16, GEN_ATTN }, GEN_MASK_CAUSAL_WINDOW, GEN_BIAS_ALIBI, { 40, 1, 0, 31, -0.7f, 0.f } },
+  { { 5, 1, GEN_F32, GEN_ATTN }, GEN_MASK_CAUSAL, 0, { 5, 1, AUTO, -1, 1.f, 0.f } },
 };
 
 /* Small, ragged shapes for compute-sanitizer: cols 1, 7, 1000, 4099, 128256 and split rows. */
@@ -140,7 +160,7 @@ static int ce_labels(tune_Gpu *gpu, const gen_Problem *p, const CeCase *c, char 
 
 /* The sample (all: every config; families: one of each family) of cs's space, verified; with
 ** ce, under that case's options and labels, the bad-label flag checked after. */
-static void run_case(const Case *cs, int all, int ordinal, int families, const CeCase *ce)
+static void run_case(const Case *cs, int all, int ordinal, int families, const CeCase *ce, const AttnCase *attn)
 {
   char err[1024], **list;
   int n, runs = 0, flag = -1;
@@ -153,10 +173,17 @@ static void run_case(const Case *cs, int all, int ordinal, int families, const C
     return;
   }
   tune_device_limits(tune_gpu_device(gpu), &p);
-  printf("%lldx%lld %s %s%s%s\n", (long long)p.rows, (long long)p.cols, gen_dtype_name(p.dtype), gen_op_name(p.op),
-         ce ? ", " : "", ce ? ce->name : "");
+  char op[64];
+  if (attn) p.mask = attn->mask, p.bias = attn->bias;
+  gen_op_key(p.op, p.mask, p.bias, op, sizeof op);
+  printf("%lldx%lld %s %s%s%s\n", (long long)p.rows, (long long)p.cols, gen_dtype_name(p.dtype), op, ce ? ", " : "",
+         ce ? ce->name : "");
+  if (attn)
+    printf("  Q %lld, H %lld, offset %lld, window %lld, scale %g, softcap %g\n", (long long)attn->o.q, (long long)attn->o.h,
+           (long long)attn->o.offset, (long long)attn->o.window, attn->o.scale, attn->o.softcap);
   CHECK(gen_space(g, &p, &list, &n) == 0, "%s", gen_error(g));
   if (ce) tune_gpu_ce_options(gpu, &ce->o);
+  if (attn) tune_gpu_attn_options(gpu, &attn->o);
   if (tune_gpu_prepare(gpu, g, &p, n, err, sizeof err) ||
       (ce && ((ce->scale != 1.f && tune_gpu_ce_scale(gpu, ce->scale, err, sizeof err)) || ce_labels(gpu, &p, ce, err, sizeof err))))
     CHECK(0, "prepare: %s", err);
@@ -183,7 +210,7 @@ static void run_ce_options(int ordinal)
 {
   static const Case PROBLEMS[] = { { 300, 4099, GEN_BF16, GEN_CE }, { 16, 128256, GEN_BF16, GEN_CE }, { 64, 32003, GEN_F32, GEN_CE_LOSS } };
   for (size_t i = 0; i < sizeof PROBLEMS / sizeof *PROBLEMS; i++)
-    for (size_t j = 0; j < sizeof CE_CASES / sizeof *CE_CASES; j++) run_case(&PROBLEMS[i], 0, ordinal, 1, &CE_CASES[j]);
+    for (size_t j = 0; j < sizeof CE_CASES / sizeof *CE_CASES; j++) run_case(&PROBLEMS[i], 0, ordinal, 1, &CE_CASES[j], NULL);
 }
 
 int main(int argc, char **argv)
@@ -192,6 +219,7 @@ int main(int argc, char **argv)
   tune_Gpu *gpu;
   int all = argc > 1 && strcmp(argv[1], "--all") == 0, sanitize = argc > 1 && strcmp(argv[1], "--sanitize") == 0;
   int backward = argc > 1 && strcmp(argv[1], "--backward") == 0, ce = argc > 1 && strcmp(argv[1], "--ce") == 0;
+  int attn = argc > 1 && strcmp(argv[1], "--attn") == 0;
   if (tune_gpu_open(&gpu, 0, err, sizeof err)) {
     printf("SKIP: no GPU here (%s)\n", err);
     return 77;
@@ -199,17 +227,19 @@ int main(int argc, char **argv)
   printf("GPU 0: %s, sm_%d\n", tune_gpu_device(gpu)->name, tune_gpu_device(gpu)->arch);
   tune_gpu_close(gpu);
   if (sanitize) {   /* one config per family and shape; no knob coverage to check */
-    for (size_t i = 0; i < sizeof SMALL / sizeof SMALL[0]; i++) run_case(&SMALL[i], 0, 0, 1, NULL);
+    for (size_t i = 0; i < sizeof SMALL / sizeof SMALL[0]; i++) run_case(&SMALL[i], 0, 0, 1, NULL, NULL);
     return check_done("test_gpu --sanitize");
   }
-  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
-    if ((!backward || gen_op_inputs(CASES[i].op) == 2) && (!ce || gen_op(CASES[i].op)->params)) run_case(&CASES[i], all, 0, 0, NULL);
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0] && !attn; i++)
+    if ((!backward || gen_op_inputs(CASES[i].op) == 2) && (!ce || gen_op(CASES[i].op)->params)) run_case(&CASES[i], all, 0, 0, NULL, NULL);
+  for (size_t i = 0; i < sizeof ATTN_CASES / sizeof *ATTN_CASES && !backward && !ce; i++)
+    run_case(&ATTN_CASES[i].c, all, 0, 0, NULL, &ATTN_CASES[i]);
   for (int i = 0; i < wanted.n; i++) {
     int seen = 0;
     for (int j = 0; j < verified.n && !seen; j++) seen = strcmp(wanted.seen[i], verified.seen[j]) == 0;
     CHECK(seen, "knob value %s never ran verified", wanted.seen[i]);
   }
   printf("knob values verified: %d of %d sampled\n", verified.n, wanted.n);
-  if (!backward) run_ce_options(0);
-  return check_done(all ? "test_gpu --all" : backward ? "test_gpu --backward" : ce ? "test_gpu --ce" : "test_gpu");
+  if (!backward && !attn) run_ce_options(0);
+  return check_done(all ? "test_gpu --all" : backward ? "test_gpu --backward" : ce ? "test_gpu --ce" : attn ? "test_gpu --attn" : "test_gpu");
 }

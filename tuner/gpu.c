@@ -5,8 +5,9 @@
 ** ops (two inputs: in is y, in2 dy; out is dx) have their own fill and check kernels, and their
 ** floor is a kernel reading two tensors and writing a third (st_add) instead of the copy. The
 ** cross-entropy ops add labels, class weights, loss and lse buffers and a CeParams block; the
-** loss-only op's floor reads the logits and writes a float a row (st_read_rows). The op's
-** descriptor (gen_Op) says which.
+** loss-only op's floor reads the logits and writes a float a row (st_read_rows). attention_softmax
+** adds key lengths and ALiBi slopes and an AttnParams block; its floor copies the visible scores
+** and zeroes the rest (st_attn_floor). The op's descriptor (gen_Op) says which.
 */
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "ref.h"
 #include "tune.h"
+#include "attn_mask.h"
 
 #define MAX_REPS 256
 #define FLUSH_BYTES (256u << 20)   /* what triton.testing.do_bench clears between launches */
@@ -54,11 +56,15 @@ struct tune_Gpu {
   CeParams params;          /* ce: the options the kernels run and are checked with */
   int use_weight;
   void *own_labels;         /* ce: labels set by tune_gpu_ce_labels (as the kernels read them), copied over fill's */
+  int attn;                 /* attention_softmax: key lengths, slopes and its params */
+  tune_AttnOptions aopt;
+  AttnParams aparams;
+  CUdeviceptr lengths, slopes;
   gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
   char cubins[4096];        /* the kept cubins' folder (cache_compile), "" for none */
   int ptx_arch;             /* tune_gpu_ptx: configs compiled as PTX for compute_<ptx_arch>, or 0 */
   CUmodule auxmod;
-  CUfunction fill, fill_ce, check, floor;
+  CUfunction fill, fill_ce, fill_attn, check, floor;
   Slot *slots;
   int nslots;
   uint64_t seed;
@@ -113,6 +119,7 @@ int tune_gpu_open(tune_Gpu **out, int ordinal, char *err, size_t errlen)
   tune_CeOptions ce;
   tune_ce_defaults(&ce);
   tune_gpu_ce_options(g, &ce);
+  tune_attn_defaults(&g->aopt);
   *out = g;
   return 0;
 }
@@ -158,7 +165,7 @@ static void teardown(tune_Gpu *g)
   if (g->flush) d->cuMemFree(g->flush);
   if (g->res) d->cuMemFree(g->res);
   if (g->ws) d->cuMemFree(g->ws);
-  CUdeviceptr *ce[] = { &g->labels, &g->weight, &g->loss, &g->lse, &g->scale, &g->flag };
+  CUdeviceptr *ce[] = { &g->labels, &g->weight, &g->loss, &g->lse, &g->scale, &g->flag, &g->lengths, &g->slopes };
   for (size_t i = 0; i < sizeof ce / sizeof *ce; i++)
     if (*ce[i]) d->cuMemFree(*ce[i]), *ce[i] = 0;
   if (g->stream) d->cuStreamDestroy(g->stream);
@@ -191,6 +198,18 @@ static CUresult alloc_ce(tune_Gpu *g)
   return CUDA_SUCCESS;
 }
 
+/* attention_softmax's key lengths [B] and slopes [H], and the params pointing at them as its
+** kinds read them. */
+static CUresult alloc_attn(tune_Gpu *g)
+{
+  const size_t heads = (size_t)g->aparams.h, batches = (size_t)(g->p.rows / g->aparams.q) / heads;
+  CUresult r;
+  if ((r = g->drv.cuMemAlloc(&g->lengths, 4 * batches)) || (r = g->drv.cuMemAlloc(&g->slopes, 4 * heads))) return r;
+  g->aparams.key_lengths = g->p.mask == GEN_MASK_PADDING ? g->lengths : 0;
+  g->aparams.slopes = g->p.bias == GEN_BIAS_ALIBI ? g->slopes : 0;
+  return CUDA_SUCCESS;
+}
+
 /* Context, stream, events, buffers, aux kernels: everything but the configs' modules. */
 static int setup(tune_Gpu *g, char *err, size_t errlen)
 {
@@ -216,12 +235,13 @@ static int setup(tune_Gpu *g, char *err, size_t errlen)
   if ((r = d->cuMemAlloc(&g->in, g->bytes)) || (r = d->cuMemAlloc(&g->out, g->bytes)) ||
       (r = d->cuMemAlloc(&g->flush, FLUSH_BYTES)) || (r = d->cuMemAlloc(&g->res, sizeof(CheckOut))) ||
       (r = d->cuMemAlloc(&g->ws, WS_BYTES)) || (r = d->cuMemsetD8(g->ws, 0, WS_BYTES)) ||
-      (g->bw && (r = d->cuMemAlloc(&g->in2, g->bytes))) || (g->ce && (r = alloc_ce(g))))
+      (g->bw && (r = d->cuMemAlloc(&g->in2, g->bytes))) || (g->ce && (r = alloc_ce(g))) || (g->attn && (r = alloc_attn(g))))
     return cu_msg(g, "cannot allocate GPU memory", r, err, errlen), 1;
-  static const char *const floors[] = { NULL, "st_add", "st_read_rows" };
+  static const char *const floors[] = { NULL, "st_add", "st_read_rows", "st_attn_floor" };
   if ((r = d->cuModuleLoadData(&g->auxmod, g->aux.data)) ||
-      (r = d->cuModuleGetFunction(&g->fill, g->auxmod, g->ce ? "st_fill" : g->op->fill)) ||
+      (r = d->cuModuleGetFunction(&g->fill, g->auxmod, g->ce || g->attn ? "st_fill" : g->op->fill)) ||
       (g->ce && (r = d->cuModuleGetFunction(&g->fill_ce, g->auxmod, g->op->fill))) ||
+      (g->attn && (r = d->cuModuleGetFunction(&g->fill_attn, g->auxmod, g->op->fill))) ||
       (r = d->cuModuleGetFunction(&g->check, g->auxmod, g->op->check)) ||
       (floors[g->op->floor] && (r = d->cuModuleGetFunction(&g->floor, g->auxmod, floors[g->op->floor]))))
     return cu_msg(g, "cannot load the fill and check kernels", r, err, errlen), 1;
@@ -235,7 +255,14 @@ int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslo
   g->p = *p;
   g->op = gen_op(p->op);
   g->bw = g->op->reads == 2;
-  g->ce = g->op->params;
+  g->ce = g->op->params == 1;
+  g->attn = p->op == GEN_ATTN;
+  if (g->attn) {   /* an entry verified again comes with the defaults: a window mask gets a window */
+    tune_AttnOptions a = g->aopt;
+    if ((p->mask == GEN_MASK_WINDOW || p->mask == GEN_MASK_CAUSAL_WINDOW) && a.window < 0) a.window = p->cols / 8;
+    if (tune_attn_check(p, &a, err, errlen)) return 1;
+    tune_attn_params(p, &a, &g->aparams);
+  }
   g->bytes = (size_t)(p->rows * p->cols * gen_dtype_size(p->dtype));
   g->seed = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
   if (!(g->slots = calloc((size_t)nslots, sizeof *g->slots))) return snprintf(err, errlen, "out of memory"), 1;
@@ -378,9 +405,12 @@ static CUresult fresh_input(tune_Gpu *g)
   int specials = 1;
   void *args[] = { &g->in, &rows, &seed, &specials }, *args_bw[] = { &g->in, &g->in2, &rows, &seed, &specials };
   void *args_ce[] = { &g->labels, &g->weight, &rows, &seed, &g->params };
-  if (g->ce) specials = 0;   /* a loss needs finite logits: rows of NaN or all -inf have none */
+  long long batches = g->attn ? rows / g->aparams.q / g->aparams.h : 0, heads = g->aparams.h;
+  void *args_attn[] = { &g->lengths, &g->slopes, &batches, &heads };
+  if (g->ce || g->attn) specials = 0;   /* a loss needs finite logits; attention's rule is for finite scores */
   CUresult r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->bw ? args_bw : args, NULL);
   if (!r && g->ce) r = d->cuLaunchKernel(g->fill_ce, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_ce, NULL);
+  if (!r && g->attn) r = d->cuLaunchKernel(g->fill_attn, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_attn, NULL);
   if (!r && g->own_labels)
     r = d->cuMemcpyHtoDAsync(g->labels, g->own_labels, (size_t)g->p.rows * (g->params.labels64 ? 8 : 4), g->stream);
   if (!r && g->ce) r = d->cuMemsetD32Async(g->loss, tune_poison(GEN_F32), (size_t)g->p.rows, g->stream);
@@ -446,6 +476,11 @@ static void describe_bad(tune_Gpu *g, const CheckOut *co, tune_Trial *t)
     describe_bad_ce(g, co, t);
     return;
   }
+  if (g->attn) {   /* the GPU check's figures: its reference needs the whole row's inputs */
+    snprintf(t->reason, sizeof t->reason, "wrong: %llu elements out of bounds (first: row %lld col %lld)", (unsigned long long)co->bad,
+             (long long)(co->first_bad / (uint64_t)cols), (long long)(co->first_bad % (uint64_t)cols));
+    return;
+  }
   if (co->bad) {
     const int64_t row = (int64_t)(co->first_bad / (uint64_t)cols), col = (int64_t)(co->first_bad % (uint64_t)cols);
     const CUdeviceptr at = (CUdeviceptr)(row * cols * es);
@@ -476,11 +511,12 @@ static CUresult check_buffers(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, CheckOu
   uint32_t poison = tune_poison(g->p.dtype);
   void *args[] = { &x, &y, &rows, &poison, &g->res }, *args_bw[] = { &x, &g->in2, &y, &rows, &poison, &g->res };
   void *args_ce[] = { &x, &g->labels, &y, &g->loss, &g->lse, &rows, &g->params, &poison, &g->res };
+  void *args_attn[] = { &x, &y, &rows, &g->aparams, &poison, &g->res };
   CUresult r;
   const CheckOut init = { 0, ~0ull, 0, 0, 0 };
   /* in stream order: a plain HtoD from pageable memory may land after the kernel starts */
   if ((r = g->drv.cuMemcpyHtoDAsync(g->res, &init, sizeof init, g->stream)) ||
-      (r = g->drv.cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->ce ? args_ce : g->bw ? args_bw : args,
+      (r = g->drv.cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->ce ? args_ce : g->attn ? args_attn : g->bw ? args_bw : args,
                                  NULL)) || (r = wait(g, 60.)))
     return r;
   return g->drv.cuMemcpyDtoH(co, g->res, sizeof *co);
@@ -500,6 +536,7 @@ void tune_gpu_args(tune_Gpu *g, tune_Args *a)
     a->buf[0] = g->in, a->buf[1] = g->in2, a->buf[2] = g->out;
   } else {
     a->buf[0] = g->in, a->buf[1] = g->out;
+    a->params = g->attn ? &g->aparams : NULL;
   }
   a->rows = g->p.rows;
   a->ws = g->ws;
@@ -618,6 +655,83 @@ static int selftest_ce(tune_Gpu *g, char *err, size_t errlen)
   return r ? (cu_msg(g, "selftest", r, err, errlen), 1) : 0;
 }
 
+/* attention_softmax's inputs on the host for the CPU rule: the scores and output, and the key
+** lengths and slopes as the GPU drew them (read back, not recomputed). */
+typedef struct AttnHost {
+  void *x, *y;
+  int *lengths;
+  float *slopes;
+  tune_AttnRef o;
+} AttnHost;
+
+static void attn_host_free(AttnHost *h) { free(h->x), free(h->y), free(h->lengths), free(h->slopes); }
+
+static CUresult attn_host_read(tune_Gpu *g, AttnHost *h)
+{
+  const size_t heads = (size_t)g->aparams.h, batches = (size_t)(g->p.rows / g->aparams.q) / heads;
+  CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!h->x && !((h->x = malloc(g->bytes)) && (h->y = malloc(g->bytes)) && (h->lengths = malloc(4 * batches)) &&
+                 (h->slopes = malloc(4 * heads))))
+    return r;
+  if ((r = wait(g, 20.)) || (r = g->drv.cuMemcpyDtoH(h->x, g->in, g->bytes)) || (r = g->drv.cuMemcpyDtoH(h->y, g->out, g->bytes)) ||
+      (r = g->drv.cuMemcpyDtoH(h->lengths, g->lengths, 4 * batches)) || (r = g->drv.cuMemcpyDtoH(h->slopes, g->slopes, 4 * heads)))
+    return r;
+  h->o = (tune_AttnRef){ g->aparams, g->p.mask, h->lengths, g->aparams.slopes ? h->slopes : NULL };
+  return CUDA_SUCCESS;
+}
+
+/* An element of the output that row's mask hides ({-1, -1} when none is), and one it shows (row 0's middle). */
+static void attn_elements(tune_Gpu *g, const AttnHost *h, int64_t hidden[2], int64_t shown[2])
+{
+  long long lo, hi;
+  hidden[0] = hidden[1] = shown[0] = shown[1] = -1;
+  for (int64_t r = 0; r < g->p.rows && (hidden[0] < 0 || shown[0] < 0); r++) {
+    am_range(g->p.mask, &g->aparams, h->lengths, g->p.cols, r, &lo, &hi);
+    if (hidden[0] < 0 && (lo > 0 || hi < g->p.cols)) hidden[0] = r, hidden[1] = hi < g->p.cols ? hi : lo - 1;
+    if (shown[0] < 0 && hi > lo) shown[0] = r, shown[1] = (lo + hi) / 2;
+  }
+}
+
+/* attention_softmax's check (after a verified run) and the CPU's (tune_check_rows_attn) on the
+** whole problem must agree: on the outputs as they are, then with one visible element moved by 8
+** ulps of its dtype and 2^-12 of itself, then poisoned, then with it restored and a masked one set
+** to the smallest positive value of the dtype. */
+static int selftest_attn(tune_Gpu *g, char *err, size_t errlen)
+{
+  const int es = gen_dtype_size(g->p.dtype);
+  int64_t hidden[2], shown[2];
+  uint32_t bits[2] = { 0, 0 }, tiny = 1;
+  AttnHost h = { 0 };
+  CheckOut co;
+  CUresult r = attn_host_read(g, &h);
+  if (!r) attn_elements(g, &h, hidden, shown);
+  const int64_t at = r ? 0 : shown[0] * g->p.cols + shown[1];
+  const double v = r ? 0. : tune_load(h.y, g->p.dtype, at);
+  for (int k = 0; k < 4 && !r; k++) {
+    if (k == 1) tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + fabs(v) * 0x1p-12 + 0x1p-100), r = poke(g, at, bits);
+    if (k == 2) bits[0] = tune_poison(g->p.dtype), r = poke(g, at, bits);
+    if (k == 3) {
+      if (hidden[0] < 0) break;   /* mask none: nothing hidden */
+      tune_store_elem(bits, g->p.dtype, 0, v);
+      if (!(r = poke(g, at, bits))) r = poke(g, hidden[0] * g->p.cols + hidden[1], &tiny);
+    }
+    if (!r) r = run_check(g, &co);
+    if (!r) r = attn_host_read(g, &h);
+    if (r) break;
+    tune_Check cpu = { .first_bad = -1 };
+    tune_check_rows_attn(h.x, h.y, g->p.dtype, g->p.cols, 0, g->p.rows, &h.o, tune_poison(g->p.dtype), &cpu);
+    const uint64_t want = k > 0;
+    if (co.bad != want || (uint64_t)cpu.bad != want) {
+      snprintf(err, errlen, "step %d: the GPU check found %llu bad elements, the CPU %lld; want %llu (%d bytes an element)", k,
+               (unsigned long long)co.bad, (long long)cpu.bad, (unsigned long long)want, es);
+      attn_host_free(&h);
+      return 1;
+    }
+  }
+  attn_host_free(&h);
+  return r ? (cu_msg(g, "selftest", r, err, errlen), 1) : 0;
+}
+
 /* The GPU check against the CPU reference on the whole (small) problem, before and after one
 ** element of the output is moved by 8 ulps of its dtype and 2^-12 of itself (past any float32
 ** error bound), then set to the poison. */
@@ -636,6 +750,7 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
   if (!x || !y || !dy) snprintf(err, errlen, "out of memory");
   else if (gpu_verify(g, slot, &t)) snprintf(err, errlen, "verify: %s", t.reason);
   else if (g->ce) rc = selftest_ce(g, err, errlen);
+  else if (g->attn) rc = selftest_attn(g, err, errlen);
   else {
     for (int k = 0; k < 3; k++) {
       CUresult r = CUDA_SUCCESS;
@@ -710,6 +825,10 @@ static CUresult go_copy(tune_Gpu *g, void *arg)
   long long n = g->p.rows * g->p.cols, rows = g->p.rows;
   const long long nv = n * gen_dtype_size(g->p.dtype) / 16;
   if (g->op->floor == GEN_FLOOR_COPY) return g->drv.cuMemcpyDtoDAsync(g->out, g->in, g->bytes, g->stream);
+  if (g->op->floor == GEN_FLOOR_MASKED) {
+    void *args[] = { &g->in, &g->out, &rows, &g->aparams };
+    return g->drv.cuLaunchKernel(g->floor, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL);
+  }
   if (g->op->floor == GEN_FLOOR_READ) {
     long long n16 = nv;
     void *args[] = { &g->in, &g->loss, &rows, &n16 };
@@ -766,6 +885,11 @@ int tune_ce_check(const tune_CeOptions *o, char *err, size_t errlen)
   if (o->smoothing > 0.f && o->weight)
     return snprintf(err, errlen, "label smoothing %g with class weights is not supported (as the library refuses it)", o->smoothing), 2;
   return 0;
+}
+
+void tune_gpu_attn_options(tune_Gpu *g, const tune_AttnOptions *o)
+{
+  g->aopt = *o;
 }
 
 void tune_gpu_ce_options(tune_Gpu *g, const tune_CeOptions *o)

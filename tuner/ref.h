@@ -57,4 +57,22 @@ void tune_ref_row_ce(const double *x, int64_t cols, int64_t y, const tune_CeRef 
 void tune_check_rows_ce(const void *x, const void *labels, int labels64, const void *dx, const float *loss, const float *lse,
                         int dtype, int64_t cols, int64_t r0, int64_t r1, const tune_CeRef *o, uint32_t poison, tune_Check *c);
 
+/* attention_softmax (GEN_ATTN; templates/attn.cu has the math, attn_mask.h the masks): a row's
+** launch block, mask kind (GEN_MASK_*) and, on the host, the key lengths [B] (padding) and
+** ALiBi slopes [H] (NULL: no bias). */
+#include "attn_params.h"
+typedef struct tune_AttnRef {
+  AttnParams p;
+  int mask;
+  const int *lengths;
+  const float *slopes;
+} tune_AttnRef;
+/* Row `row`'s float64 reference from its inputs x (as loaded): masked elements and scores of
+** -inf 0, a row seeing no finite score 0, a NaN or +inf score the row NaN. */
+void tune_ref_row_attn(const double *x, int64_t cols, int64_t row, const tune_AttnRef *o, double *ref);
+/* Check rows [r0, r1) of out (dtype) against it by verify_attn.h's rule, as st_check_attn does:
+** masked elements exactly 0, visible ones within their bounds; adds into c (no row sums). */
+void tune_check_rows_attn(const void *x, const void *out, int dtype, int64_t cols, int64_t r0, int64_t r1,
+                          const tune_AttnRef *o, uint32_t poison, tune_Check *c);
+
 #endif

@@ -289,7 +289,7 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
 
   memset(r, 0, sizeof *r);
   r->winner = -1;
-  r->bytes = gen_op_bytes(p->op, p->rows, p->cols, p->dtype);   /* read + written */
+  r->bytes = gen_problem_bytes(p);   /* read + written */
   if (gen_space(g, p, &list, &n)) return snprintf(err, errlen, "%s", gen_error(g)), 1;
   r->space = space = n;
   if (tune_fast_list(p, list, &n, o->keep, err, errlen)) return gen_free_list(list, n), 1;
@@ -394,6 +394,7 @@ int tune_key(gen_State *g, const tune_Device *dev, const gen_Problem *p, cache_K
   k->driver = dev->driver;
   k->dtype = p->dtype;
   k->op = p->op;
+  k->mask = p->mask, k->bias = p->bias;
   k->rows = p->rows;
   k->cols = p->cols;
   return 0;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "attn_params.h"
 #include "ce_params.h"
 #include "cudrv.h"
 #include "gen.h"
@@ -176,6 +177,27 @@ void tune_gpu_ce_options(tune_Gpu *g, const tune_CeOptions *o);
 int tune_gpu_ce_scale(tune_Gpu *g, float scale, char *err, size_t errlen);
 int tune_gpu_ce_labels(tune_Gpu *g, const int64_t *labels, char *err, size_t errlen);
 int tune_gpu_ce_flag(tune_Gpu *g, int *flag, char *err, size_t errlen);
+/* attention_softmax's launch arguments (AttnParams; its mask and bias kinds are the problem's):
+** the scores [B, H, Q, K] as rows = B*H*Q of K; the causal offset (TUNE_ATTN_AUTO: K - Q);
+** the window's left width (-1: none; the window kinds need one >= 0); scale and softcap (0:
+** none). The tuner draws key lengths and ALiBi slopes (attn_mask.h's am_fill_*). */
+#define TUNE_ATTN_AUTO INT64_MIN
+typedef struct tune_AttnOptions {
+  int64_t q, h, offset, window;
+  float scale, softcap;
+} tune_AttnOptions;
+/* Q = H = 1, offset K - Q, no window, scale 1, no softcap. */
+void tune_attn_defaults(tune_AttnOptions *o);
+/* 0 if o fits the problem p (Q and H dividing its rows, a window for the window kinds and only
+** for them, finite scale, finite softcap >= 0, offset within +-2^40), else 2 with a one-line err
+** naming the bad value. */
+int tune_attn_check(const gen_Problem *p, const tune_AttnOptions *o, char *err, size_t errlen);
+/* The launch block of o for problem p (pointers 0), and the score elements p's kernels read:
+** the visible ones, by the tuner's key lengths for padding (gen_Problem.visible). */
+void tune_attn_params(const gen_Problem *p, const tune_AttnOptions *o, AttnParams *a);
+int64_t tune_attn_visible(const gen_Problem *p, const AttnParams *a);
+/* Set them (before tune_gpu_prepare). */
+void tune_gpu_attn_options(tune_Gpu *g, const tune_AttnOptions *o);
 const tune_Driver *tune_gpu_driver(const tune_Gpu *g);
 int tune_gpu_fill(tune_Gpu *g, char *err, size_t errlen);
 int tune_gpu_check(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, tune_Check *c, char *err, size_t errlen);

@@ -1,0 +1,171 @@
+// attn.cu — attention_softmax: y = softmax over each row of mask(bias + softcap(scale * x)), the
+// scores [B, H, Q, K] viewed as rows of K = cols (attn_params.h, attn_mask.h). A row reads only
+// the keys its mask lets it see, [lo, hi): whole vectors inside, single elements where a vector
+// straddles an end, nothing outside; every output is written, masked ones as 0. A row that sees
+// nothing (or only scores of -inf) is zeros (torch gives NaN); a NaN or +inf score makes its row
+// NaN, as torch's. Math in float32: z = x * scale, z = cap * tanhf(z / cap) under a softcap,
+// z -= slope[h] * |d - k| under ALiBi, then the softmax of the visible z by ex2.
+// Knobs: the forward's row family (split=1): threads, rows (a group of G = threads/rows threads per
+//        row), items, vec, reduce, hint; passes=1 hold=reg (the row's scores held in registers as
+//        floats) or passes=2 hold=none (statistics in one read, outputs in a second); mask and bias,
+//        the kinds (constants here, so a kind's kernel has no code of the others').
+// The softcap is a launch argument: the kernel runs its rows through one of two instances of the
+// row loop, chosen once, so no element pays for a branch on it.
+% team = G
+% include("common.cu")
+% include("attn_params.h")
+#define AM_FN __device__ __forceinline__
+% include("attn_mask.h")
+#define R $(R)
+#define MASK $(({ none = 0, causal = 1, window = 2, causal_window = 3, padding = 4 })[mask])
+
+// What turns a row's inputs into scores: its visible keys [lo, hi), diagonal d and ALiBi slope.
+struct Scores {
+  int lo, hi;
+  long long d;
+  float slope, scale, cap, icap;
+};
+
+__device__ __forceinline__ Scores scores_of(const AttnParams &p, i64 row)
+{
+  Scores r;
+  long long lo, hi;
+  r.d = am_range(MASK, &p, (const int *)p.key_lengths, COLS, row, &lo, &hi);
+  r.lo = (int)lo, r.hi = (int)hi;
+% if bias == "alibi" then
+  r.slope = ((const float *)p.slopes)[row / p.q % p.h];
+% else
+  r.slope = 0.f;
+% end
+  r.scale = p.scale, r.cap = p.softcap, r.icap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
+  return r;
+}
+
+// The score of input x at key c; -inf where c is masked.
+template <bool CAP>
+__device__ __forceinline__ float score(const Scores &r, float x, int c)
+{
+  float z = x * r.scale;
+  if (CAP) z = r.cap * tanhf(z * r.icap);
+% if bias == "alibi" then
+  z -= r.slope * fabsf((float)(r.d - c));
+% end
+  return c >= r.lo && c < r.hi ? z : NEG_INF;
+}
+
+// The scores of the VEC keys from c0: one vector load where all are visible, single loads of the
+// visible ones where some are, none where none is. FINAL: the last read of them.
+template <bool CAP, bool FINAL>
+__device__ __forceinline__ void vector_scores(const elem_t *x, int c0, const Scores &r, float *f)
+{
+  if (c0 >= r.lo && c0 + VEC <= r.hi) {
+    ldv<false, FINAL>(x + c0, f);
+  } else {
+    #pragma unroll
+    for (int q = 0; q < VEC; q++) f[q] = c0 + q >= r.lo && c0 + q < r.hi ? load1(x + c0 + q) : NEG_INF;
+  }
+  #pragma unroll
+  for (int q = 0; q < VEC; q++) f[q] = score<CAP>(r, f[q], c0 + q);
+}
+
+// ITEMS body vectors from `base` (vector base + i*TEAM + lane in slot i), -inf past `end`.
+template <bool CAP, bool FINAL>
+__device__ __forceinline__ void slot_scores(const elem_t *x, Geo g, int base, int end, int lane, bool live, const Scores &r,
+                                            float *v)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = base + i * TEAM + lane;
+    if (live && j < end) {
+      vector_scores<CAP, FINAL>(x, g.h + j * VEC, r, v + i * VEC);
+    } else {
+      #pragma unroll
+      for (int q = 0; q < VEC; q++) v[i * VEC + q] = NEG_INF;
+    }
+  }
+}
+
+// This thread's edge scores (edge_load's slots), -inf where masked or absent.
+template <bool CAP>
+__device__ __forceinline__ void edge_scores(const elem_t *x, Geo g, int lane, bool live, const Scores &r, float *e)
+{
+  #pragma unroll
+  for (int i = 0; i < EDGE; i++) {
+    const int k = i * TEAM + lane, c = edge_pos(g, k);
+    const bool seen = live && k < g.h + g.t && c >= r.lo && c < r.hi;
+    e[i] = seen ? score<CAP>(r, load1(x + c), c) : NEG_INF;
+  }
+}
+
+// The factor of the outputs from the row's (max, sum): 0 for a row that sees no finite score.
+__device__ __forceinline__ float row_factor(MS all) { return all.m == NEG_INF ? 0.f : 1.f / all.s; }
+
+// Outputs exp(z - m) * k of N scores in place: 0 * k where z is -inf (masked).
+template <int N>
+__device__ __forceinline__ void outputs(float *v, float m, float k)
+{
+  #pragma unroll
+  for (int i = 0; i < N; i++) v[i] = ex(v[i], m) * k;
+}
+
+template <bool CAP>
+__device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 rows, const AttnParams &p)
+{
+  const int lane = threadIdx.x % $(G), grp = threadIdx.x / $(G);
+  const i64 nblocks = (rows + R - 1) / R;
+  for (i64 blk = blockIdx.x; blk < nblocks; blk += gridDim.x) {
+    const i64 row = blk * R + grp;
+    const bool live = row < rows;   // dead groups still take part in the block's barriers
+    const elem_t *x = in + (live ? row : 0) * COLS;
+    elem_t *y = out + (live ? row : 0) * COLS;
+    const Geo g = geometry(x);
+    const Scores r = scores_of(p, live ? row : 0);
+    float e[EDGE_SLOTS];
+    edge_scores<CAP>(x, g, lane, live, r, e);
+    const float me = max_of<EDGE>(e, NEG_INF);
+% if passes == 1 then
+    float v[ITEMS * VEC];
+    slot_scores<CAP, true>(x, g, 0, g.nv, lane, live, r, v);
+    MS mine;
+    mine.m = max_of<ITEMS * VEC>(v, me);
+    mine.s = exp_sum<ITEMS * VEC, true>(v, mine.m) + exp_sum<EDGE, false>(e, mine.m);   // v: exp(z - mine.m)
+    const MS all = group_reduce(mine, OpMS());
+    const float k = row_factor(all);
+    outputs<EDGE>(e, all.m, k);
+    edge_store(y, g, lane, live, e);
+    const float f = ex(mine.m, all.m) * k;
+    #pragma unroll
+    for (int i = 0; i < ITEMS * VEC; i++) v[i] *= f;
+    store_step(y + g.h, 0, g.nv, lane, live, v);
+% else
+    // pass 1 over the body vectors that hold a visible key
+    const int jlo = r.lo <= g.h ? 0 : min((r.lo - g.h) / VEC, g.nv);
+    const int jhi = r.hi <= g.h ? jlo : max(jlo, min((r.hi - g.h + VEC - 1) / VEC, g.nv));
+    MS a = { me, exp_sum<EDGE, false>(e, me) };
+    for (int base = jlo; base < jhi; base += ITEMS * TEAM) {
+      float v[ITEMS * VEC];
+      slot_scores<CAP, false>(x, g, base, jhi, lane, live, r, v);
+      const float m = max_of<ITEMS * VEC>(v, a.m);
+      a.s = a.s * ex(a.m, m) + exp_sum<ITEMS * VEC, false>(v, m);
+      a.m = m;
+    }
+    const MS all = group_reduce(a, OpMS());
+    const float k = row_factor(all);
+    outputs<EDGE>(e, all.m, k);
+    edge_store(y, g, lane, live, e);
+    for (int base = 0; base < g.nv; base += ITEMS * TEAM) {   // every vector written, the masked ones unread
+      float v[ITEMS * VEC];
+      slot_scores<CAP, true>(x, g, base, g.nv, lane, live, r, v);
+      outputs<ITEMS * VEC>(v, all.m, k);
+      store_step(y + g.h, base, g.nv, lane, live, v);
+    }
+% end
+  }
+}
+
+extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
+$(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws, const AttnParams p)
+{
+  if (p.softcap > 0.f) rows_loop<true>(in, out, rows, p);
+  else rows_loop<false>(in, out, rows, p);
+}

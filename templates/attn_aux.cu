@@ -1,0 +1,103 @@
+// attn_aux.cu — the tuner's kernels for attention_softmax (rendered inside aux.cu, after fill.cu
+// and check.cu, whose helpers it uses); the scores come from st_fill without its special rows:
+//   st_fill_attn   the key lengths [B] and ALiBi slopes [H] (attn_mask.h's am_fill_*)
+//   st_check_attn  every element against the float64 reference by verify_attn.h's rule: masked
+//                  ones exactly 0, visible ones within their bounds, never the poison
+//   st_attn_floor  the floor: the visible elements read, every element written (masked ones as
+//                  0), in 16-byte vectors where rows are aligned to them
+% include("attn_params.h")
+#define AM_FN __device__ __forceinline__
+% include("attn_mask.h")
+% include("verify_attn.h")
+#define MASK $(({ none = 0, causal = 1, window = 2, causal_window = 3, padding = 4 })[mask])
+#define ALIBI $(bias == "alibi" and 1 or 0)
+
+extern "C" __global__ void __launch_bounds__(256)
+st_fill_attn(int *lengths, float *slopes, i64 batches, i64 heads)
+{
+  for (i64 i = blockIdx.x * 256ll + threadIdx.x; i < batches || i < heads; i += gridDim.x * 256ll) {
+    if (i < batches) lengths[i] = am_fill_length(i, COLS);
+    if (i < heads) slopes[i] = am_fill_slope(i, heads);
+  }
+}
+
+// Row r's score at key c (float64) and its part before the bias, from input v.
+__device__ __forceinline__ double attn_z(const AttnParams &p, i64 r, long long d, i64 c, double v, double *part)
+{
+  const double b = ALIBI ? -(double)((const float *)p.slopes)[r / p.q % p.h] * fabs((double)(d - c)) : 0.;
+  return vr_attn_z(v, p.scale, p.softcap, b, part);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+st_check_attn(const elem_t *x, const elem_t *y, i64 rows, AttnParams p, u32 poison, CheckOut *res)
+{
+  __shared__ double sh[8];
+  const int capped = p.softcap > 0.f;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const elem_t *xr = x + r * COLS, *yr = y + r * COLS;
+    long long lo, hi;
+    const long long d = am_range(MASK, &p, (const int *)p.key_lengths, COLS, r, &lo, &hi);
+    double m = -INF64, nan = 0., part;
+    for (i64 c = lo + threadIdx.x; c < hi; c += 256) {
+      const double z = attn_z(p, r, d, c, load1(xr + c), &part);
+      if (z != z) nan = 1.; else m = fmax(m, z);
+    }
+    m = block_fold<true>(m, sh);
+    nan = block_fold<true>(nan, sh);
+    double s = 0., h = 0., hz = 0.;   // sum exp(z - m), and weighted by |z - m| and by z's error
+    for (i64 c = lo + threadIdx.x; c < hi; c += 256) {
+      const double z = attn_z(p, r, d, c, load1(xr + c), &part), w = is_inf(z) ? 0. : exp(z - m);
+      if (w > 0.) s += w, h += w * (m - z), hz += w * vr_attn_zerr(z, part, z - part, capped);
+    }
+    s = block_fold<false>(s, sh);
+    h = block_fold<false>(h, sh);
+    hz = block_fold<false>(hz, sh);
+    const bool nanrow = nan != 0. || m == INF64, empty = m == -INF64;
+    const double erow = vr_row_err((double)(hi - lo), h / s) + hz / s;
+    u64 bad = 0, first = ~0ull;
+    double maxerr = 0.;
+    for (i64 c = threadIdx.x; c < COLS; c += 256) {
+      const double o = load1(yr + c);
+      bool ok = bits1(yr + c) != poison;
+      if (nanrow) ok = ok && o != o;
+      else if (empty || c < lo || c >= hi) ok = ok && o == 0.;
+      else {
+        const double z = attn_z(p, r, d, c, load1(xr + c), &part), ref = is_inf(z) ? 0. : exp(z - m) / s;
+        double blo, bhi;
+        vr_bounds(DT, 0, ref, z - m, erow + vr_attn_zerr(z, part, z - part, capped), 0., &blo, &bhi);
+        ok = ok && blo <= o && o <= bhi;
+        const double e = vr_ulps(o, ref, DT);
+        if (e == e) maxerr = fmax(maxerr, e);
+      }
+      if (!ok) {
+        bad++;
+        if (first == ~0ull) first = (u64)(r * COLS + c);
+      }
+    }
+    report(res, bad, first, maxerr);
+  }
+}
+
+#define FV $(16 // es)   // elements in 16 bytes
+
+extern "C" __global__ void __launch_bounds__(256)
+st_attn_floor(const elem_t *x, elem_t *y, i64 rows, AttnParams p)
+{
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const elem_t *xr = x + r * COLS;
+    elem_t *yr = y + r * COLS;
+    long long lo, hi;
+    am_range(MASK, &p, (const int *)p.key_lengths, COLS, r, &lo, &hi);
+    if ((u64)xr % 16 == 0 && (u64)yr % 16 == 0 && COLS % FV == 0) {
+      for (i64 c0 = threadIdx.x * (i64)FV; c0 < COLS; c0 += 256 * FV) {
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (c0 >= lo && c0 + FV <= hi) v = *(const uint4 *)(xr + c0);
+        else if (c0 + FV > lo && c0 < hi)
+          for (int q = 0; q < FV; q++) ((elem_t *)&v)[q] = c0 + q >= lo && c0 + q < hi ? xr[c0 + q] : (elem_t)0;
+        *(uint4 *)(yr + c0) = v;
+      }
+    } else {
+      for (i64 c = threadIdx.x; c < COLS; c += 256) yr[c] = c >= lo && c < hi ? xr[c] : (elem_t)0;
+    }
+  }
+}

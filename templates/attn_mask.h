@@ -1,0 +1,53 @@
+/*
+** attn_mask.h — which keys a row of attention scores sees, and its ALiBi anchor: in one place for
+** the kernels (attn.cu), the tuner's check and floor kernels (attn_aux.cu) and the CPU check
+** (tuner/ref_attn.c). Plain C that CUDA also compiles: AM_FN is `__device__` there. Needs
+** attn_params.h.
+**
+** Row r of rows = B*H*Q is query q = r % Q of head h = (r / Q) % H of batch b = r / (Q*H); its
+** diagonal is d = q + offset. It sees keys [lo, hi):
+**   none           [0, K)
+**   causal         [0, d + 1)
+**   window         [d - window, K)             (a left width; with causal, FlashAttention's
+**   causal_window  [d - window, d + 1)          window_size (window, 0))
+**   padding        [0, key_lengths[b])
+** clamped to [0, K]; hi <= lo sees nothing: the row is written as zeros.
+*/
+#ifndef ATTN_MASK_H
+#define ATTN_MASK_H
+
+#ifndef AM_FN
+#define AM_FN static inline
+#endif
+
+/* mask kinds, as GEN_MASK_* in generator/gen.h */
+enum { AM_NONE, AM_CAUSAL, AM_WINDOW, AM_CAUSAL_WINDOW, AM_PADDING };
+
+/* Row `row`'s visible keys [*lo, *hi) of cols, for mask kind `mask` (lengths: the key lengths,
+** for padding); returns its diagonal d. */
+AM_FN long long am_range(int mask, const AttnParams *p, const int *lengths, long long cols, long long row, long long *lo,
+                         long long *hi)
+{
+  const long long d = row % p->q + p->offset;
+  long long a = 0, b = cols;
+  if (mask == AM_CAUSAL || mask == AM_CAUSAL_WINDOW) b = d + 1;
+  if (mask == AM_WINDOW || mask == AM_CAUSAL_WINDOW) a = d - p->window;
+  if (mask == AM_PADDING) b = lengths[row / p->q / p->h];
+  a = a < 0 ? 0 : a > cols ? cols : a;
+  b = b < a ? a : b > cols ? cols : b;
+  *lo = a, *hi = b;
+  return d;
+}
+
+/* The tuner's inputs besides the scores (attn_aux.cu fills them, the CPU counts by them): batch
+** b's key length, every length of 0..cols met over the batches (0: fully masked rows, cols: none
+** masked), and head h's ALiBi slope 2^(-8 (h + 1) / H), as the ALiBi paper's. */
+AM_FN int am_fill_length(long long b, long long cols)
+{
+  const unsigned long long z = (unsigned long long)b * 0x9e3779b97f4a7c15ull;
+  return b == 0 ? (int)cols : b == 1 ? 0 : (int)((z >> 33) % (unsigned long long)(cols + 1));
+}
+
+AM_FN float am_fill_slope(long long h, long long heads) { return (float)exp2(-8. * (double)(h + 1) / (double)heads); }
+
+#endif

@@ -1,0 +1,100 @@
+-- space_attn.lua — the tuning space of attention_softmax (templates/attn.cu): softmax over the
+-- last dim of mask(bias + softcap(scale * x)). gen.lua hands this chunk to space.lua, which calls
+-- it with its rules and helpers and sends an attention problem's check, enumerate, heuristic,
+-- launch and vars here. The forward's knobs, and two of its own that every config string of it
+-- names last: mask and bias, the problem's kinds (P.mask, P.bias), so a config is one kind's.
+--
+-- Families (the forward's row family, split=1):
+--   row  passes=1 hold=reg: a group of G = threads/rows threads holds its row's scores in
+--        registers (as floats: each is computed from its input before the reduction); one read
+--        of the visible keys
+--   two  passes=2 hold=none: statistics over the visible keys in one read, the outputs in a
+--        second (masked vectors written as zeros, not read): rows no block holds, any length
+-- Not yet: clusters and split rows (split > 1), packed words.
+
+return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuristic) and helpers
+  local A = {}
+  local KB = H.KB
+
+  function A.check(cfg, P)
+    if cfg.mask ~= P.mask or cfg.bias ~= P.bias then
+      return string.format("attention_softmax configs name the problem's kinds last: mask=%s,bias=%s", P.mask, P.bias)
+    end
+    local why = H.check(cfg, P)
+    if why then return why end
+    if cfg.split ~= 1 then return "attention_softmax has the row families only (split=1)" end
+    if cfg.hold ~= "reg" and cfg.hold ~= "none" then
+      return "attention_softmax holds a row's scores in registers (hold=reg) or reads it twice (passes=2 hold=none)"
+    end
+    return nil
+  end
+
+  local function push(list, P, cfg)
+    cfg.mask, cfg.bias = P.mask, P.bias
+    if A.check(cfg, P) == nil then list[#list + 1] = cfg end
+  end
+
+  function A.enumerate(P)
+    local list = {}
+    local vec = H.vecs(P)[1]
+    local nv = P.cols // vec
+    for _, G in ipairs(H.POW2) do   -- a group per row, up to a block, the row in its registers
+      local items = (nv + G - 1) // G
+      if G <= math.max(nv, 1) then
+        for _, threads in ipairs({ 128, 256, 512, 1024 }) do
+          if threads >= G and (G >= 32 or threads <= 512) and H.fits(threads, items * vec) then
+            for _, hint in ipairs({ "none", "stream" }) do
+              push(list, P, { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "reg",
+                              rows = threads // G, split = 1, xchg = "none", hint = hint })
+            end
+            if G > 1 then
+              push(list, P, { threads = threads, items = items, vec = vec, reduce = "smem", passes = 1, hold = "reg",
+                              rows = threads // G, split = 1, xchg = "none", hint = "none" })
+            end
+          end
+        end
+      end
+    end
+    if P.cols * P.es >= 8 * KB or #list == 0 then   -- two reads, a block a row
+      for _, threads in ipairs({ 256, 512, 1024 }) do
+        for _, items in ipairs(H.fits(threads, 8 * vec) and { 2, 4, 8 } or { 2, 4 }) do
+          for _, reduce in ipairs({ "shfl", "smem" }) do
+            for _, hint in ipairs({ "none", "stream", "keep" }) do
+              push(list, P, { threads = threads, items = items, vec = vec, reduce = reduce, passes = 2, hold = "none",
+                              rows = 1, split = 1, xchg = "none", hint = hint })
+            end
+          end
+        end
+      end
+    end
+    return list
+  end
+  A.full = A.enumerate   -- no wider grid yet
+
+  -- The forward's rule (the row in registers up to 32 values a thread, else two reads), asked of
+  -- the problem as softmax's (its rules check the configs it tries).
+  function A.heuristic(P, unaligned)
+    local Q = {}
+    for k, v in pairs(P) do Q[k] = v end
+    Q.op, Q.mask, Q.bias = "softmax", "none", "none"
+    local cfg = H.heuristic(Q, unaligned)
+    cfg.mask, cfg.bias = P.mask, P.bias
+    return cfg
+  end
+
+  function A.launch(cfg, P)
+    return H.launch(cfg, P)
+  end
+
+  function A.vars(cfg, P)
+    local v = H.vars(cfg, P)
+    v.mask, v.bias = P.mask, P.bias
+    if cfg then
+      v.template = "attn.cu"
+      v.kernel = "st_attention_softmax"
+    end
+    return v
+  end
+
+  return A
+end

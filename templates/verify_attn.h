@@ -1,0 +1,34 @@
+/*
+** verify_attn.h — attention_softmax's part of the verification rule (verify.h has the rest), for
+** the GPU check (attn_aux.cu) and the CPU check (tuner/ref_attn.c). Plain C that CUDA also
+** compiles (VR_FN, as verify.h's).
+**
+** The float64 reference of a visible element's score from its input x as loaded (exact), the
+** float scale and softcap cap the kernel reads and the bias b (-slope |d - k| from the float
+** slope, exact in float64): z = c + b, c = cap tanh(scale x / cap) (scale x without a softcap).
+** The kernel's float32 z errs from it by at most
+**   c: fl(x scale) 1 u; under a softcap the argument fl(fl(x scale) fl(1 / cap)) 3 u relative,
+**      tanh passing at most the argument's relative error on (|a tanh'(a) / tanh(a)| <= 1),
+**      tanhf's own 2 ulp (4 u) and the product by cap 1 u: 8 u |c| (|c| u without);
+**   b: |d - k| to float (exact below 2^24, else 1 u) and the product by the slope: 2 u |b|;
+**   the add: 1 u |z|.
+** An output p_j = exp(z_j) / sum_i exp(z_i) then errs relatively by ez_j + sum_i p_i ez_i beyond
+** the softmax's own error: verify.h's vr_bounds with erow + ez_j + hz for the row error, where
+** erow = vr_row_err(n, H) over the row's n visible elements and hz = sum_i ref_i ez_i.
+** Masked elements, and those whose score is -inf, must be exactly 0; a row that sees no finite
+** score all 0; a row with a NaN or +inf visible score NaN throughout (masked elements too).
+*/
+
+/* The float64 score of input x (before the mask): scale, softcap (cap > 0), bias b added;
+** *c gets the part before the bias. */
+VR_FN double vr_attn_z(double x, double scale, double cap, double b, double *c)
+{
+  *c = cap > 0. ? cap * tanh(scale * x / cap) : scale * x;
+  return *c + b;
+}
+
+/* The float32 error bound of a score z = c + b (above). */
+VR_FN double vr_attn_zerr(double z, double c, double b, int capped)
+{
+  return VR_U * ((capped ? 8. : 1.) * fabs(c) + 2. * fabs(b) + fabs(z));
+}

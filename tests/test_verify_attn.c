@@ -1,0 +1,120 @@
+/*
+** test_verify_attn.c — the verifier of attention_softmax (verify_attn.h with verify.h's
+** vr_bounds, tuner/attn.c's tune_check_rows_attn): right outputs pass and wrong ones do not, for
+** every dtype, every mask kind, with and without ALiBi and a softcap, with a scale, on scores of
+** the sizes attention meets (|x| up to 30, some rows up to 300), Q > K rows that see nothing, and
+** padding with key lengths 0..K (the tuner's).
+**   right: the float64 reference rounded to the dtype; the kernels' float32 arithmetic (attn.cu's
+**          steps: x * scale, cap * tanhf(z / cap), the bias subtracted, exps by expf of the
+**          difference to the row's max, a pairwise sum, 1 / sum), rounded once
+**   wrong: one visible element 3 ulps of a 16-bit dtype off (2^-14 of itself for f32), one
+**          poisoned, one masked element the dtype's smallest positive value
+**   test_verify_attn      the CPU check; label cpu
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gen.h"
+#include "ref.h"
+#include "tune.h"
+#include "verify_util.h"
+#include "attn_mask.h"
+
+enum { RIGHT_ROUNDED, RIGHT_F32, WRONG_ULPS, WRONG_POISON, WRONG_MASKED, NMAKERS };
+static const char *const MAKER[NMAKERS] = { "rounded reference", "float32 math", "one element off", "one poisoned",
+                                            "a masked element nonzero" };
+
+typedef struct Prob { int64_t b, h, q, k; int dtype, mask, bias; tune_AttnOptions o; } Prob;
+
+/* One row's outputs as the kernels compute them: float32 steps, rounded once to the dtype. */
+static void f32_row(const Prob *pb, const tune_AttnRef *o, const double *x, int64_t row, void *out)
+{
+  long long lo, hi;
+  const long long d = am_range(o->mask, &o->p, o->lengths, pb->k, row, &lo, &hi);
+  float *z = malloc((size_t)pb->k * sizeof *z), m = -INFINITY;
+  for (int64_t c = 0; c < pb->k; c++) {
+    float v = (float)x[c] * o->p.scale;
+    if (o->p.softcap > 0.f) v = o->p.softcap * tanhf(v * (1.f / o->p.softcap));
+    if (o->slopes) v -= o->slopes[row / o->p.q % o->p.h] * fabsf((float)(d - c));
+    z[c] = c >= lo && c < hi ? v : -INFINITY;
+    m = z[c] > m ? z[c] : m;
+  }
+  for (int64_t c = 0; c < pb->k; c++) z[c] = m == -INFINITY || z[c] == -INFINITY ? 0.f : expf(z[c] - m);
+  const float s = tree_sum(z, pb->k), f = m == -INFINITY ? 0.f : 1.f / s;
+  for (int64_t c = 0; c < pb->k; c++) tune_store_elem(out, pb->dtype, row * pb->k + c, (double)(z[c] * f));
+  free(z);
+}
+
+static void run(const Prob *pb)
+{
+  const int64_t rows = pb->b * pb->h * pb->q, n = rows * pb->k;
+  const gen_Problem p = { .rows = rows, .cols = pb->k, .dtype = pb->dtype, .op = GEN_ATTN, .mask = pb->mask, .bias = pb->bias };
+  char what[160];
+  snprintf(what, sizeof what, "%lldx%lldx%lldx%lld %s mask %s bias %s softcap %g", (long long)pb->b, (long long)pb->h,
+           (long long)pb->q, (long long)pb->k, gen_dtype_name(pb->dtype), gen_mask_name(pb->mask), gen_bias_name(pb->bias),
+           pb->o.softcap);
+  double *x = malloc((size_t)n * sizeof *x), *ref = malloc((size_t)pb->k * sizeof *ref);
+  void *xs = malloc((size_t)n * 4), *out = malloc((size_t)n * 4);
+  int *len = malloc((size_t)pb->b * sizeof *len);
+  float *slopes = malloc((size_t)pb->h * sizeof *slopes);
+  tune_AttnRef o = { .mask = pb->mask, .lengths = len, .slopes = pb->bias ? slopes : NULL };
+  tune_attn_params(&p, &pb->o, &o.p);
+  for (int64_t b = 0; b < pb->b; b++) len[b] = am_fill_length(b, pb->k);
+  for (int64_t h = 0; h < pb->h; h++) slopes[h] = am_fill_slope(h, pb->h);
+  for (int64_t i = 0; i < n; i++) {
+    tune_store_elem(xs, pb->dtype, i, uniform() * ((i / pb->k) % 7 == 3 ? 300. : 30.));
+    x[i] = tune_load(xs, pb->dtype, i);
+  }
+  for (int maker = 0; maker < NMAKERS; maker++) {
+    int64_t shown = -1, hidden = -1;   /* a visible element of ref > 0, and a masked one */
+    for (int64_t r = 0; r < rows; r++) {
+      tune_ref_row_attn(x + r * pb->k, pb->k, r, &o, ref);
+      long long lo, hi;
+      am_range(pb->mask, &o.p, len, pb->k, r, &lo, &hi);
+      for (int64_t c = 0; c < pb->k; c++) {
+        if (shown < 0 && c >= lo && c < hi && ref[c] > 1e-3) shown = r * pb->k + c;
+        if (hidden < 0 && (c < lo || c >= hi)) hidden = r * pb->k + c;
+      }
+      if (maker == RIGHT_F32) f32_row(pb, &o, x + r * pb->k, r, out);
+      else for (int64_t c = 0; c < pb->k; c++) tune_store_elem(out, pb->dtype, r * pb->k + c, ref[c]);
+    }
+    int64_t at = maker == WRONG_MASKED ? hidden : shown;
+    if (maker >= WRONG_ULPS && at < 0) continue;   /* nothing masked (or shown) to spoil */
+    if (maker == WRONG_ULPS) {
+      const double v = tune_load(out, pb->dtype, at);
+      tune_store_elem(out, pb->dtype, at, v + (pb->dtype == GEN_F32 ? v * 0x1p-14 : 3 * tune_ulp(v, pb->dtype)));
+    }
+    if (maker == WRONG_POISON) {
+      const uint32_t w = tune_poison(pb->dtype);
+      memcpy((char *)out + at * gen_dtype_size(pb->dtype), &w, (size_t)gen_dtype_size(pb->dtype));
+    }
+    if (maker == WRONG_MASKED) tune_store_elem(out, pb->dtype, at, pb->dtype == GEN_F32 ? 0x1p-149 : pb->dtype == GEN_F16 ? 0x1p-24 : 0x1p-133);
+    tune_Check c = { .first_bad = -1 };
+    tune_check_rows_attn(xs, out, pb->dtype, pb->k, 0, rows, &o, tune_poison(pb->dtype), &c);
+    const int64_t want = maker >= WRONG_ULPS;
+    CHECK(c.bad == want, "%s, %s: %lld bad, want %lld (first %lld, max err %.3g ulp)", what, MAKER[maker], (long long)c.bad,
+          (long long)want, (long long)c.first_bad, c.max_err);
+  }
+  free(x), free(ref), free(xs), free(out), free(len), free(slopes);
+}
+
+int main(void)
+{
+  (void)gpu_mode, (void)prepare_for, (void)label;   /* verify_util.h's GPU mode: not this test's yet */
+  rng = 0xa77e2026u;
+  for (int dt = 0; dt < GEN_NDTYPE; dt++)
+    for (int mask = 0; mask < GEN_NMASK; mask++)
+      for (int bias = 0; bias < GEN_NBIAS; bias++)
+        for (int cap = 0; cap < 2; cap++) {
+          const int windowed = mask == GEN_MASK_WINDOW || mask == GEN_MASK_CAUSAL_WINDOW;
+          Prob pb = { 3, 2, 24, 300 + 37 * mask, dt, mask, bias, { 24, 2, TUNE_ATTN_AUTO, windowed ? 40 : -1, 0.125f, cap ? 20.f : 0.f } };
+          run(&pb);
+          pb.q = pb.o.q = 40, pb.k = 33, pb.o.window = windowed ? 5 : -1, pb.o.scale = 1.3f;   /* Q > K: rows that see nothing */
+          run(&pb);
+        }
+  Prob wide = { 2, 1, 4, 20000, GEN_F32, GEN_MASK_CAUSAL, GEN_BIAS_ALIBI, { 4, 1, TUNE_ATTN_AUTO, -1, 0.0883883f, 30.f } };
+  run(&wide);
+  return check_done("test_verify_attn");
+}
