@@ -6,9 +6,7 @@
 # softcap), log, report and explain of the ops. Logs under $OUT (or /tmp/st_out); prints PASS or
 # FAIL a step, and exits nonzero when any failed.
 set -u
-out=${OUT:-/tmp/st_out}
-mkdir -p "$out"
-export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+. "$(dirname "$0")/carry_env.sh"   # $out, the library path
 export SOFTMAX_TUNE_CACHE=$out/ce_tests.db
 rm -f "$SOFTMAX_TUNE_CACHE"
 B=.carry/softmax-tune

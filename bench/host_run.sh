@@ -12,7 +12,6 @@
 # bench/results) and host-ctypes-GPU-DATE.tsv, both printed last. Within a device call's 10 minutes:
 #   bash bench/host_run.sh build python bench    and    bash bench/host_run.sh build train untuned
 set -u
-export SOFTMAX_TUNE_CPP_OPS=1   # the C++ ops are opt-in (python/softmax_tune/_native.py)
 . "$(dirname "$0")/carry_env.sh"
 
 run_build() {

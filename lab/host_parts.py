@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """host_parts.py — one-off (issue 39, session 27): where the eager call's host time goes, next to
 torch's. Each line: a loop of 3000 calls then one synchronize, median of 5 loops, us a call, with
-the C++ ops (SOFTMAX_TUNE_CPP_OPS=1 and softmax_tune._C built: bench/host_run.sh build).
+the C++ ops (softmax_tune._C built: bench/host_run.sh build; at the time also SOFTMAX_TUNE_CPP_OPS=1).
 
     python3 lab/host_parts.py [ROWSxCOLS]
 """

@@ -21,10 +21,7 @@ from . import _lib
 
 
 def _load():
-    # opt-in for now: on the GPU machine (torch 2.11+cu130, g++ there) any error a C++ kernel throws
-    # through the dispatcher crashed the process (bench/cpp_probe.py: out_raise, backward_raise),
-    # so bad input would kill a user's process instead of raising; SOFTMAX_TUNE_CPP_OPS=1 takes them
-    if os.environ.get("SOFTMAX_TUNE_NO_CPP") == "1" or os.environ.get("SOFTMAX_TUNE_CPP_OPS") != "1":
+    if os.environ.get("SOFTMAX_TUNE_NO_CPP") == "1":
         return None
     name = __package__ + "._C"
     try:
