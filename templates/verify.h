@@ -100,8 +100,13 @@ VR_FN void vr_bounds(int dtype, int logsm, double ref, double d, double erow, do
 }
 
 /* An element's error in units of dtype's spacing at the reference: a correctly rounded output
-** reads at most 0.5. */
-VR_FN double vr_ulps(double o, double ref, int dtype) { return fabs(o - ref) / vr_ulp(ref, dtype); }
+** reads at most 0.5. Shown only (the rule is the bounds): references under float32's smallest
+** normal count the spacing there, where float32 math may flush (ftz) and the rule allows it; else
+** a p of 1e-40 flushed to 0 read as millions of ulps. */
+VR_FN double vr_ulps(double o, double ref, int dtype)
+{
+  return fabs(o - ref) / vr_ulp(fabs(ref) < 0x1p-126 ? 0x1p-126 : ref, dtype);
+}
 
 /* The error bound es of a backward row's float32 sum of cols terms whose magnitudes add up to a. */
 VR_FN double vr_sum_err(double cols, double a) { return VR_U * (2. + 4. * log2(cols + 1.) + sqrt(cols)) * a; }
