@@ -98,6 +98,9 @@ typedef struct st_ce_options {
   int64_t row_stride;       /* elements from one row of logits to the next; 0: cols */
   int *bad_label;           /* device int, or NULL: set nonzero when a label is outside [0, cols)
                             ** and not ignore_index (that row's loss is NaN in any case) */
+  float *reduced;           /* device float, or NULL: the rows' losses reduced as `reduction` says
+                            ** (sum or mean, torch's; summed in double in a fixed order), by one
+                            ** more small kernel after the loss kernel */
 } st_ce_options;
 
 /* The defaults: ignore_index -100, reduction mean, nothing else. */
@@ -109,8 +112,8 @@ void st_ce_defaults(st_ce_options *o);
 ** grad is not NULL, the gradient of the reduction's loss with respect to the logits into grad
 ** [rows x cols, dtype, contiguous], in the same kernel: the logits read once, the gradient written
 ** once. grad may be the logits themselves (in place) when row_stride is cols. grad NULL: the loss
-** only (op cross_entropy_loss). float32 math. The sum or mean of the losses is the caller's (a
-** sum over rows floats). Same cache and miss policy as st_softmax (softmax-tune --op
+** only (op cross_entropy_loss). float32 math. The sum or mean of the losses goes to o->reduced
+** when it is set, else it is the caller's. Same cache and miss policy as st_softmax (softmax-tune --op
 ** cross_entropy / cross_entropy_loss); enqueued on stream. o NULL: the defaults. */
 st_status st_cross_entropy(st_ctx *ctx, st_dtype dtype, const void *logits, const void *labels, st_index label_type,
                            void *grad, float *loss, float *lse, int64_t rows, int64_t cols, const st_ce_options *o,

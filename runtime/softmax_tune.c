@@ -24,6 +24,7 @@ typedef struct Memo {
   CUmodule mod;
   CUfunction fn;
   CUfunction count;         /* cross-entropy: st_ce_count, the mean's factor */
+  CUfunction reduce;        /* cross-entropy: st_ce_reduce, the reduced loss (NULL: a cubin without it) */
   CUfunction fn_cap;        /* cross-entropy: the softcap entry point (name "_cap") */
   gen_Launch launch;
   int resident;             /* blocks resident at once, for cooperative grids */
@@ -220,6 +221,7 @@ static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, c
     r = c->drv.cuModuleGetFunction(&m->count, m->mod, "st_ce_count");
     if (!r) r = c->drv.cuModuleGetFunction(&m->fn_cap, m->mod, cap);
     if (!r) r = tune_func_setup(&c->drv, m->fn_cap, l);
+    if (!r && c->drv.cuModuleGetFunction(&m->reduce, m->mod, "st_ce_reduce")) m->reduce = NULL;   /* checked at use */
   }
   if (!r && l->coop) r = tune_resident(&c->drv, m->fn, l, c->dev.sms, &m->resident);   /* grid cap */
   if (!r && l->coop && m->resident < l->blocks_per_row) r = CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
@@ -373,7 +375,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   pthread_mutex_lock(&c->mu);
   Memo *m = find(c, dtype, op, unaligned, rows, cols);
   if (!m || !m->used) {
-    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, NULL, NULL, { 0 }, 0, "", 0 };
+    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, NULL, NULL, NULL, { 0 }, 0, "", 0 };
     CUresult r = c->drv.cuCtxPushCurrent(c->cu);
     s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols);
     if (!r) c->drv.cuCtxPopCurrent(NULL);
@@ -515,6 +517,8 @@ static st_status check_ce(st_ctx *c, st_dtype dtype, const void *logits, const v
     return fail(ST_EINVAL, "st_cross_entropy: pointers not aligned to their elements");
   if (grad && grad == logits && stride != cols)
     return fail(ST_EINVAL, "st_cross_entropy: the gradient in place of the logits needs row_stride == cols");
+  if (o->reduced && (o->reduction == ST_REDUCE_NONE || (uintptr_t)o->reduced % 4u))
+    return fail(ST_EINVAL, "st_cross_entropy: reduced needs reduction sum or mean and a float-aligned pointer");
   return ST_OK;
 }
 
@@ -528,6 +532,15 @@ static CUresult mean_factor(st_ctx *c, const Memo *m, const void *labels, int64_
   if (!r) r = c->drv.cuLaunchKernel(m->count, 1, 1, 1, 1024, 1, 1, 0, s, args, NULL);
   p->scale = scratch;
   return r;
+}
+
+/* *reduced = the rows' losses reduced as torch does (st_ce_reduce: one block). */
+static CUresult reduce_loss(st_ctx *c, const Memo *m, const float *loss, const void *labels, int64_t rows, CeParams *p,
+                            int mean, float *reduced, CUstream s)
+{
+  long long n = rows;
+  void *args[] = { (void *)&loss, (void *)&labels, &n, p, &mean, &reduced };
+  return c->drv.cuLaunchKernel(m->reduce, 1, 1, 1, 1024, 1, 1, 0, s, args, NULL);
 }
 
 st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const void *labels, st_index lt, void *grad,
@@ -552,8 +565,11 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
   CUcontext cur = NULL;
   int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
   CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
-  if (!r && grad && o.reduction == ST_REDUCE_MEAN) r = mean_factor(c, &m, labels, rows, &p, (CUstream)stream);
+  const int mean = o.reduction == ST_REDUCE_MEAN;
+  if (o.reduced && !m.reduce) r = CUDA_ERROR_NOT_FOUND;   /* a cubin of templates before st_ce_reduce */
+  if (!r && grad && mean) r = mean_factor(c, &m, labels, rows, &p, (CUstream)stream);
   if (!r) r = tune_launch(&c->drv, o.softcap > 0.f ? m.fn_cap : m.fn, &m.launch, &a, m.resident, (CUstream)stream);
+  if (!r && o.reduced) r = reduce_loss(c, &m, loss, labels, rows, &p, mean, o.reduced, (CUstream)stream);
   if (push) c->drv.cuCtxPopCurrent(NULL);
   if (r) return fail(ST_ECUDA, "st_cross_entropy launch (%s): %s", m.config, tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;

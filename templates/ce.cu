@@ -320,3 +320,28 @@ extern "C" __global__ void __launch_bounds__(1024) st_ce_count(const void *label
     *out = sum > 0. ? (float)(1. / sum) : 0.f;
   }
 }
+
+// The reduced loss: *out = the sum of loss[0, rows), over (mean) the sum of the labels' weights
+// of the rows not ignored (their count without weights): torch's sum or mean, 0 / 0 a NaN as
+// torch's. One block, in double, each thread's terms and the tree in a fixed order: the same
+// bits every run. It reads the labels itself, so it needs no scratch (a graph capture's first
+// call may run it).
+extern "C" __global__ void __launch_bounds__(1024) st_ce_reduce(const float *loss, const void *labels, i64 rows, CeParams p,
+                                                                int mean, float *out)
+{
+  __shared__ double part[2][32];
+  double t = 0., n = 0.;
+  for (i64 i = threadIdx.x; i < rows; i += blockDim.x) {
+    t += (double)loss[i];
+    const i64 y = mean ? label_of(p, labels, i) : p.ignore;
+    if (y != p.ignore && y >= 0 && y < COLS) n += p.weight ? ((const float *)p.weight)[y] : 1.;
+  }
+  for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o), n += __shfl_xor_sync(0xffffffffu, n, o);
+  if (threadIdx.x % 32 == 0) part[0][threadIdx.x / 32] = t, part[1][threadIdx.x / 32] = n;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double sum = 0., count = 0.;
+    for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) sum += part[0][w], count += part[1][w];
+    *out = (float)(mean ? sum / count : sum);
+  }
+}

@@ -178,7 +178,7 @@ def config(device, dtype, op, rows, cols, backward=False):
 class CeOptions(ctypes.Structure):   # st_ce_options
     _fields_ = [("ignore_index", _I64), ("reduction", _INT), ("label_smoothing", ctypes.c_float),
                 ("z_loss", ctypes.c_float), ("softcap", ctypes.c_float), ("weight", _PTR), ("row_stride", _I64),
-                ("bad_label", _PTR)]
+                ("bad_label", _PTR), ("reduced", _PTR)]
 
 
 def _ce_lib():

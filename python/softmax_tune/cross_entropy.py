@@ -116,28 +116,17 @@ def run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softca
     loss = torch.empty(n, dtype=torch.float32, device=x2.device)
     lse = torch.empty(n, dtype=torch.float32, device=x2.device)
     grad = (x2 if inplace else torch.empty((n, v), dtype=x2.dtype, device=x2.device)) if want_grad else None
+    reduced = None if reduction == "none" else torch.empty((), dtype=torch.float32, device=x2.device)
     opts = _lib.CeOptions(ignore_index, REDUCTIONS[reduction], label_smoothing, z_loss, softcap or 0.0,
-                          weight.data_ptr() if weight is not None else None, x2.stride(0), f.dev.data_ptr())
+                          weight.data_ptr() if weight is not None else None, x2.stride(0), f.dev.data_ptr(),
+                          reduced.data_ptr() if reduced is not None else None)
     _lib.cross_entropy(device, DTYPES[x2.dtype], x2.data_ptr(), t1.data_ptr(), _LABELS[t1.dtype],
                        grad.data_ptr() if grad is not None else None, loss.data_ptr(), lse.data_ptr(), n, v, opts,
                        _stream(device))
     if not capturing:
         _copy_back(f)
-    return _reduce(loss, t1, weight, ignore_index, reduction, v).to(x2.dtype), grad
-
-
-def _reduce(loss, t1, weight, ignore_index, reduction, v):
-    """The rows' float32 losses reduced as torch does: mean over the rows not ignored, weighted."""
-    if reduction == "none":
-        return loss
-    total = loss.sum()
-    if reduction == "sum":
-        return total
-    valid = t1 != ignore_index
-    if weight is None:
-        return total / valid.sum()
-    w = weight.gather(0, t1.clamp(0, v - 1).long())
-    return total / torch.where(valid, w, torch.zeros_like(w)).sum()
+    # the library reduced the loss as torch does (mean: over the rows not ignored, weighted)
+    return (loss if reduced is None else reduced).to(x2.dtype), grad
 
 
 # ---- backward: the saved gradient times grad_output, in place ----
