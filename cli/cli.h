@@ -18,7 +18,7 @@
 enum { CLI_FAST = 1, CLI_FULL = 2 };
 
 /* The ops, as --op and a shapes file name them, for messages. */
-#define CLI_OPS "softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss, attention_softmax"
+#define CLI_OPS "softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss, attention_softmax, attention_softmax_backward"
 
 typedef struct cli_Options {
   const char *command;
