@@ -48,6 +48,7 @@ typedef struct cli_Options {
   int mask, bias;             /* --mask, --alibi: attention_softmax's kinds (GEN_MASK_*, GEN_BIAS_*) */
   tune_AttnOptions attn;      /* its launch options (--window, --scale, --offset; Q and H of --shape BxHxQxK) */
   const char *attn_flag;      /* the first attention option given, NULL if none */
+  const char *attn_arg;       /* the first of them that is a launch argument (needs a shape), NULL if none */
   char **args;                /* words after the options (cache's verb) */
   int nargs;
   char err[1024];

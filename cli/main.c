@@ -237,6 +237,7 @@ static int parse_attn(int c, const char *arg, cli_Options *o)
   static const char *const NAMES[] = { "--mask", "--window", "--offset", "--scale", "--alibi" };
   char *end;
   if (!o->attn_flag) o->attn_flag = NAMES[c - O_MASK];
+  if (!o->attn_arg && c != O_MASK && c != O_ALIBI) o->attn_arg = NAMES[c - O_MASK];   /* the kinds also filter log and cache */
   if (c == O_MASK && (o->mask = gen_parse_mask(arg)) < 0)
     return usage_error("bad --mask '%s': expected none, causal, window, causal+window or padding", arg);
   if (c == O_WINDOW && (parse_int64(arg, &o->attn.window) || o->attn.window < 0))
@@ -404,7 +405,7 @@ static int check_attn(cli_Options *o)
   if (o->bias && cli_op(o) == GEN_ATTN_BW)   /* a constant added to a score: no derivative sees it */
     return usage_error("--alibi: %s has no bias kind (ALiBi does not change the gradient)", "attention_softmax_backward");
   if (attn && cli_is_batch(o)) return usage_error("%s takes one problem, not a list", gen_op_name(cli_op(o)));
-  if (attn && !o->shape && o->attn_flag) return usage_error("%s needs --shape BxHxQxK", o->attn_flag);
+  if (attn && !o->shape && o->attn_arg) return usage_error("%s needs --shape BxHxQxK", o->attn_arg);
   o->attn.softcap = o->ce.softcap;
   return 0;
 }
