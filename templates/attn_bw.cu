@@ -11,13 +11,7 @@
 //        read again for dx); mask (a constant here).
 // The softcap is a launch argument: the kernel runs its rows through one of two instances of the
 // row loop, chosen once.
-% team = G
-% include("common.cu")
-% include("attn_params.h")
-#define AM_FN __device__ __forceinline__
-% include("attn_mask.h")
-#define R $(R)
-#define MASK $(({ none = 0, causal = 1, window = 2, causal_window = 3, padding = 4 })[mask])
+% include("attn_head.cu")
 
 // A row's visible keys [lo, hi) and the factor's constants.
 struct Vis {
@@ -79,17 +73,15 @@ __device__ __forceinline__ void vis_edges(const elem_t *y, const elem_t *d, Geo 
   }
 }
 
-// sum(dy * y) of N pairs, by halves.
+// sum(dy * y) of N pairs (N may be 0: EDGE), by halves; the last slot a 0 that adds nothing.
 template <int N>
 __device__ __forceinline__ float dots(const float *vy, const float *vd)
 {
-  if constexpr (N == 0) return 0.f;
-  else {
-    float t[N];
-    #pragma unroll
-    for (int i = 0; i < N; i++) t[i] = vd[i] * vy[i];
-    return tree<N>(t, OpSum());
-  }
+  float t[N + 1];
+  t[N] = 0.f;
+  #pragma unroll
+  for (int i = 0; i < N; i++) t[i] = vd[i] * vy[i];
+  return tree<N + 1>(t, OpSum());
 }
 
 // The factor k at visible key c from input x there (CAP), the scale without a softcap.
@@ -142,12 +134,10 @@ template <bool CAP>
 __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows,
                                           const AttnParams &p)
 {
-  const int lane = threadIdx.x % $(G), grp = threadIdx.x / $(G);
-  const i64 nblocks = (rows + R - 1) / R;
-  for (i64 blk = blockIdx.x; blk < nblocks; blk += gridDim.x) {
-    const i64 row = blk * R + grp;
+  const int lane = threadIdx.x % $(G);
+  for (i64 blk = blockIdx.x; blk * R < rows; blk += gridDim.x) {   // R rows a block, a group of G threads each
+    const i64 row = blk * R + threadIdx.x / $(G), at = (row < rows ? row : 0) * COLS;
     const bool live = row < rows;   // dead groups still take part in the block's barriers
-    const i64 at = (live ? row : 0) * COLS;
     const elem_t *y = yin + at, *d = dyin + at, *x = CAP ? xin + at : xin;
     elem_t *dx = dxout + at;
     const Geo g = geometry(y);

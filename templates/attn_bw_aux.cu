@@ -38,6 +38,14 @@ st_fill_attn_bw(elem_t *x, elem_t *y, elem_t *dy, i64 rows, u64 seed, AttnParams
   }
 }
 
+// A failed element at index i counted, the first one kept.
+__device__ __forceinline__ void tally(bool ok, i64 i, u64 *bad, u64 *first)
+{
+  if (ok) return;
+  ++*bad;
+  if (*first == ~0ull) *first = (u64)i;
+}
+
 extern "C" __global__ void __launch_bounds__(256)
 st_check_attn_bw(const elem_t *x, const elem_t *y, const elem_t *dy, const elem_t *dx, i64 rows, AttnParams p, u32 poison,
                  CheckOut *res)
@@ -74,10 +82,7 @@ st_check_attn_bw(const elem_t *x, const elem_t *y, const elem_t *dy, const elem_
           if (e == e) maxerr = fmax(maxerr, e);
         }
       }
-      if (!ok) {
-        bad++;
-        if (first == ~0ull) first = (u64)(r * COLS + c);
-      }
+      tally(ok, r * COLS + c, &bad, &first);
     }
     report(res, bad, first, maxerr);
   }

@@ -777,6 +777,20 @@ static int64_t attn_bw_shown(tune_Gpu *g, const AttnBwHost *h, int64_t row)
   return at;
 }
 
+/* Step k (1..3) of an attention selftest on output element `at` of value v: 1 moved to `moved`,
+** 2 poisoned, 3 restored and the masked element `hidden` (row, col) set to the dtype's smallest
+** positive value; 1 when step 3 finds no masked element, else 0 with *r the pokes' result. */
+static int spoil(tune_Gpu *g, int k, int64_t at, double v, double moved, const int64_t hidden[2], CUresult *r)
+{
+  uint32_t bits[2] = { 0, 0 }, tiny = 1;
+  if (k == 3 && hidden[0] < 0) return 1;
+  if (k == 2) bits[0] = tune_poison(g->p.dtype);
+  else tune_store_elem(bits, g->p.dtype, 0, k == 1 ? moved : v);
+  *r = poke(g, at, bits);
+  if (k == 3 && !*r) *r = poke(g, hidden[0] * g->p.cols + hidden[1], &tiny);
+  return 0;
+}
+
 /* attention_softmax_backward's check (after a verified run) and the CPU's
 ** (tune_check_rows_attn_bw) on the whole problem must agree: on dx as it is, then with one
 ** visible element moved by a quarter of itself and 8 ulps of its dtype, then poisoned, then with
@@ -784,21 +798,14 @@ static int64_t attn_bw_shown(tune_Gpu *g, const AttnBwHost *h, int64_t row)
 static int selftest_attn_bw(tune_Gpu *g, char *err, size_t errlen)
 {
   int64_t hidden[2], shown[2], at = -1;
-  uint32_t bits[2] = { 0, 0 }, tiny = 1;
   AttnBwHost h = { 0 };
   CheckOut co;
   CUresult r = attn_bw_host_read(g, &h);
   if (!r) attn_elements(g, &h.a, hidden, shown), at = shown[0] < 0 ? -1 : attn_bw_shown(g, &h, shown[0]);
   const double v = at < 0 ? 0. : tune_load(h.a.y, g->p.dtype, at);
   for (int k = 0; k < 4 && !r; k++) {
-    if (k > 0 && at < 0) break;   /* nothing visible to move */
-    if (k == 1) tune_store_elem(bits, g->p.dtype, 0, v + fabs(v) * 0.25 + 8 * tune_ulp(v, g->p.dtype)), r = poke(g, at, bits);
-    if (k == 2) bits[0] = tune_poison(g->p.dtype), r = poke(g, at, bits);
-    if (k == 3) {
-      if (hidden[0] < 0) break;   /* mask none: nothing hidden */
-      tune_store_elem(bits, g->p.dtype, 0, v);
-      if (!(r = poke(g, at, bits))) r = poke(g, hidden[0] * g->p.cols + hidden[1], &tiny);
-    }
+    /* nothing visible to move, or (mask none) nothing hidden */
+    if (k > 0 && (at < 0 || spoil(g, k, at, v, v + fabs(v) * 0.25 + 8 * tune_ulp(v, g->p.dtype), hidden, &r))) break;
     if (!r) r = run_check(g, &co);
     if (!r) r = attn_bw_host_read(g, &h);
     if (r) break;
