@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 rm -rf .carry && mkdir -p .carry/lib
 cp "$build/softmax-tune" "$build/tests/test_gpu" "$build/tests/test_runtime" "$build/tests/test_verify" \
-   "$build/tests/test_verify_bw" "$build/tests/test_verify_ce" "$build/tests/test_verify_attn" "$build/tests/test_multigpu" "$build/tests/test_arch_ptx" .carry/
+   "$build/tests/test_verify_bw" "$build/tests/test_verify_ce" "$build/tests/test_verify_attn" "$build/tests/test_verify_attn_bw" "$build/tests/test_multigpu" "$build/tests/test_arch_ptx" .carry/
 cp -L "$build/libsoftmax_tune.so" .carry/lib/
 ln -s libsoftmax_tune.so .carry/lib/libsoftmax_tune.so.0
 cp -L /usr/lib/x86_64-linux-gnu/liblua5.4.so.0 /usr/lib/x86_64-linux-gnu/libsqlite3.so.0 .carry/lib/

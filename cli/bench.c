@@ -1,7 +1,7 @@
 /*
 ** bench.c — softmax-tune bench: the cached winner, launched through the runtime library
 ** (st_softmax, or st_softmax_backward), against the copy floor (for the backward ops the
-** two-read-one-write floor), timed as the tuner times (CUDA events, L2 flushed before each
+** two-read-one-write floor; for the attention ops the masked floors), timed as the tuner times (CUDA events, L2 flushed before each
 ** launch, median), after checking its output once against float64.
 */
 #include <stdio.h>
@@ -55,14 +55,18 @@ static st_status call_attn(Bench *b, CUdeviceptr in, CUdeviceptr out, CUstream s
 {
   st_attn_options o;
   const AttnParams *p = attn_options(b, &o);
-  return st_attention_softmax(b->ctx, (st_dtype)b->p.dtype, &o, (const void *)in, (void *)out, b->p.rows / p->q / p->h, p->h,
-                              p->q, b->p.cols, (struct CUstream_st *)s);
+  const int64_t B = b->p.rows / p->q / p->h;
+  if (b->p.op == GEN_ATTN_BW)   /* in is y; the scores x are the tuner's third buffer */
+    return st_attention_softmax_backward(b->ctx, (st_dtype)b->p.dtype, &o, (const void *)b->ce.buf[0], (const void *)in,
+                                         (const void *)b->dy, (void *)out, B, p->h, p->q, b->p.cols, (struct CUstream_st *)s);
+  return st_attention_softmax(b->ctx, (st_dtype)b->p.dtype, &o, (const void *)in, (void *)out, B, p->h, p->q, b->p.cols,
+                              (struct CUstream_st *)s);
 }
 
 static CUresult call(void *ud, CUdeviceptr in, CUdeviceptr out, CUstream s)
 {
   Bench *b = ud;
-  if (b->p.op == GEN_ATTN) {
+  if (gen_op_is_attn(b->p.op)) {
     st_status rc = call_attn(b, in, out, s);
     if (rc) snprintf(b->err, sizeof b->err, "%s", st_error(b->ctx));
     return rc ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
@@ -77,12 +81,13 @@ static CUresult call(void *ud, CUdeviceptr in, CUdeviceptr out, CUstream s)
   return rc ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
 }
 
-/* The config st_attention_softmax takes for the bench's problem. */
+/* The config st_attention_softmax (or its backward) takes for the bench's problem. */
 static st_status attn_config(Bench *b, char *config, int n)
 {
   st_attn_options o;
   const AttnParams *p = attn_options(b, &o);
-  return st_config_attention(b->ctx, (st_dtype)b->p.dtype, &o, b->p.rows / p->q / p->h, p->h, p->q, b->p.cols, config, n);
+  return (b->p.op == GEN_ATTN_BW ? st_config_attention_backward : st_config_attention)(
+      b->ctx, (st_dtype)b->p.dtype, &o, b->p.rows / p->q / p->h, p->h, p->q, b->p.cols, config, n);
 }
 
 /* Rounds of one copy and one softmax each, alternating which goes first; medians. */
@@ -131,9 +136,13 @@ int cli_bench(cli_Options *o)
   tune_gpu_buffers(gpu, &in, &out, &s);
   b.dy = tune_gpu_in2(gpu);
   tune_gpu_args(gpu, &b.ce);
-  if (b.p.op == GEN_ATTN) b.p.visible = tune_attn_visible(&b.p, b.ce.params);
+  if (gen_op_is_attn(b.p.op)) {
+    const AttnParams *a = b.ce.params;
+    b.p.visible = tune_attn_visible(&b.p, a);
+    b.p.capped = a->softcap > 0.f;
+  }
   if (st_open_ex(&b.ctx, o->gpu, o->cache, &so) ||
-      (b.p.op == GEN_ATTN ? attn_config(&b, config, sizeof config)
+      (gen_op_is_attn(b.p.op) ? attn_config(&b, config, sizeof config)
        : ce ? st_config_cross_entropy(b.ctx, b.p.dtype, b.p.op == GEN_CE, b.p.rows, b.p.cols, config, sizeof config)
           : (bw ? st_config_backward : st_config)(b.ctx, b.p.dtype, op, b.p.rows, b.p.cols, config, sizeof config))) {
     snprintf(o->err, sizeof o->err, "%s", st_error(b.ctx));
@@ -159,7 +168,7 @@ int cli_bench(cli_Options *o)
   cli_print_attn(&b.p, &o->attn);
   printf("verified against float64 (max err %.2g ulp)\n", chk.max_err);
   printf("%-12s %10s %9s %8s\n", "", "us", "GB/s", "of copy");
-  printf("%-12s %10.2f %9.1f %8.3f\n", b.dy ? "add floor" : b.p.op == GEN_CE_LOSS ? "read floor" : b.p.op == GEN_ATTN ? "masked floor" : "copy", copy_us,
+  printf("%-12s %10.2f %9.1f %8.3f\n", gen_op_is_attn(b.p.op) ? "masked floor" : b.dy ? "add floor" : b.p.op == GEN_CE_LOSS ? "read floor" : "copy", copy_us,
          bytes / copy_us / 1e3, 1.0);
   printf("%-12s %10.2f %9.1f %8.3f\n", "softmax-tune", us, bytes / us / 1e3, copy_us / us);
   rc = 0;

@@ -175,7 +175,7 @@ int cli_chart_run(FILE *f, const cache_Run *r, const cache_Trial *t, int n)
 /* A problem's label: rows x cols dtype, and op when not softmax; its length. */
 static int problem_label(char *buf, size_t n, const cache_Run *r)
 {
-  static const char *const OPS[GEN_NOP] = { "", " log", " bw", " log bw", " ce", " ce loss", " attn" };   /* by gen op */
+  static const char *const OPS[GEN_NOP] = { "", " log", " bw", " log bw", " ce", " ce loss", " attn", " attn bw" };   /* by gen op */
   return snprintf(buf, n, "%lldx%lld %s%s", (long long)r->key.rows, (long long)r->key.cols, gen_dtype_name(r->key.dtype),
                   r->key.op >= 0 && r->key.op < GEN_NOP ? OPS[r->key.op] : " ?");
 }

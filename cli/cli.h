@@ -18,7 +18,7 @@
 enum { CLI_FAST = 1, CLI_FULL = 2 };
 
 /* The ops, as --op and a shapes file name them, for messages. */
-#define CLI_OPS "softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss, attention_softmax"
+#define CLI_OPS "softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss, attention_softmax, attention_softmax_backward"
 
 typedef struct cli_Options {
   const char *command;
@@ -48,6 +48,7 @@ typedef struct cli_Options {
   int mask, bias;             /* --mask, --alibi: attention_softmax's kinds (GEN_MASK_*, GEN_BIAS_*) */
   tune_AttnOptions attn;      /* its launch options (--window, --scale, --offset; Q and H of --shape BxHxQxK) */
   const char *attn_flag;      /* the first attention option given, NULL if none */
+  const char *attn_arg;       /* the first of them that is a launch argument (needs a shape), NULL if none */
   char **args;                /* words after the options (cache's verb) */
   int nargs;
   char err[1024];

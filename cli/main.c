@@ -115,6 +115,10 @@ static const char *const USAGE =
   "  --scale S        scores are S * x first (default 1), a finite number\n"
   "  --softcap C      then C * tanh(z / C), C > 0 (default 0: none); also cross-entropy's\n"
   "  --alibi          the ALiBi bias, -slope[h] * |q + offset - k| (slopes drawn by the tuner)\n"
+  "attention_softmax_backward (--op attention_softmax_backward, the same commands and options but\n"
+  "  --alibi): dx = k * y * (dy - sum(dy * y)) over the visible keys, k = scale (times 1 - tanh^2\n"
+  "  of the score under --softcap, whose scores x are then a third input); masked y, dy and x are\n"
+  "  not read, masked dx written as 0\n"
   "\n"
   "  -h, --help       this text\n"
   "  -V, --version    the version\n";
@@ -233,6 +237,7 @@ static int parse_attn(int c, const char *arg, cli_Options *o)
   static const char *const NAMES[] = { "--mask", "--window", "--offset", "--scale", "--alibi" };
   char *end;
   if (!o->attn_flag) o->attn_flag = NAMES[c - O_MASK];
+  if (!o->attn_arg && c != O_MASK && c != O_ALIBI) o->attn_arg = NAMES[c - O_MASK];   /* the kinds also filter log and cache */
   if (c == O_MASK && (o->mask = gen_parse_mask(arg)) < 0)
     return usage_error("bad --mask '%s': expected none, causal, window, causal+window or padding", arg);
   if (c == O_WINDOW && (parse_int64(arg, &o->attn.window) || o->attn.window < 0))
@@ -383,22 +388,24 @@ static int attn_shape(cli_Options *o)
 static int check_shape(cli_Options *o)
 {
   gen_Problem p;
-  if (cli_op(o) == GEN_ATTN ? attn_shape(o) : gen_parse_shape(o->shape, &o->rows, &o->cols, o->err, sizeof o->err)) return 1;
+  if (gen_op_is_attn(cli_op(o)) ? attn_shape(o) : gen_parse_shape(o->shape, &o->rows, &o->cols, o->err, sizeof o->err)) return 1;
   cli_problem(o, &p);
-  return gen_check_problem(&p, o->err, sizeof o->err) || (p.op == GEN_ATTN && tune_attn_check(&p, &o->attn, o->err, sizeof o->err));
+  return gen_check_problem(&p, o->err, sizeof o->err) || (gen_op_is_attn(p.op) && tune_attn_check(&p, &o->attn, o->err, sizeof o->err));
 }
 
 /* attention's options go with its op, one problem; --softcap with it or a cross-entropy op. */
 static int check_attn(cli_Options *o)
 {
-  const int attn = cli_op(o) == GEN_ATTN;
+  const int attn = gen_op_is_attn(cli_op(o));
   if (o->softcap_set && !attn && !gen_op(cli_op(o))->params)
-    return usage_error("--softcap is an option of --op cross_entropy, cross_entropy_loss or attention_softmax, not %s",
-                       gen_op_name(cli_op(o)));
+    return usage_error("--softcap is an option of --op cross_entropy, cross_entropy_loss, attention_softmax or"
+                       " attention_softmax_backward, not %s", gen_op_name(cli_op(o)));
   if (o->attn_flag && !attn)
-    return usage_error("%s is an option of --op attention_softmax", o->attn_flag);
-  if (attn && cli_is_batch(o)) return usage_error("%s takes one problem, not a list", "attention_softmax");
-  if (attn && !o->shape && o->attn_flag) return usage_error("%s needs --shape BxHxQxK", o->attn_flag);
+    return usage_error("%s is an option of --op attention_softmax or attention_softmax_backward", o->attn_flag);
+  if (o->bias && cli_op(o) == GEN_ATTN_BW)   /* a constant added to a score: no derivative sees it */
+    return usage_error("--alibi: %s has no bias kind (ALiBi does not change the gradient)", "attention_softmax_backward");
+  if (attn && cli_is_batch(o)) return usage_error("%s takes one problem, not a list", gen_op_name(cli_op(o)));
+  if (attn && !o->shape && o->attn_arg) return usage_error("%s needs --shape BxHxQxK", o->attn_arg);
   o->attn.softcap = o->ce.softcap;
   return 0;
 }

@@ -61,7 +61,7 @@ static void print_header(const tune_Device *d, const gen_Problem *p, int64_t byt
 void cli_print_attn(const gen_Problem *p, const tune_AttnOptions *a)
 {
   AttnParams k;
-  if (p->op != GEN_ATTN) return;
+  if (!gen_op_is_attn(p->op)) return;
   tune_attn_params(p, a, &k);
   printf("options: B %lld, H %lld, Q %lld, K %lld, mask %s, causal offset %lld, window %lld, scale %g, softcap %g, bias %s;"
          " %.1f%% of the scores visible (launch arguments but the kinds: a sweep verifies with these)\n",
@@ -72,7 +72,7 @@ void cli_print_attn(const gen_Problem *p, const tune_AttnOptions *a)
 
 void cli_print_ce(const gen_Problem *p, const tune_CeOptions *ce)
 {
-  if (!gen_op(p->op)->params) return;
+  if (gen_op(p->op)->params != 1) return;
   printf("options: ignore_index %lld, label smoothing %g, z-loss %g, softcap %g, %s, %s labels (launch arguments: one tuned"
          " kernel serves every value; a sweep verifies with these)\n", (long long)ce->ignore, ce->smoothing, ce->zloss, ce->softcap,
          ce->weight ? "class weights" : "no weights", ce->labels64 ? "int64" : "int32");
@@ -237,10 +237,11 @@ int cli_tune(cli_Options *o)
   cli_problem(o, &p);
   p.full = o->full, p.only = o->config;
   tune_device_limits(tune_gpu_device(gpu), &p);
-  if (p.op == GEN_ATTN) {   /* the bytes its kernels move: the visible scores read */
+  if (gen_op_is_attn(p.op)) {   /* the bytes its kernels move: the visible inputs read */
     AttnParams a;
     tune_attn_params(&p, &o->attn, &a);
     p.visible = tune_attn_visible(&p, &a);
+    p.capped = a.softcap > 0.f;
   }
   if (tune_key(g, tune_gpu_device(gpu), &p, &k, o->err, sizeof o->err)) {
     cli_fail("%s", o->err);

@@ -36,6 +36,8 @@ static const gen_Op OPS[GEN_NOP] = {
     "a kernel reading the logits and writing a float a row" },
   { "attention_softmax", 1, 1, 0, 2, 2, "st_fill_attn", "st_check_attn", GEN_FLOOR_MASKED,
     "a copy over the mask: the visible scores read, every one written" },
+  { "attention_softmax_backward", 2, 1, 0, 4, 2, "st_fill_attn_bw", "st_check_attn_bw", GEN_FLOOR_MASKED_BW,
+    "a kernel over the mask: the visible y and dy (and x under a softcap) read, all of dx written" },
 };
 static const char *const MASKS[GEN_NMASK] = { "none", "causal", "window", "causal_window", "padding" };
 static const char *const BIASES[GEN_NBIAS] = { "none", "alibi" };
@@ -158,9 +160,13 @@ const char *gen_error(const gen_State *g)
 
 int gen_check_problem(const gen_Problem *p, char *err, size_t errlen)
 {
-  const int attn = p->op == GEN_ATTN;
+  const int attn = gen_op_is_attn(p->op);
   if (p->mask < 0 || p->mask >= GEN_NMASK || p->bias < 0 || p->bias >= GEN_NBIAS || (!attn && (p->mask || p->bias))) {
     seterr(err, errlen, "mask %d and bias %d: kinds of attention_softmax only, not of %s", p->mask, p->bias, gen_op_name(p->op));
+    return 1;
+  }
+  if (p->op == GEN_ATTN_BW && p->bias) {   /* a bias adds a constant to a score: no derivative sees it */
+    seterr(err, errlen, "bias %s: attention_softmax_backward has no bias kind (none)", gen_bias_name(p->bias));
     return 1;
   }
   if (p->op < 0 || p->op >= GEN_NOP || OPS[p->op].params != 1 || p->cols != 1) return 0;
@@ -531,9 +537,12 @@ int64_t gen_op_bytes(int o, int64_t rows, int64_t cols, int dtype)
 int64_t gen_problem_bytes(const gen_Problem *p)
 {
   const int64_t all = gen_op_bytes(p->op, p->rows, p->cols, p->dtype);
-  if (p->op != GEN_ATTN || p->visible <= 0) return all;
-  return all - p->rows * p->cols * gen_dtype_size(p->dtype) + p->visible * gen_dtype_size(p->dtype);
+  const int reads = gen_op_inputs(p->op);
+  if (!gen_op_is_attn(p->op) || p->visible <= 0) return all;
+  return all - (reads * p->rows * p->cols - (reads + (p->op == GEN_ATTN_BW && p->capped)) * p->visible) * gen_dtype_size(p->dtype);
 }
+
+int gen_op_is_attn(int op) { return op == GEN_ATTN || op == GEN_ATTN_BW; }
 
 int gen_parse_mask(const char *s)
 {
@@ -546,7 +555,7 @@ const char *gen_bias_name(int b) { return b >= 0 && b < GEN_NBIAS ? BIASES[b] : 
 
 void gen_op_key(int op, int mask, int bias, char *out, size_t n)
 {
-  if (op == GEN_ATTN) snprintf(out, n, "%s:%s:%s", gen_op_name(op), gen_mask_name(mask), gen_bias_name(bias));
+  if (gen_op_is_attn(op)) snprintf(out, n, "%s:%s:%s", gen_op_name(op), gen_mask_name(mask), gen_bias_name(bias));
   else snprintf(out, n, "%s", gen_op_name(op));
 }
 
@@ -556,15 +565,15 @@ int gen_parse_op_key(const char *s, int *op, int *mask, int *bias)
   *mask = *bias = 0;
   if (!s || strlen(s) >= sizeof name) return *op = -1, 1;
   if (!strchr(s, ':')) {   /* attention's key always names its kinds */
-    if ((*op = gen_parse_op(s)) == GEN_ATTN) *op = -1;
+    if (gen_op_is_attn(*op = gen_parse_op(s))) *op = -1;
     return *op < 0;
   }
-  if (sscanf(s, "%63[^:]:%31[^:]:%31s", name, m, b) != 3 || gen_parse_op(name) != GEN_ATTN || (*mask = gen_parse_mask(m)) < 0 ||
-      (*bias = gen_parse_bias(b)) < 0) {
+  if (sscanf(s, "%63[^:]:%31[^:]:%31s", name, m, b) != 3 || !gen_op_is_attn(*op = gen_parse_op(name)) ||
+      (*mask = gen_parse_mask(m)) < 0 || (*bias = gen_parse_bias(b)) < 0) {
     *mask = *bias = 0;
     return *op = -1, 1;
   }
-  return *op = GEN_ATTN, 0;
+  return 0;
 }
 
 int gen_parse_arch(const char *s)

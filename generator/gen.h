@@ -14,8 +14,9 @@
 enum { GEN_F32, GEN_F16, GEN_BF16, GEN_NDTYPE };
 /* backward ops: dx from the forward's output y and the gradient dy (two inputs); cross-entropy
 ** ops: loss and lse per row (and for GEN_CE the logits' gradient) from logits and labels;
-** attention_softmax: softmax of masked, biased, scaled scores (templates/attn.cu) */
-enum { GEN_SOFTMAX, GEN_LOG_SOFTMAX, GEN_SOFTMAX_BW, GEN_LOG_SOFTMAX_BW, GEN_CE, GEN_CE_LOSS, GEN_ATTN, GEN_NOP };
+** attention_softmax: softmax of masked, biased, scaled scores (templates/attn.cu), and its backward
+** (templates/attn_bw.cu) */
+enum { GEN_SOFTMAX, GEN_LOG_SOFTMAX, GEN_SOFTMAX_BW, GEN_LOG_SOFTMAX_BW, GEN_CE, GEN_CE_LOSS, GEN_ATTN, GEN_ATTN_BW, GEN_NOP };
 
 /* attention_softmax's mask and bias kinds: template knobs, part of its problem and cache key
 ** (as templates/attn_mask.h numbers them) */
@@ -25,14 +26,16 @@ enum { GEN_BIAS_NONE, GEN_BIAS_ALIBI, GEN_NBIAS };
 /* The floor an op is timed against: a copy of its tensor, a kernel reading two tensors and
 ** writing a third (st_add), or one reading the tensor and writing a float a row (st_read_rows).
 ** GEN_FLOOR_MASKED (attention_softmax): a copy over the mask's pattern, reading the visible
-** elements and writing every one (st_attn_floor). */
-enum { GEN_FLOOR_COPY, GEN_FLOOR_ADD, GEN_FLOOR_READ, GEN_FLOOR_MASKED };
+** elements and writing every one (st_attn_floor); GEN_FLOOR_MASKED_BW (its backward): the visible
+** elements of y and dy (and x under a softcap) read, every one of dx written (st_attn_bw_floor). */
+enum { GEN_FLOOR_COPY, GEN_FLOOR_ADD, GEN_FLOOR_READ, GEN_FLOOR_MASKED, GEN_FLOOR_MASKED_BW };
 
 /* What an op is, for every layer: the tensors it moves, its kernels' arguments, the tuner's fill
 ** and check kernels (templates/aux.cu) and its floor. A kernel is called as
 ** f(buf[0], ..., buf[nbufs-1], rows, workspace[, params]): softmax (in, out), the backward
 ** ops (y, dy, dx), cross-entropy (logits, labels, dx, loss, lse) with a CeParams block
-** (templates/ce_params.h), attention_softmax (x, y) with an AttnParams block (attn_params.h). */
+** (templates/ce_params.h), attention_softmax (x, y) with an AttnParams block (attn_params.h), its
+** backward (x, y, dy, dx) with one too (x read only under a softcap). */
 typedef struct gen_Op {
   const char *name;
   int reads, writes;        /* rows x cols tensors of the dtype read and written */
@@ -52,8 +55,9 @@ typedef struct gen_Problem {
   int sms, smem_block, cluster;
   int full;                 /* gen_space lists the full grid (to check pruning), not the space */
   int mask, bias;           /* attention_softmax: GEN_MASK_*, GEN_BIAS_* (0 for the other ops) */
-  int64_t visible;          /* attention_softmax: score elements its kernels read (0: all), for
+  int64_t visible;          /* attention ops: elements of each input its kernels read (0: all), for
                             ** gen_problem_bytes */
+  int capped;               /* attention_softmax_backward: a softcap, so x is read too (gen_problem_bytes) */
   const char *only;         /* a config string: gen_space lists that config alone (NULL: not) */
 } gen_Problem;
 
@@ -158,17 +162,21 @@ int gen_op_inputs(int op);
 /* Bytes op moves through DRAM for rows x cols of dtype: its tensors read and written, and the
 ** per-row bytes (labels, loss, lse). */
 int64_t gen_op_bytes(int op, int64_t rows, int64_t cols, int dtype);
-/* As gen_op_bytes for p, but an attention problem with p->visible set reads only those elements. */
+/* As gen_op_bytes for p, but an attention problem with p->visible set reads only those elements
+** of each input (and the backward's x too when p->capped). */
 int64_t gen_problem_bytes(const gen_Problem *p);
 
+/* attention_softmax or its backward (mask and bias kinds, an AttnParams block). */
+int gen_op_is_attn(int op);
 /* attention_softmax's mask and bias kinds by name (none, causal, window, causal_window, also
 ** causal+window, padding; none, alibi): -1 if unknown. */
 int gen_parse_mask(const char *s);
 int gen_parse_bias(const char *s);
 const char *gen_mask_name(int mask);
 const char *gen_bias_name(int bias);
-/* The op as the cache keys it: its name, and for attention_softmax ":mask:bias" after it
-** (attention_softmax:causal:alibi); and back (1 if s is no op's key). */
+/* The op as the cache keys it: its name, and for the attention ops ":mask:bias" after it
+** (attention_softmax:causal:alibi, attention_softmax_backward:causal:none); and back (1 if s is
+** no op's key). */
 void gen_op_key(int op, int mask, int bias, char *out, size_t n);
 int gen_parse_op_key(const char *s, int *op, int *mask, int *bias);
 

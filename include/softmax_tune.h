@@ -161,6 +161,22 @@ st_status st_attention_softmax(st_ctx *ctx, st_dtype dtype, const st_attn_option
 st_status st_config_attention(st_ctx *ctx, st_dtype dtype, const st_attn_options *o, int64_t B, int64_t H, int64_t Q,
                               int64_t K, char *out, int outlen);
 
+/* The backward of st_attention_softmax: dx = k * y * (dy - sum(dy * y)), the sum over each query
+** row's visible keys, k = scale, times 1 - tanh(scale * x / softcap)^2 under a softcap. y is the
+** forward's output, dy the gradient of the loss by y, dx may be y or dy; x is the forward's scores,
+** read only under a softcap (NULL without one). Same options as the forward's: masked elements of
+** y, dy (and x) are not read and their dx is 0 whatever dy holds there; alibi_slopes is ignored (a
+** bias does not change the gradient: the backward has no bias kind). The mask kind chooses the
+** kernel, tuned and cached apart (softmax-tune --op attention_softmax_backward --mask ...); the
+** rest as st_attention_softmax. Enqueued on stream. */
+st_status st_attention_softmax_backward(st_ctx *ctx, st_dtype dtype, const st_attn_options *o, const void *x, const void *y,
+                                        const void *dy, void *dx, int64_t B, int64_t H, int64_t Q, int64_t K,
+                                        struct CUstream_st *stream);
+
+/* The config string of the kernel st_attention_softmax_backward uses for this problem. */
+st_status st_config_attention_backward(st_ctx *ctx, st_dtype dtype, const st_attn_options *o, int64_t B, int64_t H, int64_t Q,
+                                       int64_t K, char *out, int outlen);
+
 /* A problem this context ran without a tuned kernel (st_untuned). As a line of a shapes file
 ** for `softmax-tune --shapes FILE`: "ROWSxCOLS dtype op", dtype f32, f16 or bf16, op softmax,
 ** log_softmax, softmax_backward or log_softmax_backward (backward: st_softmax_backward's). */

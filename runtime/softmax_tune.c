@@ -590,33 +590,66 @@ void st_attn_defaults(st_attn_options *o)
   o->window = -1;
 }
 
-/* The options (NULL: the defaults) checked, as a mask kind, a bias kind and the kernels' launch
-** block (pointers set). */
-static st_status check_attn(st_ctx *c, st_dtype dtype, const st_attn_options *opt, int64_t B, int64_t H, int64_t Q, int64_t K,
-                            gen_Problem *p, AttnParams *a)
+/* The API call of an attention op, for messages. */
+static const char *attn_fn(int op) { return op == GEN_ATTN ? "st_attention_softmax" : "st_attention_softmax_backward"; }
+
+/* The options (NULL: the defaults) of attention op `op` checked, as a mask kind, a bias kind (the
+** backward's none: ALiBi does not change the gradient, its slopes are ignored) and the kernels'
+** launch block (pointers set). */
+static st_status check_attn(st_ctx *c, st_dtype dtype, int op, const st_attn_options *opt, int64_t B, int64_t H, int64_t Q,
+                            int64_t K, gen_Problem *p, AttnParams *a)
 {
   char err[512];
   st_attn_options defaults;
   const st_attn_options *o = opt ? opt : (st_attn_defaults(&defaults), &defaults);
+  const char *fn = attn_fn(op);
   tune_AttnOptions t = { Q, H, o->causal_offset == ST_ATTN_OFFSET_AUTO ? TUNE_ATTN_AUTO : o->causal_offset, o->window, o->scale,
                          o->softcap };
   if (B < 1 || H < 1 || Q < 1 || K < 1 || K > 0x7fffffff || B > INT64_MAX / 8 / H / Q / K)
-    return fail(ST_EINVAL, "st_attention_softmax: bad shape %lldx%lldx%lldx%lld (B, H, Q, K >= 1, K < 2^31)", (long long)B,
-                (long long)H, (long long)Q, (long long)K);
+    return fail(ST_EINVAL, "%s: bad shape %lldx%lldx%lldx%lld (B, H, Q, K >= 1, K < 2^31)", fn, (long long)B, (long long)H,
+                (long long)Q, (long long)K);
   if (o->key_lengths && (o->causal || o->window >= 0))
-    return fail(ST_EINVAL, "st_attention_softmax: key_lengths with causal or window is not supported yet");
+    return fail(ST_EINVAL, "%s: key_lengths with causal or window is not supported yet", fn);
   memset(p, 0, sizeof *p);
-  p->rows = B * H * Q, p->cols = K, p->dtype = dtype, p->op = GEN_ATTN;
+  p->rows = B * H * Q, p->cols = K, p->dtype = dtype, p->op = op;
   p->mask = o->causal ? (o->window >= 0 ? GEN_MASK_CAUSAL_WINDOW : GEN_MASK_CAUSAL) : o->window >= 0 ? GEN_MASK_WINDOW
             : o->key_lengths ? GEN_MASK_PADDING : GEN_MASK_NONE;
-  p->bias = o->alibi_slopes ? GEN_BIAS_ALIBI : GEN_BIAS_NONE;
+  p->bias = op == GEN_ATTN && o->alibi_slopes ? GEN_BIAS_ALIBI : GEN_BIAS_NONE;
   st_status s = check_args(c, dtype, ST_SOFTMAX, p->rows, K);
   if (s) return s;
-  if (tune_attn_check(p, &t, err, sizeof err)) return fail(ST_EINVAL, "st_attention_softmax: %s", err);
+  if (tune_attn_check(p, &t, err, sizeof err)) return fail(ST_EINVAL, "%s: %s", fn, err);
   if ((uintptr_t)o->key_lengths % 4 || (uintptr_t)o->alibi_slopes % 4)
-    return fail(ST_EINVAL, "st_attention_softmax: key_lengths or alibi_slopes not aligned to 4 bytes");
+    return fail(ST_EINVAL, "%s: key_lengths or alibi_slopes not aligned to 4 bytes", fn);
   tune_attn_params(p, &t, a);
-  a->key_lengths = (uintptr_t)o->key_lengths, a->slopes = (uintptr_t)o->alibi_slopes;
+  a->key_lengths = (uintptr_t)o->key_lengths, a->slopes = p->bias ? (uintptr_t)o->alibi_slopes : 0;
+  return ST_OK;
+}
+
+/* Launch attention problem p with block a on the n tensors of buf (gen_Op's order; 0 for an
+** input the kernel does not read, which is not checked), the last one the output: unaligned when
+** any tensor it reads differs from the output in alignment mod 16. */
+static st_status run_attn(st_ctx *c, const gen_Problem *p, const AttnParams *a, const uintptr_t *buf, int n,
+                          struct CUstream_st *stream)
+{
+  const int es = p->dtype == ST_F32 ? 4 : 2;
+  const char *fn = attn_fn(p->op);
+  uintptr_t odd = 0;
+  Memo m;
+  char err[512];
+  st_status s;
+  tune_Args args = { { 0 }, p->rows, 0, a };
+  for (int i = 0; i < n; i++) {
+    if (buf[i] % (unsigned)es) return fail(ST_EINVAL, "%s: pointers not aligned to the %d-byte elements", fn, es);
+    if (buf[i]) odd |= buf[i] ^ buf[n - 1];
+    args.buf[i] = (CUdeviceptr)buf[i];
+  }
+  if ((s = lookup(c, p->dtype, memo_op(p->op, p->mask, p->bias), odd % 16 != 0, p->rows, p->cols, &m))) return s;
+  CUcontext cur = NULL;
+  int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
+  CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
+  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &args, m.resident, (CUstream)stream);
+  if (push) c->drv.cuCtxPopCurrent(NULL);
+  if (r) return fail(ST_ECUDA, "%s launch (%s): %s", fn, m.config, tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;
 }
 
@@ -625,34 +658,51 @@ st_status st_attention_softmax(st_ctx *c, st_dtype dtype, const st_attn_options 
 {
   gen_Problem p;
   AttnParams a;
-  Memo m;
-  char err[512];
-  st_status s = check_attn(c, dtype, o, B, H, Q, K, &p, &a);
-  const int es = dtype == ST_F32 ? 4 : 2;
+  st_status s = check_attn(c, dtype, GEN_ATTN, o, B, H, Q, K, &p, &a);
   if (s) return s;
   if (!x || !y) return fail(ST_EINVAL, "st_attention_softmax: a tensor pointer is NULL");
-  if (((uintptr_t)x | (uintptr_t)y) % (unsigned)es) return fail(ST_EINVAL, "st_attention_softmax: pointers not aligned to the %d-byte elements", es);
-  if ((s = lookup(c, dtype, memo_op(GEN_ATTN, p.mask, p.bias), ((uintptr_t)x ^ (uintptr_t)y) % 16 != 0, p.rows, K, &m))) return s;
-  tune_Args args = { { (CUdeviceptr)x, (CUdeviceptr)y }, p.rows, 0, &a };
-  CUcontext cur = NULL;
-  int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
-  CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
-  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &args, m.resident, (CUstream)stream);
-  if (push) c->drv.cuCtxPopCurrent(NULL);
-  if (r) return fail(ST_ECUDA, "st_attention_softmax launch (%s): %s", m.config, tune_cu_error(&c->drv, r, err, sizeof err));
-  return ST_OK;
+  const uintptr_t buf[] = { (uintptr_t)x, (uintptr_t)y };
+  return run_attn(c, &p, &a, buf, 2, stream);
+}
+
+st_status st_attention_softmax_backward(st_ctx *c, st_dtype dtype, const st_attn_options *o, const void *x, const void *y,
+                                        const void *dy, void *dx, int64_t B, int64_t H, int64_t Q, int64_t K,
+                                        struct CUstream_st *stream)
+{
+  gen_Problem p;
+  AttnParams a;
+  st_status s = check_attn(c, dtype, GEN_ATTN_BW, o, B, H, Q, K, &p, &a);
+  if (s) return s;
+  if (!y || !dy || !dx) return fail(ST_EINVAL, "st_attention_softmax_backward: a tensor pointer is NULL");
+  if (a.softcap > 0.f && !x)
+    return fail(ST_EINVAL, "st_attention_softmax_backward: x (the scores) is NULL with softcap %g: the gradient needs it", a.softcap);
+  const uintptr_t buf[] = { a.softcap > 0.f ? (uintptr_t)x : 0, (uintptr_t)y, (uintptr_t)dy, (uintptr_t)dx };
+  return run_attn(c, &p, &a, buf, 4, stream);
+}
+
+/* The config of attention op `op` for these options. */
+static st_status config_attn(st_ctx *c, st_dtype dtype, int op, const st_attn_options *o, int64_t B, int64_t H, int64_t Q,
+                             int64_t K, char *out, int outlen)
+{
+  gen_Problem p;
+  AttnParams a;
+  Memo m;
+  st_status s = check_attn(c, dtype, op, o, B, H, Q, K, &p, &a);
+  if (!s) s = lookup(c, dtype, memo_op(op, p.mask, p.bias), 0, p.rows, K, &m);
+  if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
+  return s;
 }
 
 st_status st_config_attention(st_ctx *c, st_dtype dtype, const st_attn_options *o, int64_t B, int64_t H, int64_t Q, int64_t K,
                               char *out, int outlen)
 {
-  gen_Problem p;
-  AttnParams a;
-  Memo m;
-  st_status s = check_attn(c, dtype, o, B, H, Q, K, &p, &a);
-  if (!s) s = lookup(c, dtype, memo_op(GEN_ATTN, p.mask, p.bias), 0, p.rows, K, &m);
-  if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
-  return s;
+  return config_attn(c, dtype, GEN_ATTN, o, B, H, Q, K, out, outlen);
+}
+
+st_status st_config_attention_backward(st_ctx *c, st_dtype dtype, const st_attn_options *o, int64_t B, int64_t H, int64_t Q,
+                                       int64_t K, char *out, int outlen)
+{
+  return config_attn(c, dtype, GEN_ATTN_BW, o, B, H, Q, K, out, outlen);
 }
 
 int st_untuned(st_ctx *c, st_problem *out, int cap)

@@ -11,13 +11,7 @@
 //        the kinds (constants here, so a kind's kernel has no code of the others').
 // The softcap is a launch argument: the kernel runs its rows through one of two instances of the
 // row loop, chosen once, so no element pays for a branch on it.
-% team = G
-% include("common.cu")
-% include("attn_params.h")
-#define AM_FN __device__ __forceinline__
-% include("attn_mask.h")
-#define R $(R)
-#define MASK $(({ none = 0, causal = 1, window = 2, causal_window = 3, padding = 4 })[mask])
+% include("attn_head.cu")
 
 // What turns a row's inputs into scores: its visible keys [lo, hi), diagonal d and ALiBi slope.
 struct Scores {

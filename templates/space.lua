@@ -14,7 +14,7 @@ local M = {}
 local ESIZE = { f32 = 4, f16 = 2, bf16 = 2 }
 local CTYPE = { f32 = "float", f16 = "u16", bf16 = "u16" }
 local OPS = { softmax = true, log_softmax = true, softmax_backward = true, log_softmax_backward = true,
-              cross_entropy = true, cross_entropy_loss = true, attention_softmax = true }
+              cross_entropy = true, cross_entropy_loss = true, attention_softmax = true, attention_softmax_backward = true }
 
 -- Device limits per arch, for commands run without a GPU (the GPU of each, by its SMs: T4, A100,
 -- RTX 3090, Orin, ..., L40/RTX 4090, H100 SXM, B200, ..., RTX 5090); the tuner passes the real ones
@@ -132,9 +132,9 @@ function M.problem(P)
   if P.checked then return P end
   local function bad(what, v) error(what .. " '" .. tostring(v) .. "'", 0) end
   if not ESIZE[P.dtype] then bad("unknown dtype (f32, f16, bf16)", P.dtype) end
-  if not OPS[P.op] then bad("unknown op (softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss, attention_softmax)", P.op) end
+  if not OPS[P.op] then bad("unknown op (softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss, attention_softmax, attention_softmax_backward)", P.op) end
   P.mask, P.bias = P.mask or "none", P.bias or "none"
-  if not isvalue(KNOB.mask, P.mask) or not isvalue(KNOB.bias, P.bias) or (P.op ~= "attention_softmax" and (P.mask ~= "none" or P.bias ~= "none")) then
+  if not isvalue(KNOB.mask, P.mask) or not isvalue(KNOB.bias, P.bias) or (not M.ATTN[P.op] and (P.mask ~= "none" or P.bias ~= "none")) then
     bad("mask and bias kinds are attention_softmax's (mask none|causal|window|causal_window|padding, bias none|alibi), got", P.mask .. "/" .. P.bias)
   end
   if math.type(P.rows) ~= "integer" or P.rows < 1 then bad("rows must be >= 1, got", P.rows) end
@@ -595,7 +595,7 @@ end
 -- problems there.
 M.BACKWARD = { softmax_backward = true, log_softmax_backward = true }
 M.CE = { cross_entropy = true, cross_entropy_loss = true }
-M.ATTN = { attention_softmax = true }
+M.ATTN = { attention_softmax = true, attention_softmax_backward = true }
 local make_bw, make_ce, make_attn = ...
 local function missing(what)   -- a templates folder without that file (an older one)
   local function no() error("these templates have no " .. what, 0) end

@@ -1,8 +1,11 @@
 -- space_attn.lua — the tuning space of attention_softmax (templates/attn.cu): softmax over the
--- last dim of mask(bias + softcap(scale * x)). gen.lua hands this chunk to space.lua, which calls
--- it with its rules and helpers and sends an attention problem's check, enumerate, heuristic,
--- launch and vars here. The forward's knobs, and two of its own that every config string of it
--- names last: mask and bias, the problem's kinds (P.mask, P.bias), so a config is one kind's.
+-- last dim of mask(bias + softcap(scale * x)), and of its backward attention_softmax_backward
+-- (templates/attn_bw.cu): dx = k * y * (dy - sum(dy * y)) over the visible keys, k the scale and
+-- the softcap's derivative. gen.lua hands this chunk to space.lua, which calls it with its rules
+-- and helpers and sends an attention problem's check, enumerate, heuristic, launch and vars here.
+-- The forward's knobs, and two of its own that every config string of it names last: mask and
+-- bias, the problem's kinds (P.mask, P.bias), so a config is one kind's. The backward's bias is
+-- always none: ALiBi adds a constant to a score, which no derivative sees.
 --
 -- Families (the forward's row family, split=1):
 --   row  passes=1 hold=reg: a group of G = threads/rows threads holds its row's scores in
@@ -10,21 +13,30 @@
 --        of the visible keys
 --   two  passes=2 hold=none: statistics over the visible keys in one read, the outputs in a
 --        second (masked vectors written as zeros, not read): rows no block holds, any length
+-- The backward's are the same two: y and dy of the row held in registers (2 * items * vec values
+-- a thread) with one read, or a sum pass over the visible vectors and a second read for dx.
 -- Not yet: clusters and split rows (split > 1), packed words.
 
 return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuristic) and helpers
   local A = {}
   local KB = H.KB
 
+  -- values a thread holds per element slot: the scores (forward), y and dy (backward)
+  local function width(P) return P.op == "attention_softmax_backward" and 2 or 1 end
+
   function A.check(cfg, P)
     if cfg.mask ~= P.mask or cfg.bias ~= P.bias then
-      return string.format("attention_softmax configs name the problem's kinds last: mask=%s,bias=%s", P.mask, P.bias)
+      return string.format("%s configs name the problem's kinds last: mask=%s,bias=%s", P.op, P.mask, P.bias)
     end
+    if width(P) == 2 and P.bias ~= "none" then return "attention_softmax_backward has no bias kind (bias=none)" end
     local why = H.check(cfg, P)
     if why then return why end
-    if cfg.split ~= 1 then return "attention_softmax has the row families only (split=1)" end
+    if cfg.split ~= 1 then return P.op .. " has the row families only (split=1)" end
     if cfg.hold ~= "reg" and cfg.hold ~= "none" then
-      return "attention_softmax holds a row's scores in registers (hold=reg) or reads it twice (passes=2 hold=none)"
+      return P.op .. " holds a row in registers (hold=reg) or reads it twice (passes=2 hold=none)"
+    end
+    if cfg.hold == "reg" and width(P) * cfg.items * cfg.vec > 64 then
+      return string.format("hold=reg holds y and dy: %d values per thread (max 64)", 2 * cfg.items * cfg.vec)
     end
     return nil
   end
@@ -35,14 +47,18 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   end
 
   function A.enumerate(P)
+    return A.list(P, H.vecs(P)[1])
+  end
+
+  -- The space with vectors of vec elements.
+  function A.list(P, vec)
     local list = {}
-    local vec = H.vecs(P)[1]
     local nv = P.cols // vec
     for _, G in ipairs(H.POW2) do   -- a group per row, up to a block, the row in its registers
       local items = (nv + G - 1) // G
       if G <= math.max(nv, 1) then
         for _, threads in ipairs({ 128, 256, 512, 1024 }) do
-          if threads >= G and (G >= 32 or threads <= 512) and H.fits(threads, items * vec) then
+          if threads >= G and (G >= 32 or threads <= 512) and H.fits(threads, width(P) * items * vec) then
             for _, hint in ipairs({ "none", "stream" }) do
               push(list, P, { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "reg",
                               rows = threads // G, split = 1, xchg = "none", hint = hint })
@@ -74,11 +90,26 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- The forward's rule (the row in registers up to 32 values a thread, else two reads), asked of
   -- the problem as softmax's (its rules check the configs it tries).
   function A.heuristic(P, unaligned)
+    if width(P) == 2 then return A.heuristic_bw(P, unaligned) end
     local Q = {}
     for k, v in pairs(P) do Q[k] = v end
     Q.op, Q.mask, Q.bias = "softmax", "none", "none"
     local cfg = H.heuristic(Q, unaligned)
     cfg.mask, cfg.bias = P.mask, P.bias
+    return cfg
+  end
+
+  -- The backward's rule, as the softmax backward's (space_bw.lua): y and dy of the row in a
+  -- group's registers when they take 32 values a thread or fewer (threads = max(G, 256)), else
+  -- two reads with one 512-thread block a row.
+  function A.heuristic_bw(P, unaligned)
+    local vec = unaligned and 1 or H.vecs(P)[1]
+    for _, c in ipairs(A.list(P, vec)) do
+      if c.hold == "reg" and c.hint == "none" and c.reduce == "shfl" and 2 * c.items * c.vec <= 32 and
+         c.threads == math.max(256, c.threads // c.rows) then return c end
+    end
+    local cfg = { threads = 512, items = 4, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1,
+                  xchg = "none", hint = "none", mask = P.mask, bias = P.bias }
     return cfg
   end
 
@@ -90,8 +121,8 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     local v = H.vars(cfg, P)
     v.mask, v.bias = P.mask, P.bias
     if cfg then
-      v.template = "attn.cu"
-      v.kernel = "st_attention_softmax"
+      v.template = width(P) == 2 and "attn_bw.cu" or "attn.cu"
+      v.kernel = "st_" .. P.op
     end
     return v
   end

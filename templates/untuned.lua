@@ -243,7 +243,7 @@ return function(P, unaligned, table_text, name, hash, user)
   -- softmax, backward and cross-entropy kernels are different templates: an entry serves its
   -- own kind only (cross_entropy and cross_entropy_loss share ce.cu and its space)
   local function kind(op)
-    return op:find("^cross_entropy") and "ce" or op:find("_backward$") and "backward" or op:find("^attention") and "attention"
+    return op:find("^attention") and op or op:find("^cross_entropy") and "ce" or op:find("_backward$") and "backward"
            or "forward"
   end
   for i = #cands, 1, -1 do
@@ -253,8 +253,8 @@ return function(P, unaligned, table_text, name, hash, user)
     if a.d ~= b.d then return a.d < b.d end
     return describe(a) < describe(b)
   end)
-  if kind(P.op) == "attention" then   -- its kinds' entries are not adapted yet: the rule
-    return E.heuristic(P, unaligned), "rule (attention_softmax: tuned entries of other shapes are not adapted yet)", note
+  if P.op:find("^attention") then   -- its kinds' entries are not adapted yet: the rule
+    return E.heuristic(P, unaligned), "rule (" .. P.op .. ": tuned entries of other shapes are not adapted yet)", note
   end
   for _, e in ipairs(cands) do
     local cfg = fit(e, P, unaligned)

@@ -178,7 +178,7 @@ done <<EOT
 2|option '--z-loss' needs a value|-|--shape 64x32000 --op cross_entropy --z-loss
 2|label smoothing 0.1 with class weights is not supported|-|--shape 64x32000 --op cross_entropy --label-smoothing 0.1 --weight --cache $db
 2|--weight is an option of --op cross_entropy or cross_entropy_loss, not softmax|-|--shape 64x32000 --weight --cache $db
-2|--softcap is an option of --op cross_entropy, cross_entropy_loss or attention_softmax, not log_softmax|-|bench --shape 64x32000 --op log_softmax --softcap 30 --cache $db
+2|--softcap is an option of --op cross_entropy, cross_entropy_loss, attention_softmax or attention_softmax_backward, not log_softmax|-|bench --shape 64x32000 --op log_softmax --softcap 30 --cache $db
 2|bad shape '64x2048': attention_softmax takes BxHxQxK|-|--op attention_softmax --shape 64x2048 --cache $db
 2|bad shape '2x4x0x2048': attention_softmax takes BxHxQxK|-|--op attention_softmax --shape 2x4x0x2048 --cache $db
 2|bad shape '2x4x8x-1': attention_softmax takes BxHxQxK|-|space --op attention_softmax --shape 2x4x8x-1
@@ -198,6 +198,13 @@ done <<EOT
 2|--alibi is an option of --op attention_softmax|-|space --shape 64x2048 --op log_softmax --alibi
 2|attention_softmax takes one problem, not a list|-|--op attention_softmax --shape 2x4x8x64,2x4x8x128 --cache $db
 2|--scale needs --shape BxHxQxK|-|log --op attention_softmax --scale 0.5 --cache $db
+2|--alibi: attention_softmax_backward has no bias kind|-|--op attention_softmax_backward --shape 2x4x8x64 --alibi --cache $db
+2|bad shape '64x2048': attention_softmax takes BxHxQxK|-|bench --op attention_softmax_backward --shape 64x2048 --cache $db
+2|mask window needs a window >= 0|-|--op attention_softmax_backward --shape 2x4x8x64 --mask window --cache $db
+2|bad --scale 'inf': expected a finite number|-|bench --op attention_softmax_backward --shape 2x4x8x64 --scale inf --cache $db
+2|bad --softcap '-5'|-|--op attention_softmax_backward --shape 2x4x8x64 --softcap -5 --cache $db
+2|attention_softmax_backward takes one problem, not a list|-|--op attention_softmax_backward --shape 2x4x8x64,2x4x8x128 --cache $db
+2|--mask is an option of --op attention_softmax or attention_softmax_backward|-|--shape 64x2048 --op softmax_backward --mask causal --cache $db
 2|mask and bias are knobs of attention_softmax only|-|emit --shape 64x2048 --config threads=256,items=1,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none,mask=causal,bias=none
 2|attention_softmax configs name the problem's kinds last: mask=causal,bias=none|-|emit --op attention_softmax --shape 2x4x8x2048 --mask causal --config threads=256,items=1,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none
 2|--z-loss is for tuning or bench of a cross-entropy op, not for space|-|space --shape 64x32000 --op cross_entropy --z-loss 1e-4

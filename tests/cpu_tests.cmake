@@ -53,3 +53,6 @@ set_tests_properties(cubins PROPERTIES LABELS cpu)
 st_test(test_verify_attn)   # attention_softmax's rule
 add_test(NAME verify_attn COMMAND test_verify_attn)
 set_tests_properties(verify_attn PROPERTIES LABELS cpu)
+st_test(test_verify_attn_bw)   # attention_softmax_backward's rule
+add_test(NAME verify_attn_bw COMMAND test_verify_attn_bw)
+set_tests_properties(verify_attn_bw PROPERTIES LABELS cpu)

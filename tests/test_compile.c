@@ -19,6 +19,9 @@
 **             rows held and read twice, every dtype: its spaces checked (valid, canonical, both
 **             families where the row is long), then per arch a sample taking every knob value
 **             plus the rule's config of every problem (CI), or every config (label long)
+**   --attn-bw [--all]  attention_softmax_backward (attn_bw.cu) the same way, every mask kind
+**             (its bias is none); and both attention ops' tuner kernels (aux.cu) of every mask
+**             kind, for sm_80 and sm_90
 */
 #include <pthread.h>
 #include <stdlib.h>
@@ -174,17 +177,30 @@ static void add_ce(gen_State *g, int all)
   }
 }
 
-/* attention_softmax's spaces and compiles (--attn): each kind on a problem of its own shape. */
-static void add_attn(gen_State *g, int all)
+/* The tuner's kernels (aux.cu) for p. */
+static void add_aux(gen_State *g, const gen_Problem *p)
+{
+  Job *j = &jobs[njobs];
+  memset(&j->k, 0, sizeof j->k);
+  j->arch = p->arch;
+  snprintf(j->k.config, sizeof j->k.config, "aux.cu of %s mask %s", gen_op_name(p->op), gen_mask_name(p->mask));
+  if (gen_aux(g, p, "aux", &j->k.source)) CHECK(0, "%s: %s", j->k.config, gen_error(g));
+  else njobs++;
+}
+
+/* attention_softmax's (or its backward's, op) spaces and compiles (--attn, --attn-bw): each kind
+** on a problem of its own shape. */
+static void add_attn(gen_State *g, int all, int op)
 {
   static const int64_t cols[] = { 1, 64, 1000, 4099, 20000 };
   for (int arch = 80; arch <= 90; arch += 10) {
     Cover cover = { .n = 0 };
     for (int mask = 0; mask < GEN_NMASK; mask++)
-      for (int bias = 0; bias < GEN_NBIAS; bias++)
+      for (int bias = 0; bias < (op == GEN_ATTN ? GEN_NBIAS : 1); bias++)
         for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
           const int d = (int)((c + (size_t)mask + (size_t)bias) % GEN_NDTYPE);
-          gen_Problem p = { .rows = 4096, .cols = cols[c], .dtype = d, .op = GEN_ATTN, .mask = mask, .bias = bias, .arch = arch };
+          gen_Problem p = { .rows = 4096, .cols = cols[c], .dtype = d, .op = op, .mask = mask, .bias = bias, .arch = arch };
+          if (op == GEN_ATTN_BW && c == 2) add_aux(g, &p), p.op = GEN_ATTN, add_aux(g, &p), p.op = op;
           char **list, rule[256], canon[256];
           int n, two = 0;
           if (gen_space(g, &p, &list, &n) || gen_heuristic(g, &p, 0, rule, sizeof rule)) {
@@ -207,13 +223,14 @@ static void add_attn(gen_State *g, int all)
 int main(int argc, char **argv)
 {
   int sm75 = argc > 1 && strcmp(argv[1], "--sm75") == 0, ce = argc > 1 && strcmp(argv[1], "--ce") == 0;
-  int attn = argc > 1 && strcmp(argv[1], "--attn") == 0;
+  int attn = argc > 1 && strcmp(argv[1], "--attn") == 0, attn_bw = argc > 1 && strcmp(argv[1], "--attn-bw") == 0;
+  attn = attn || attn_bw;
   int all = argc > 1 + (sm75 || ce || attn) && strcmp(argv[1 + (sm75 || ce || attn)], "--all") == 0;
   char err[1024];
   gen_State *g;
   if (gen_open(&g, NULL, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
   jobs = calloc(40000, sizeof *jobs);
-  if (attn) add_attn(g, all);
+  if (attn) add_attn(g, all, attn_bw ? GEN_ATTN_BW : GEN_ATTN);
   else if (ce) add_ce(g, all);
   else if (sm75) add_sm75(g, all);
   else add_sm80_90(g, all);
@@ -240,6 +257,6 @@ int main(int argc, char **argv)
   printf("compiled %d configs on %d threads in %.1f s; %d use local memory (pruned on the GPU)\n", njobs, nthreads,
          (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, spilled);
   free(jobs);
-  const char *name = attn ? (all ? "test_compile --attn --all" : "test_compile --attn") : ce ? (all ? "test_compile --ce --all" : "test_compile --ce") : sm75 ? (all ? "test_compile --sm75 --all" : "test_compile --sm75") : all ? "test_compile --all" : "test_compile --sample";
+  const char *name = attn_bw ? (all ? "test_compile --attn-bw --all" : "test_compile --attn-bw") : attn ? (all ? "test_compile --attn --all" : "test_compile --attn") : ce ? (all ? "test_compile --ce --all" : "test_compile --ce") : sm75 ? (all ? "test_compile --sm75 --all" : "test_compile --sm75") : all ? "test_compile --all" : "test_compile --sample";
   return check_done(name);
 }

@@ -15,6 +15,9 @@
 **   test_gpu --attn      attention_softmax: every mask and bias kind, with and without a softcap,
 **                        a scale, ragged and long rows (both families), Q > K (rows that see
 **                        nothing), padding (key lengths 0..K), each dtype; a sample of each space
+**   test_gpu --attn-bw   attention_softmax_backward the same way: every mask kind, with and without
+**                        a softcap (x then a third input), both families; the default run and
+**                        --all run both attention ops' cases too
 **   test_gpu --sanitize  one config of each kernel family (row held in registers or shared
 **                        memory, two passes, split by cluster, by global exchange, pipelined)
 **                        on small shapes with tails, f32 and bf16: for compute-sanitizer
@@ -69,6 +72,21 @@ static const AttnCase ATTN_CASES[] = {
   { { 128, 64, GEN_F32, GEN_ATTN }, GEN_MASK_CAUSAL, 0, { 128, 1, AUTO, -1, 1.f, 0.f } },   /* Q > K: rows that see nothing */
   { { 3 * 40, 777, GEN_F16, GEN_ATTN }, GEN_MASK_CAUSAL_WINDOW, GEN_BIAS_ALIBI, { 40, 1, 0, 31, -0.7f, 0.f } },
   { { 5, 1, GEN_F32, GEN_ATTN }, GEN_MASK_CAUSAL, 0, { 5, 1, AUTO, -1, 1.f, 0.f } },
+};
+
+/* attention_softmax_backward (attn_bw.cu): its bias kind is none */
+static const AttnCase ATTN_BW_CASES[] = {
+  { { 2 * 3 * 64, 64, GEN_BF16, GEN_ATTN_BW }, GEN_MASK_CAUSAL, 0, { 64, 3, AUTO, -1, 0.125f, 0.f } },
+  { { 1 * 2 * 37, 1000, GEN_F32, GEN_ATTN_BW }, GEN_MASK_CAUSAL, 0, { 37, 2, AUTO, -1, 0.3f, 30.f } },
+  { { 2 * 2 * 100, 4099, GEN_F16, GEN_ATTN_BW }, GEN_MASK_WINDOW, 0, { 100, 2, AUTO, 100, 1.f, 0.f } },
+  { { 3 * 2 * 16, 4099, GEN_BF16, GEN_ATTN_BW }, GEN_MASK_CAUSAL_WINDOW, 0, { 16, 2, AUTO, 7, 0.5f, 20.f } },
+  { { 9 * 1 * 8, 2048, GEN_F32, GEN_ATTN_BW }, GEN_MASK_PADDING, 0, { 8, 1, AUTO, -1, 0.125f, 0.f } },
+  { { 5 * 2 * 3, 20000, GEN_BF16, GEN_ATTN_BW }, GEN_MASK_PADDING, 0, { 3, 2, AUTO, -1, 0.0883883f, 20.f } },
+  { { 64, 64, GEN_F32, GEN_ATTN_BW }, GEN_MASK_NONE, 0, { 64, 1, AUTO, -1, 2.f, 0.f } },
+  { { 2 * 2 * 4, 65536, GEN_BF16, GEN_ATTN_BW }, GEN_MASK_CAUSAL, 0, { 4, 2, AUTO, -1, 0.125f, 50.f } },
+  { { 128, 64, GEN_F32, GEN_ATTN_BW }, GEN_MASK_CAUSAL, 0, { 128, 1, AUTO, -1, 1.f, 0.f } },   /* Q > K: rows that see nothing */
+  { { 3 * 40, 777, GEN_F16, GEN_ATTN_BW }, GEN_MASK_CAUSAL_WINDOW, 0, { 40, 1, 0, 31, -0.7f, 0.f } },
+  { { 5, 1, GEN_F32, GEN_ATTN_BW }, GEN_MASK_CAUSAL, 0, { 5, 1, AUTO, -1, 1.f, 3.f } },
 };
 
 /* Small, ragged shapes for compute-sanitizer: cols 1, 7, 1000, 4099, 128256 and split rows. */
@@ -219,7 +237,7 @@ int main(int argc, char **argv)
   tune_Gpu *gpu;
   int all = argc > 1 && strcmp(argv[1], "--all") == 0, sanitize = argc > 1 && strcmp(argv[1], "--sanitize") == 0;
   int backward = argc > 1 && strcmp(argv[1], "--backward") == 0, ce = argc > 1 && strcmp(argv[1], "--ce") == 0;
-  int attn = argc > 1 && strcmp(argv[1], "--attn") == 0;
+  int attn = argc > 1 && strcmp(argv[1], "--attn") == 0, attn_bw = argc > 1 && strcmp(argv[1], "--attn-bw") == 0;
   if (tune_gpu_open(&gpu, 0, err, sizeof err)) {
     printf("SKIP: no GPU here (%s)\n", err);
     return 77;
@@ -230,16 +248,19 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof SMALL / sizeof SMALL[0]; i++) run_case(&SMALL[i], 0, 0, 1, NULL, NULL);
     return check_done("test_gpu --sanitize");
   }
-  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0] && !attn; i++)
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0] && !attn && !attn_bw; i++)
     if ((!backward || gen_op_inputs(CASES[i].op) == 2) && (!ce || gen_op(CASES[i].op)->params)) run_case(&CASES[i], all, 0, 0, NULL, NULL);
-  for (size_t i = 0; i < sizeof ATTN_CASES / sizeof *ATTN_CASES && !backward && !ce; i++)
+  for (size_t i = 0; i < sizeof ATTN_CASES / sizeof *ATTN_CASES && !backward && !ce && !attn_bw; i++)
     run_case(&ATTN_CASES[i].c, all, 0, 0, NULL, &ATTN_CASES[i]);
+  for (size_t i = 0; i < sizeof ATTN_BW_CASES / sizeof *ATTN_BW_CASES && !backward && !ce && !attn; i++)
+    run_case(&ATTN_BW_CASES[i].c, all, 0, 0, NULL, &ATTN_BW_CASES[i]);
   for (int i = 0; i < wanted.n; i++) {
     int seen = 0;
     for (int j = 0; j < verified.n && !seen; j++) seen = strcmp(wanted.seen[i], verified.seen[j]) == 0;
     CHECK(seen, "knob value %s never ran verified", wanted.seen[i]);
   }
   printf("knob values verified: %d of %d sampled\n", verified.n, wanted.n);
-  if (!backward && !attn) run_ce_options(0);
-  return check_done(all ? "test_gpu --all" : backward ? "test_gpu --backward" : ce ? "test_gpu --ce" : attn ? "test_gpu --attn" : "test_gpu");
+  if (!backward && !attn && !attn_bw) run_ce_options(0);
+  return check_done(all ? "test_gpu --all" : backward ? "test_gpu --backward" : ce ? "test_gpu --ce" : attn ? "test_gpu --attn"
+                    : attn_bw ? "test_gpu --attn-bw" : "test_gpu");
 }

@@ -107,8 +107,7 @@ void tune_ref_row_attn(const double *x, int64_t cols, int64_t row, const tune_At
   }
 }
 
-/* The raw bits of element i, to spot the poison left where nothing was written. */
-static uint32_t bits_of(const void *buf, int dtype, int64_t i)
+uint32_t tune_bits_of(const void *buf, int dtype, int64_t i)
 {
   uint32_t w;
   if (dtype != GEN_F32) return ((const uint16_t *)buf)[i];
@@ -151,7 +150,7 @@ static void check_row(const double *x, const double *ref, const void *out, int d
   for (int64_t j = 0; j < cols; j++) {
     const int64_t i = row * cols + j;
     const double v = tune_load(out, dtype, i);
-    int ok = bits_of(out, dtype, i) != poison;
+    int ok = tune_bits_of(out, dtype, i) != poison;
     c->checked++;
     if (isnan(ref[j])) ok = ok && isnan(v);
     else if (ref[j] == 0.) ok = ok && v == 0.;

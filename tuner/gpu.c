@@ -7,7 +7,9 @@
 ** cross-entropy ops add labels, class weights, loss and lse buffers and a CeParams block; the
 ** loss-only op's floor reads the logits and writes a float a row (st_read_rows). attention_softmax
 ** adds key lengths and ALiBi slopes and an AttnParams block; its floor copies the visible scores
-** and zeroes the rest (st_attn_floor). The op's descriptor (gen_Op) says which.
+** and zeroes the rest (st_attn_floor). Its backward (in is y, in2 dy, out dx) adds the scores x
+** (ax), and its floor reads the visible y and dy (and x under a softcap) and writes all of dx
+** (st_attn_bw_floor). The op's descriptor (gen_Op) says which.
 */
 #include <math.h>
 #include <stdio.h>
@@ -56,10 +58,11 @@ struct tune_Gpu {
   CeParams params;          /* ce: the options the kernels run and are checked with */
   int use_weight;
   void *own_labels;         /* ce: labels set by tune_gpu_ce_labels (as the kernels read them), copied over fill's */
-  int attn;                 /* attention_softmax: key lengths, slopes and its params */
+  int attn;                 /* attention_softmax or its backward: key lengths, slopes and its params */
+  int attn_bw;              /* attention_softmax_backward: also the scores x (ax) */
   tune_AttnOptions aopt;
   AttnParams aparams;
-  CUdeviceptr lengths, slopes;
+  CUdeviceptr lengths, slopes, ax;
   gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
   char cubins[4096];        /* the kept cubins' folder (cache_compile), "" for none */
   int ptx_arch;             /* tune_gpu_ptx: configs compiled as PTX for compute_<ptx_arch>, or 0 */
@@ -165,7 +168,7 @@ static void teardown(tune_Gpu *g)
   if (g->flush) d->cuMemFree(g->flush);
   if (g->res) d->cuMemFree(g->res);
   if (g->ws) d->cuMemFree(g->ws);
-  CUdeviceptr *ce[] = { &g->labels, &g->weight, &g->loss, &g->lse, &g->scale, &g->flag, &g->lengths, &g->slopes };
+  CUdeviceptr *ce[] = { &g->labels, &g->weight, &g->loss, &g->lse, &g->scale, &g->flag, &g->lengths, &g->slopes, &g->ax };
   for (size_t i = 0; i < sizeof ce / sizeof *ce; i++)
     if (*ce[i]) d->cuMemFree(*ce[i]), *ce[i] = 0;
   if (g->stream) d->cuStreamDestroy(g->stream);
@@ -204,7 +207,9 @@ static CUresult alloc_attn(tune_Gpu *g)
 {
   const size_t heads = (size_t)g->aparams.h, batches = (size_t)(g->p.rows / g->aparams.q) / heads;
   CUresult r;
-  if ((r = g->drv.cuMemAlloc(&g->lengths, 4 * batches)) || (r = g->drv.cuMemAlloc(&g->slopes, 4 * heads))) return r;
+  if ((r = g->drv.cuMemAlloc(&g->lengths, 4 * batches)) || (r = g->drv.cuMemAlloc(&g->slopes, 4 * heads)) ||
+      (g->attn_bw && (r = g->drv.cuMemAlloc(&g->ax, g->bytes))))
+    return r;
   g->aparams.key_lengths = g->p.mask == GEN_MASK_PADDING ? g->lengths : 0;
   g->aparams.slopes = g->p.bias == GEN_BIAS_ALIBI ? g->slopes : 0;
   return CUDA_SUCCESS;
@@ -216,7 +221,7 @@ static int setup(tune_Gpu *g, char *err, size_t errlen)
   tune_Driver *d = &g->drv;
   CUresult r;
   size_t free_mem = 0, total = 0;
-  const size_t need = (size_t)(g->op->reads + 1) * g->bytes + FLUSH_BYTES + (64u << 20);
+  const size_t need = (size_t)(g->op->reads + 1 + g->attn_bw) * g->bytes + FLUSH_BYTES + (64u << 20);
   if ((r = d->cuDevicePrimaryCtxRetain(&g->ctx, g->dev.dev)) != CUDA_SUCCESS) {
     g->ctx = NULL;
     return cu_msg(g, "cannot get a context on the GPU", r, err, errlen), 1;
@@ -237,11 +242,11 @@ static int setup(tune_Gpu *g, char *err, size_t errlen)
       (r = d->cuMemAlloc(&g->ws, WS_BYTES)) || (r = d->cuMemsetD8(g->ws, 0, WS_BYTES)) ||
       (g->bw && (r = d->cuMemAlloc(&g->in2, g->bytes))) || (g->ce && (r = alloc_ce(g))) || (g->attn && (r = alloc_attn(g))))
     return cu_msg(g, "cannot allocate GPU memory", r, err, errlen), 1;
-  static const char *const floors[] = { NULL, "st_add", "st_read_rows", "st_attn_floor" };
+  static const char *const floors[] = { NULL, "st_add", "st_read_rows", "st_attn_floor", "st_attn_bw_floor" };
   if ((r = d->cuModuleLoadData(&g->auxmod, g->aux.data)) ||
-      (r = d->cuModuleGetFunction(&g->fill, g->auxmod, g->ce || g->attn ? "st_fill" : g->op->fill)) ||
+      (r = d->cuModuleGetFunction(&g->fill, g->auxmod, (g->ce || g->attn) && !g->attn_bw ? "st_fill" : g->op->fill)) ||
       (g->ce && (r = d->cuModuleGetFunction(&g->fill_ce, g->auxmod, g->op->fill))) ||
-      (g->attn && (r = d->cuModuleGetFunction(&g->fill_attn, g->auxmod, g->op->fill))) ||
+      (g->attn && (r = d->cuModuleGetFunction(&g->fill_attn, g->auxmod, "st_fill_attn"))) ||
       (r = d->cuModuleGetFunction(&g->check, g->auxmod, g->op->check)) ||
       (floors[g->op->floor] && (r = d->cuModuleGetFunction(&g->floor, g->auxmod, floors[g->op->floor]))))
     return cu_msg(g, "cannot load the fill and check kernels", r, err, errlen), 1;
@@ -256,7 +261,8 @@ int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslo
   g->op = gen_op(p->op);
   g->bw = g->op->reads == 2;
   g->ce = g->op->params == 1;
-  g->attn = p->op == GEN_ATTN;
+  g->attn = gen_op_is_attn(p->op);
+  g->attn_bw = p->op == GEN_ATTN_BW;
   if (g->attn) {   /* an entry verified again comes with the defaults: a window mask gets a window */
     tune_AttnOptions a = g->aopt;
     if ((p->mask == GEN_MASK_WINDOW || p->mask == GEN_MASK_CAUSAL_WINDOW) && a.window < 0) a.window = p->cols / 8;
@@ -407,10 +413,12 @@ static CUresult fresh_input(tune_Gpu *g)
   void *args_ce[] = { &g->labels, &g->weight, &rows, &seed, &g->params };
   long long batches = g->attn ? rows / g->aparams.q / g->aparams.h : 0, heads = g->aparams.h;
   void *args_attn[] = { &g->lengths, &g->slopes, &batches, &heads };
+  void *args_attn_bw[] = { &g->ax, &g->in, &g->in2, &rows, &seed, &g->aparams };
   if (g->ce || g->attn) specials = 0;   /* a loss needs finite logits; attention's rule is for finite scores */
-  CUresult r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->bw ? args_bw : args, NULL);
+  /* the key lengths first: the backward's fill reads them */
+  CUresult r = g->attn ? d->cuLaunchKernel(g->fill_attn, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_attn, NULL) : CUDA_SUCCESS;
+  if (!r) r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->attn_bw ? args_attn_bw : g->bw ? args_bw : args, NULL);
   if (!r && g->ce) r = d->cuLaunchKernel(g->fill_ce, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_ce, NULL);
-  if (!r && g->attn) r = d->cuLaunchKernel(g->fill_attn, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_attn, NULL);
   if (!r && g->own_labels)
     r = d->cuMemcpyHtoDAsync(g->labels, g->own_labels, (size_t)g->p.rows * (g->params.labels64 ? 8 : 4), g->stream);
   if (!r && g->ce) r = d->cuMemsetD32Async(g->loss, tune_poison(GEN_F32), (size_t)g->p.rows, g->stream);
@@ -512,11 +520,12 @@ static CUresult check_buffers(tune_Gpu *g, CUdeviceptr x, CUdeviceptr y, CheckOu
   void *args[] = { &x, &y, &rows, &poison, &g->res }, *args_bw[] = { &x, &g->in2, &y, &rows, &poison, &g->res };
   void *args_ce[] = { &x, &g->labels, &y, &g->loss, &g->lse, &rows, &g->params, &poison, &g->res };
   void *args_attn[] = { &x, &y, &rows, &g->aparams, &poison, &g->res };
+  void *args_attn_bw[] = { &g->ax, &x, &g->in2, &y, &rows, &g->aparams, &poison, &g->res };
   CUresult r;
   const CheckOut init = { 0, ~0ull, 0, 0, 0 };
   /* in stream order: a plain HtoD from pageable memory may land after the kernel starts */
   if ((r = g->drv.cuMemcpyHtoDAsync(g->res, &init, sizeof init, g->stream)) ||
-      (r = g->drv.cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->ce ? args_ce : g->attn ? args_attn : g->bw ? args_bw : args,
+      (r = g->drv.cuLaunchKernel(g->check, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->ce ? args_ce : g->attn_bw ? args_attn_bw : g->attn ? args_attn : g->bw ? args_bw : args,
                                  NULL)) || (r = wait(g, 60.)))
     return r;
   return g->drv.cuMemcpyDtoH(co, g->res, sizeof *co);
@@ -532,6 +541,9 @@ void tune_gpu_args(tune_Gpu *g, tune_Args *a)
     const CUdeviceptr b[] = { g->in, g->labels, g->out, g->loss, g->lse };
     memcpy(a->buf, b, sizeof b);
     a->params = &g->params;
+  } else if (g->attn_bw) {
+    a->buf[0] = g->ax, a->buf[1] = g->in, a->buf[2] = g->in2, a->buf[3] = g->out;
+    a->params = &g->aparams;
   } else if (g->bw) {
     a->buf[0] = g->in, a->buf[1] = g->in2, a->buf[2] = g->out;
   } else {
@@ -732,6 +744,85 @@ static int selftest_attn(tune_Gpu *g, char *err, size_t errlen)
   return r ? (cu_msg(g, "selftest", r, err, errlen), 1) : 0;
 }
 
+/* attention_softmax_backward's inputs on the host: y, dx, key lengths (AttnHost's x, y: in and
+** out), and the scores and dy. */
+typedef struct AttnBwHost {
+  AttnHost a;
+  void *x, *dy;
+} AttnBwHost;
+
+static void attn_bw_host_free(AttnBwHost *h) { attn_host_free(&h->a), free(h->x), free(h->dy); }
+
+static CUresult attn_bw_host_read(tune_Gpu *g, AttnBwHost *h)
+{
+  CUresult r = attn_host_read(g, &h->a);
+  if (!r && !h->x && !((h->x = malloc(g->bytes)) && (h->dy = malloc(g->bytes)))) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r) r = g->drv.cuMemcpyDtoH(h->x, g->ax, g->bytes);
+  if (!r) r = g->drv.cuMemcpyDtoH(h->dy, g->in2, g->bytes);
+  return r;
+}
+
+/* The visible element of row `row` whose dx is largest in magnitude (its bound is the narrowest
+** relative to it); -1 if the row sees nothing. */
+static int64_t attn_bw_shown(tune_Gpu *g, const AttnBwHost *h, int64_t row)
+{
+  long long lo, hi;
+  int64_t at = -1;
+  double big = -1.;
+  am_range(g->p.mask, &g->aparams, h->a.lengths, g->p.cols, row, &lo, &hi);
+  for (long long c = lo; c < hi; c++) {
+    const double v = fabs(tune_load(h->a.y, g->p.dtype, row * g->p.cols + c));
+    if (v > big) big = v, at = row * g->p.cols + c;
+  }
+  return at;
+}
+
+/* Step k (1..3) of an attention selftest on output element `at` of value v: 1 moved to `moved`,
+** 2 poisoned, 3 restored and the masked element `hidden` (row, col) set to the dtype's smallest
+** positive value; 1 when step 3 finds no masked element, else 0 with *r the pokes' result. */
+static int spoil(tune_Gpu *g, int k, int64_t at, double v, double moved, const int64_t hidden[2], CUresult *r)
+{
+  uint32_t bits[2] = { 0, 0 }, tiny = 1;
+  if (k == 3 && hidden[0] < 0) return 1;
+  if (k == 2) bits[0] = tune_poison(g->p.dtype);
+  else tune_store_elem(bits, g->p.dtype, 0, k == 1 ? moved : v);
+  *r = poke(g, at, bits);
+  if (k == 3 && !*r) *r = poke(g, hidden[0] * g->p.cols + hidden[1], &tiny);
+  return 0;
+}
+
+/* attention_softmax_backward's check (after a verified run) and the CPU's
+** (tune_check_rows_attn_bw) on the whole problem must agree: on dx as it is, then with one
+** visible element moved by a quarter of itself and 8 ulps of its dtype, then poisoned, then with
+** it restored and a masked one set to the smallest positive value of the dtype. */
+static int selftest_attn_bw(tune_Gpu *g, char *err, size_t errlen)
+{
+  int64_t hidden[2], shown[2], at = -1;
+  AttnBwHost h = { 0 };
+  CheckOut co;
+  CUresult r = attn_bw_host_read(g, &h);
+  if (!r) attn_elements(g, &h.a, hidden, shown), at = shown[0] < 0 ? -1 : attn_bw_shown(g, &h, shown[0]);
+  const double v = at < 0 ? 0. : tune_load(h.a.y, g->p.dtype, at);
+  for (int k = 0; k < 4 && !r; k++) {
+    /* nothing visible to move, or (mask none) nothing hidden */
+    if (k > 0 && (at < 0 || spoil(g, k, at, v, v + fabs(v) * 0.25 + 8 * tune_ulp(v, g->p.dtype), hidden, &r))) break;
+    if (!r) r = run_check(g, &co);
+    if (!r) r = attn_bw_host_read(g, &h);
+    if (r) break;
+    tune_Check cpu = { .first_bad = -1 };
+    tune_check_rows_attn_bw(h.x, h.a.x, h.dy, h.a.y, g->p.dtype, g->p.cols, 0, g->p.rows, &h.a.o, tune_poison(g->p.dtype), &cpu);
+    const uint64_t want = k > 0;
+    if (co.bad != want || (uint64_t)cpu.bad != want) {
+      snprintf(err, errlen, "step %d: the GPU check found %llu bad elements, the CPU %lld; want %llu", k, (unsigned long long)co.bad,
+               (long long)cpu.bad, (unsigned long long)want);
+      attn_bw_host_free(&h);
+      return 1;
+    }
+  }
+  attn_bw_host_free(&h);
+  return r ? (cu_msg(g, "selftest", r, err, errlen), 1) : 0;
+}
+
 /* The GPU check against the CPU reference on the whole (small) problem, before and after one
 ** element of the output is moved by 8 ulps of its dtype and 2^-12 of itself (past any float32
 ** error bound), then set to the poison. */
@@ -750,6 +841,7 @@ int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen)
   if (!x || !y || !dy) snprintf(err, errlen, "out of memory");
   else if (gpu_verify(g, slot, &t)) snprintf(err, errlen, "verify: %s", t.reason);
   else if (g->ce) rc = selftest_ce(g, err, errlen);
+  else if (g->attn_bw) rc = selftest_attn_bw(g, err, errlen);
   else if (g->attn) rc = selftest_attn(g, err, errlen);
   else {
     for (int k = 0; k < 3; k++) {
@@ -825,9 +917,9 @@ static CUresult go_copy(tune_Gpu *g, void *arg)
   long long n = g->p.rows * g->p.cols, rows = g->p.rows;
   const long long nv = n * gen_dtype_size(g->p.dtype) / 16;
   if (g->op->floor == GEN_FLOOR_COPY) return g->drv.cuMemcpyDtoDAsync(g->out, g->in, g->bytes, g->stream);
-  if (g->op->floor == GEN_FLOOR_MASKED) {
-    void *args[] = { &g->in, &g->out, &rows, &g->aparams };
-    return g->drv.cuLaunchKernel(g->floor, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL);
+  if (g->op->floor == GEN_FLOOR_MASKED || g->op->floor == GEN_FLOOR_MASKED_BW) {
+    void *args[] = { &g->in, &g->out, &rows, &g->aparams }, *args_bw[] = { &g->ax, &g->in, &g->in2, &g->out, &rows, &g->aparams };
+    return g->drv.cuLaunchKernel(g->floor, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->attn_bw ? args_bw : args, NULL);
   }
   if (g->op->floor == GEN_FLOOR_READ) {
     long long n16 = nv;
@@ -865,6 +957,11 @@ void tune_gpu_buffers(tune_Gpu *g, CUdeviceptr *in, CUdeviceptr *out, CUstream *
 CUdeviceptr tune_gpu_in2(tune_Gpu *g)
 {
   return g->in2;
+}
+
+CUdeviceptr tune_gpu_attn_x(tune_Gpu *g)
+{
+  return g->ax;
 }
 
 void tune_ce_defaults(tune_CeOptions *o)

@@ -21,6 +21,8 @@ double tune_load(const void *buf, int dtype, int64_t i);
 void tune_store_elem(void *buf, int dtype, int64_t i, double v);
 /* The bits outputs are filled with before a run: a NaN of dtype that no arithmetic produces. */
 uint32_t tune_poison(int dtype);
+/* The raw bits of element i of buf (dtype), to spot the poison left where nothing was written. */
+uint32_t tune_bits_of(const void *buf, int dtype, int64_t i);
 /* The spacing of dtype's values at |v|: its ulp, or the subnormal quantum. */
 double tune_ulp(double v, int dtype);
 /* The reference for one row, in float64 with torch's semantics: a NaN, an all -inf row or a
@@ -74,5 +76,13 @@ void tune_ref_row_attn(const double *x, int64_t cols, int64_t row, const tune_At
 ** masked elements exactly 0, visible ones within their bounds; adds into c (no row sums). */
 void tune_check_rows_attn(const void *x, const void *out, int dtype, int64_t cols, int64_t r0, int64_t r1,
                           const tune_AttnRef *o, uint32_t poison, tune_Check *c);
+/* attention_softmax_backward (GEN_ATTN_BW; templates/attn_bw.cu): row `row`'s float64 dx from
+** its inputs as loaded (x NULL without a softcap; o->slopes unused: no bias), masked elements 0;
+** and rows [r0, r1) of dx checked by verify_attn_bw.h's rule, as st_check_attn_bw does (masked
+** elements exactly 0, visible ones within their bounds), into c. */
+void tune_ref_row_attn_bw(const double *x, const double *y, const double *dy, int64_t cols, int64_t row, const tune_AttnRef *o,
+                          double *ref);
+void tune_check_rows_attn_bw(const void *x, const void *y, const void *dy, const void *dx, int dtype, int64_t cols, int64_t r0,
+                             int64_t r1, const tune_AttnRef *o, uint32_t poison, tune_Check *c);
 
 #endif

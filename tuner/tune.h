@@ -152,6 +152,8 @@ typedef CUresult (*tune_Call)(void *ud, CUdeviceptr in, CUdeviceptr out, CUstrea
 void tune_gpu_buffers(tune_Gpu *g, CUdeviceptr *in, CUdeviceptr *out, CUstream *s);
 /* The backward ops' second input (dy; in is y, out dx), filled with in; 0 for the forward ops. */
 CUdeviceptr tune_gpu_in2(tune_Gpu *g);
+/* attention_softmax_backward's scores x (its third input, read under a softcap). */
+CUdeviceptr tune_gpu_attn_x(tune_Gpu *g);
 /* The op's kernel arguments over the prepared buffers (a cross-entropy op's params included). */
 void tune_gpu_args(tune_Gpu *g, tune_Args *a);
 /* The cross-entropy options kernels are verified and timed with: launch arguments (CeParams),

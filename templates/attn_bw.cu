@@ -1,0 +1,181 @@
+// attn_bw.cu — attention_softmax_backward: dx = k * y * (dy - s), s = sum(dy * y) over the row's
+// visible keys [lo, hi) (attn_mask.h), k = scale * (1 - tanh(scale * x / cap)^2) under a softcap
+// (x the forward's scores, read only then and only where visible), else k = scale. y is the
+// forward's output (attn.cu). Only the visible keys of y and dy are read (whole vectors inside,
+// single elements where a vector straddles an end); every dx is written, masked ones as 0
+// whatever dy holds there. A bias (ALiBi) adds a constant to a score: the backward has no bias
+// kind. A NaN among a row's visible y or dy makes its visible dx NaN. Math in float32.
+// Knobs: the forward's row family (split=1): threads, rows (a group of G = threads/rows threads
+//        per row), items, vec, reduce, hint; passes=1 hold=reg (y and dy held in registers as
+//        floats, one read) or passes=2 hold=none (the sum over the visible vectors, then y and dy
+//        read again for dx); mask (a constant here).
+// The softcap is a launch argument: the kernel runs its rows through one of two instances of the
+// row loop, chosen once.
+% include("attn_head.cu")
+
+// A row's visible keys [lo, hi) and the factor's constants.
+struct Vis {
+  int lo, hi;
+  float scale, icap;
+  __device__ bool in(int c) const { return c >= lo && c < hi; }
+};
+
+__device__ __forceinline__ Vis vis_of(const AttnParams &p, i64 row)
+{
+  Vis v;
+  long long lo, hi;
+  am_range(MASK, &p, (const int *)p.key_lengths, COLS, row, &lo, &hi);
+  v.lo = (int)lo, v.hi = (int)hi;
+  v.scale = p.scale, v.icap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
+  return v;
+}
+
+// The VEC values of a tensor at keys c0..: one vector load where all are visible, single loads
+// of the visible ones where some are, 0 for the masked (not read). FINAL: the last read of them.
+template <bool FINAL>
+__device__ __forceinline__ void vis_vector(const elem_t *t, int c0, const Vis &r, float *f)
+{
+  if (c0 >= r.lo && c0 + VEC <= r.hi) {
+    ldv<false, FINAL>(t + c0, f);
+  } else {
+    #pragma unroll
+    for (int q = 0; q < VEC; q++) f[q] = r.in(c0 + q) ? load1(t + c0 + q) : 0.f;
+  }
+}
+
+// ITEMS body vectors of y and of dy from `base` (vector base + i*TEAM + lane in slot i), 0 past `end`.
+template <bool FINAL>
+__device__ __forceinline__ void vis_slots(const elem_t *y, const elem_t *d, Geo g, int base, int end, int lane, bool live,
+                                          const Vis &r, float *vy, float *vd)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = base + i * TEAM + lane;
+    #pragma unroll
+    for (int q = 0; q < VEC; q++) vy[i * VEC + q] = vd[i * VEC + q] = 0.f;
+    if (live && j < end) {
+      vis_vector<FINAL>(y, g.h + j * VEC, r, vy + i * VEC);
+      vis_vector<FINAL>(d, g.h + j * VEC, r, vd + i * VEC);
+    }
+  }
+}
+
+// This thread's edge elements of y and dy (edge_load's slots), 0 where masked or absent.
+__device__ __forceinline__ void vis_edges(const elem_t *y, const elem_t *d, Geo g, int lane, bool live, const Vis &r,
+                                          float *ey, float *ed)
+{
+  #pragma unroll
+  for (int i = 0; i < EDGE; i++) {
+    const int k = i * TEAM + lane, c = edge_pos(g, k);
+    const bool seen = live && k < g.h + g.t && r.in(c);
+    ey[i] = seen ? load1(y + c) : 0.f;
+    ed[i] = seen ? load1(d + c) : 0.f;
+  }
+}
+
+// sum(dy * y) of N pairs (N may be 0: EDGE), by halves; the last slot a 0 that adds nothing.
+template <int N>
+__device__ __forceinline__ float dots(const float *vy, const float *vd)
+{
+  float t[N + 1];
+  t[N] = 0.f;
+  #pragma unroll
+  for (int i = 0; i < N; i++) t[i] = vd[i] * vy[i];
+  return tree<N + 1>(t, OpSum());
+}
+
+// The factor k at visible key c from input x there (CAP), the scale without a softcap.
+template <bool CAP>
+__device__ __forceinline__ float factor(const Vis &r, float x)
+{
+  if (!CAP) return r.scale;
+  const float t = tanhf(x * r.scale * r.icap);
+  return r.scale * (1.f - t * t);
+}
+
+// dx of one element in place of its y: k * y * (dy - s) where visible, 0 where masked.
+template <bool CAP>
+__device__ __forceinline__ float dx_of(const Vis &r, int c, float y, float d, float s, float x)
+{
+  const float g = y * (d - s);
+  return r.in(c) ? g * factor<CAP>(r, x) : 0.f;
+}
+
+// dx of the ITEMS body vectors from `base` in place of vy (x read where visible, under CAP).
+template <bool CAP>
+__device__ __forceinline__ void slot_grads(const elem_t *x, Geo g, int base, int end, int lane, bool live, const Vis &r,
+                                           float *vy, const float *vd, float s)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = base + i * TEAM + lane, c0 = g.h + j * VEC;
+    float vx[VEC];
+    #pragma unroll
+    for (int q = 0; q < VEC; q++) vx[q] = 0.f;
+    if (CAP && live && j < end) vis_vector<true>(x, c0, r, vx);
+    #pragma unroll
+    for (int q = 0; q < VEC; q++) vy[i * VEC + q] = dx_of<CAP>(r, c0 + q, vy[i * VEC + q], vd[i * VEC + q], s, vx[q]);
+  }
+}
+
+template <bool CAP>
+__device__ __forceinline__ void edge_grads(const elem_t *x, Geo g, int lane, bool live, const Vis &r, float *ey,
+                                           const float *ed, float s)
+{
+  #pragma unroll
+  for (int i = 0; i < EDGE; i++) {
+    const int k = i * TEAM + lane, c = edge_pos(g, k);
+    const float vx = CAP && live && k < g.h + g.t && r.in(c) ? load1(x + c) : 0.f;
+    ey[i] = dx_of<CAP>(r, c, ey[i], ed[i], s, vx);
+  }
+}
+
+template <bool CAP>
+__device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows,
+                                          const AttnParams &p)
+{
+  const int lane = threadIdx.x % $(G);
+  for (i64 blk = blockIdx.x; blk * R < rows; blk += gridDim.x) {   // R rows a block, a group of G threads each
+    const i64 row = blk * R + threadIdx.x / $(G), at = (row < rows ? row : 0) * COLS;
+    const bool live = row < rows;   // dead groups still take part in the block's barriers
+    const elem_t *y = yin + at, *d = dyin + at, *x = CAP ? xin + at : xin;
+    elem_t *dx = dxout + at;
+    const Geo g = geometry(y);
+    const Vis r = vis_of(p, live ? row : 0);
+    float ey[EDGE_SLOTS], ed[EDGE_SLOTS];
+    vis_edges(y, d, g, lane, live, r, ey, ed);
+% if passes == 1 then
+    float vy[ITEMS * VEC], vd[ITEMS * VEC];
+    vis_slots<true>(y, d, g, 0, g.nv, lane, live, r, vy, vd);
+    const float s = group_reduce(dots<ITEMS * VEC>(vy, vd) + dots<EDGE>(ey, ed), OpSum());
+    slot_grads<CAP>(x, g, 0, g.nv, lane, live, r, vy, vd, s);
+    store_step(dx + g.h, 0, g.nv, lane, live, vy);
+% else
+    // the sum over the body vectors that hold a visible key
+    const int jlo = r.lo <= g.h ? 0 : min((r.lo - g.h) / VEC, g.nv);
+    const int jhi = r.hi <= g.h ? jlo : max(jlo, min((r.hi - g.h + VEC - 1) / VEC, g.nv));
+    float a = dots<EDGE>(ey, ed);
+    for (int base = jlo; base < jhi; base += ITEMS * TEAM) {
+      float vy[ITEMS * VEC], vd[ITEMS * VEC];
+      vis_slots<false>(y, d, g, base, jhi, lane, live, r, vy, vd);
+      a += dots<ITEMS * VEC>(vy, vd);
+    }
+    const float s = group_reduce(a, OpSum());
+    for (int base = 0; base < g.nv; base += ITEMS * TEAM) {   // every vector written, the masked ones unread
+      float vy[ITEMS * VEC], vd[ITEMS * VEC];
+      vis_slots<true>(y, d, g, base, g.nv, lane, live, r, vy, vd);
+      slot_grads<CAP>(x, g, base, g.nv, lane, live, r, vy, vd, s);
+      store_step(dx + g.h, base, g.nv, lane, live, vy);
+    }
+% end
+    edge_grads<CAP>(x, g, lane, live, r, ey, ed, s);
+    edge_store(dx, g, lane, live, ey);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
+$(kernel)(const elem_t *x, const elem_t *y, const elem_t *dy, elem_t *dx, i64 rows, void *ws, const AttnParams p)
+{
+  if (p.softcap > 0.f) rows_loop<true>(x, y, dy, dx, rows, p);
+  else rows_loop<false>(x, y, dy, dx, rows, p);
+}
