@@ -4,12 +4,18 @@
 ** every dtype, every mask kind, with and without ALiBi and a softcap, with a scale, on scores of
 ** the sizes attention meets (|x| up to 30, some rows up to 300), Q > K rows that see nothing, and
 ** padding with key lengths 0..K (the tuner's).
+**   fill:  test_gpu --attn's float32 problems on scores drawn as the tuner's fill (fill.cu) draws
+**          them (rows of |x| up to 3, 12, 40 and 1000, and 4 around +-1e4): both right outputs
+**          pass, and every row's middle visible element moved by 8 ulps and 2^-12 of itself (the
+**          GPU selftest's step 1) is caught. A score's error charged as u |z| throughout let
+**          2^-12 pass in the +-1e4 rows, where the scores are exact.
 **   right: the float64 reference rounded to the dtype; the kernels' float32 arithmetic (attn.cu's
 **          steps: x * scale, cap * tanhf(z / cap), the bias subtracted, exps by expf of the
 **          difference to the row's max, a pairwise sum, 1 / sum), rounded once
 **   wrong: one visible element 3 ulps of a 16-bit dtype off (2^-14 of itself for f32), one
 **          poisoned, one masked element the dtype's smallest positive value
-**   test_verify_attn      the CPU check; label cpu
+**   test_verify_attn      the CPU check, and the GPU check kernel (attn_aux.cu with verify.h
+**                         and verify_attn.h) compiles with NVRTC for each mask kind; label cpu
 */
 #include <math.h>
 #include <stdlib.h>
@@ -26,7 +32,7 @@ enum { RIGHT_ROUNDED, RIGHT_F32, WRONG_ULPS, WRONG_POISON, WRONG_MASKED, NMAKERS
 static const char *const MAKER[NMAKERS] = { "rounded reference", "float32 math", "one element off", "one poisoned",
                                             "a masked element nonzero" };
 
-typedef struct Prob { int64_t b, h, q, k; int dtype, mask, bias; tune_AttnOptions o; } Prob;
+typedef struct Prob { int64_t b, h, q, k; int dtype, mask, bias; tune_AttnOptions o; int fill; } Prob;
 
 /* One row's outputs as the kernels compute them: float32 steps, rounded once to the dtype. */
 static void f32_row(const Prob *pb, const tune_AttnRef *o, const double *x, int64_t row, void *out)
@@ -47,6 +53,35 @@ static void f32_row(const Prob *pb, const tune_AttnRef *o, const double *x, int6
   free(z);
 }
 
+/* A score as fill.cu draws it: the row's kind (from its first draw) sets the scale and offset. */
+static double fill_score(int64_t i, int64_t cols, double *kind_draw)
+{
+  static const double SCALE[8] = { 3., 3., 3., 12., 40., 1000., 4., 4. }, OFFSET[8] = { 0, 0, 0, 0, 0, 0, 1e4, -1e4 };
+  if (i % cols == 0) *kind_draw = uniform();
+  const int kind = (int)((*kind_draw + 1.) * 4.);
+  return OFFSET[kind] + SCALE[kind] * uniform();
+}
+
+/* Every row's middle visible element of the right outputs out moved as the GPU selftest moves it: caught. */
+static void middles_caught(const Prob *pb, const tune_AttnRef *o, const void *xs, void *out, const char *what)
+{
+  int64_t caught = 0, moved = 0;
+  long long lo, hi;
+  for (int64_t r = 0; r < pb->b * pb->h * pb->q; r++) {
+    am_range(pb->mask, &o->p, o->lengths, pb->k, r, &lo, &hi);
+    if (hi <= lo) continue;
+    const int64_t at = r * pb->k + (lo + hi) / 2;
+    const double v = tune_load(out, pb->dtype, at);
+    tune_store_elem(out, pb->dtype, at, v + 8 * tune_ulp(v, pb->dtype) + fabs(v) * 0x1p-12 + 0x1p-100);
+    tune_Check c = { .first_bad = -1 };
+    tune_check_rows_attn(xs, out, pb->dtype, pb->k, r, r + 1, o, tune_poison(pb->dtype), &c);
+    tune_store_elem(out, pb->dtype, at, v);
+    caught += c.bad == 1, moved++;
+  }
+  CHECK(moved > 0 && caught == moved, "%s: %lld of %lld rows' middles moved by 8 ulps and 2^-12 caught", what,
+        (long long)caught, (long long)moved);
+}
+
 static void run(const Prob *pb)
 {
   const int64_t rows = pb->b * pb->h * pb->q, n = rows * pb->k;
@@ -63,8 +98,9 @@ static void run(const Prob *pb)
   tune_attn_params(&p, &pb->o, &o.p);
   for (int64_t b = 0; b < pb->b; b++) len[b] = am_fill_length(b, pb->k);
   for (int64_t h = 0; h < pb->h; h++) slopes[h] = am_fill_slope(h, pb->h);
+  double kind = 0.;
   for (int64_t i = 0; i < n; i++) {
-    tune_store_elem(xs, pb->dtype, i, uniform() * ((i / pb->k) % 7 == 3 ? 300. : 30.));
+    tune_store_elem(xs, pb->dtype, i, pb->fill ? fill_score(i, pb->k, &kind) : uniform() * ((i / pb->k) % 7 == 3 ? 300. : 30.));
     x[i] = tune_load(xs, pb->dtype, i);
   }
   for (int maker = 0; maker < NMAKERS; maker++) {
@@ -96,8 +132,32 @@ static void run(const Prob *pb)
     const int64_t want = maker >= WRONG_ULPS;
     CHECK(c.bad == want, "%s, %s: %lld bad, want %lld (first %lld, max err %.3g ulp)", what, MAKER[maker], (long long)c.bad,
           (long long)want, (long long)c.first_bad, c.max_err);
+    if (pb->fill && maker <= RIGHT_F32) middles_caught(pb, &o, xs, out, what);
   }
   free(x), free(ref), free(xs), free(out), free(len), free(slopes);
+}
+
+/* st_check_attn compiles for every mask kind, each bias in turn, dtypes and archs alternating. */
+static void aux_compiles(void)
+{
+  char err[1024];
+  gen_State *gen;
+  if (gen_open(&gen, NULL, err, sizeof err)) {
+    CHECK(0, "gen: %s", err);
+    return;
+  }
+  for (int mask = 0; mask < GEN_NMASK; mask++) {
+    const int arch = mask % 2 ? 80 : 90;
+    gen_Problem p = { .rows = 8, .cols = 1000, .dtype = mask % GEN_NDTYPE, .op = GEN_ATTN, .mask = mask, .bias = mask % GEN_NBIAS,
+                      .arch = arch };
+    char *src = NULL;
+    gen_Cubin c;
+    int ok = gen_aux(gen, &p, "aux", &src) == 0 && gen_compile(src, "aux.cu", arch, &c, err, sizeof err) == 0;
+    CHECK(ok, "aux.cu attention_softmax mask %s: %s", gen_mask_name(mask), src ? err : gen_error(gen));
+    if (ok) gen_cubin_free(&c);
+    free(src);
+  }
+  gen_close(gen);
 }
 
 int main(void)
@@ -109,12 +169,22 @@ int main(void)
       for (int bias = 0; bias < GEN_NBIAS; bias++)
         for (int cap = 0; cap < 2; cap++) {
           const int windowed = mask == GEN_MASK_WINDOW || mask == GEN_MASK_CAUSAL_WINDOW;
-          Prob pb = { 3, 2, 24, 300 + 37 * mask, dt, mask, bias, { 24, 2, TUNE_ATTN_AUTO, windowed ? 40 : -1, 0.125f, cap ? 20.f : 0.f } };
+          Prob pb = { 3, 2, 24, 300 + 37 * mask, dt, mask, bias, { 24, 2, TUNE_ATTN_AUTO, windowed ? 40 : -1, 0.125f, cap ? 20.f : 0.f }, 0 };
           run(&pb);
           pb.q = pb.o.q = 40, pb.k = 33, pb.o.window = windowed ? 5 : -1, pb.o.scale = 1.3f;   /* Q > K: rows that see nothing */
           run(&pb);
         }
-  Prob wide = { 2, 1, 4, 20000, GEN_F32, GEN_MASK_CAUSAL, GEN_BIAS_ALIBI, { 4, 1, TUNE_ATTN_AUTO, -1, 0.0883883f, 30.f } };
+  Prob wide = { 2, 1, 4, 20000, GEN_F32, GEN_MASK_CAUSAL, GEN_BIAS_ALIBI, { 4, 1, TUNE_ATTN_AUTO, -1, 0.0883883f, 30.f }, 0 };
   run(&wide);
+  aux_compiles();
+  static const Prob FILL[] = {   /* test_gpu --attn's float32 problems, fill's scores */
+    { 1, 1, 128, 64, GEN_F32, GEN_MASK_CAUSAL, 0, { 128, 1, TUNE_ATTN_AUTO, -1, 1.f, 0.f }, 1 },
+    { 9, 1, 8, 2048, GEN_F32, GEN_MASK_PADDING, 0, { 8, 1, TUNE_ATTN_AUTO, -1, 0.125f, 0.f }, 1 },
+    { 1, 1, 64, 64, GEN_F32, GEN_MASK_NONE, 0, { 64, 1, TUNE_ATTN_AUTO, -1, 2.f, 0.f }, 1 },
+    { 1, 2, 37, 1000, GEN_F32, GEN_MASK_CAUSAL, 0, { 37, 2, TUNE_ATTN_AUTO, -1, 0.3f, 30.f }, 1 },
+    { 1, 1, 5, 1, GEN_F32, GEN_MASK_CAUSAL, 0, { 5, 1, TUNE_ATTN_AUTO, -1, 1.f, 0.f }, 1 },
+  };
+  for (int seed = 0; seed < 8; seed++)
+    for (size_t i = 0; i < sizeof FILL / sizeof FILL[0]; i++) run(&FILL[i]);
   return check_done("test_verify_attn");
 }

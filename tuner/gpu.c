@@ -692,16 +692,30 @@ static CUresult attn_host_read(tune_Gpu *g, AttnHost *h)
   return CUDA_SUCCESS;
 }
 
-/* An element of the output that row's mask hides ({-1, -1} when none is), and one it shows (row 0's middle). */
+/* Whether row r's visible scores before any softcap and bias, scale x, are all within 64: the
+** fill's ordinary rows. In its rows of |x| ~ 1000 and 1e4 a float32 score may carry 2^-11 of
+** absolute error (an inexact scale, a bias), and the rule rightly lets 2^-12 of an output pass. */
+static int ordinary_row(tune_Gpu *g, const AttnHost *h, int64_t r, long long lo, long long hi)
+{
+  for (long long c = lo; c < hi; c++)
+    if (!(fabs(g->aparams.scale * tune_load(h->x, g->p.dtype, r * g->p.cols + c)) <= 64.)) return 0;
+  return 1;
+}
+
+/* An element of the output that a row's mask hides ({-1, -1} when none is), and one it shows: the
+** middle of the first ordinary row that sees keys, else of the first that does. */
 static void attn_elements(tune_Gpu *g, const AttnHost *h, int64_t hidden[2], int64_t shown[2])
 {
   long long lo, hi;
+  int64_t first[2] = { -1, -1 };
   hidden[0] = hidden[1] = shown[0] = shown[1] = -1;
   for (int64_t r = 0; r < g->p.rows && (hidden[0] < 0 || shown[0] < 0); r++) {
     am_range(g->p.mask, &g->aparams, h->lengths, g->p.cols, r, &lo, &hi);
     if (hidden[0] < 0 && (lo > 0 || hi < g->p.cols)) hidden[0] = r, hidden[1] = hi < g->p.cols ? hi : lo - 1;
-    if (shown[0] < 0 && hi > lo) shown[0] = r, shown[1] = (lo + hi) / 2;
+    if (first[0] < 0 && hi > lo) first[0] = r, first[1] = (lo + hi) / 2;
+    if (shown[0] < 0 && hi > lo && ordinary_row(g, h, r, lo, hi)) shown[0] = r, shown[1] = (lo + hi) / 2;
   }
+  if (shown[0] < 0) shown[0] = first[0], shown[1] = first[1];
 }
 
 /* attention_softmax's check (after a verified run) and the CPU's (tune_check_rows_attn) on the
