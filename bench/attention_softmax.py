@@ -32,7 +32,6 @@ Timing: benchlib.interleaved_ms (median of --rounds interleaved rounds, L2 clear
 
 import argparse
 import datetime
-import gc
 import math
 import os
 import subprocess
@@ -42,7 +41,7 @@ import torch
 import triton
 import triton.language as tl
 
-from benchlib import DTYPES, header, interleaved_ms, write
+from benchlib import DTYPES, header, interleaved_ms, run_table, table_rows
 from cross_entropy import Budget, gpu_name
 
 import softmax_tune  # noqa: E402  (benchlib put python/ on the path)
@@ -210,14 +209,8 @@ def problem(dname, BH, Q, K, mask_kind, direction, args, budget):
     times = interleaved_ms([fn for _, fn, _, _ in ran], rounds=args.rounds)
     by_name = {name: ms for (name, _, _, _), ms in zip(ran, times)}
     floor_ms, copy_ms = by_name.get("floor", math.nan), by_name.get("copy", math.nan)
-    lines = []
-    for (name, _, ok, err), ms in zip(ran, times):
-        row = "\t".join(key + [name, "%.4f" % ms, "%.3f" % (floor_ms / ms), "%.3f" % (copy_ms / ms)])
-        if not ok:
-            row += "\tWRONG (err %.3g)" % err
-        print(row, flush=True)
-        lines.append(row)
-    return lines
+    return table_rows(key, [(name, ok, err) for name, _, ok, err in ran], times,
+                      lambda i, ms: ["%.3f" % (floor_ms / ms), "%.3f" % (copy_ms / ms)])
 
 
 def main():
@@ -261,17 +254,17 @@ def main():
         with open(out) as f:
             lines = f.read().splitlines()
     budget = Budget(args.compile_budget)
-    t0 = time.time()
+    run_table(out, lines, jobs(args, budget))
+
+
+def jobs(args, budget):
+    """A callable per (problem, mask, direction), each problem tuned first under --tune."""
     for dname, BH, Q, K in problems(args):
         for mask_kind in args.masks.split(","):
             if args.tune:
                 tune(args.tune, dname, BH, Q, K, mask_kind)
             for direction in args.directions.split(","):
-                lines += problem(dname, BH, Q, K, mask_kind, direction, args, budget)
-                gc.collect()
-                torch.cuda.empty_cache()
-                write(out, lines)
-    print("# %.0f s; written %s" % (time.time() - t0, out))
+                yield lambda d=dname, b=BH, q=Q, k=K, m=mask_kind, r=direction: problem(d, b, q, k, m, r, args, budget)
 
 
 if __name__ == "__main__":
