@@ -3,7 +3,7 @@
 forward and backward on one GPU, every system in one run, each checked first.
 
     python3 bench/attention_softmax.py [--quick] [--dtypes float16,bfloat16] [--sizes 1024,...,32768]
-        [--masks causal,padding] [--directions fwd,bwd] [--tune .carry/softmax-tune] [--no-autotune]
+        [--masks causal,padding] [--directions fwd,bwd] [--tune .carry/softmax-tune [--tune-only]] [--no-autotune]
         [--compile-budget S] [--rounds N] [--out F [--append]]
 
 Writes bench/results/attention-softmax-<gpu>-<date>.tsv (or --out): dtype, shape, mask, bias,
@@ -25,7 +25,8 @@ Systems: softmax_tune (softmax_tune.attention_softmax), torch (the masked scaled
 torch.softmax((x * scale).masked_fill(~mask, -inf), -1)), inductor (that function under
 torch.compile), inductor_max (mode="max-autotune-no-cudagraphs", within --compile-budget seconds of
 compiles over the run). TransformerEngine and Apex are not run (not installed on the GPU machine).
---tune BIN tunes each problem first (softmax-tune --op attention_softmax[_backward] --shape ...).
+--tune BIN tunes each problem first (softmax-tune --op attention_softmax[_backward] --shape ...);
+--tune-only then measures nothing (a run split over calls: tune, then measure).
 --quick: bfloat16, S 1024 and 4096 and decode, 30 rounds, no max-autotune.
 Timing: benchlib.interleaved_ms (median of --rounds interleaved rounds, L2 cleared, GPU-side hold).
 """
@@ -91,8 +92,10 @@ def floor_fn(x, dy, out, lens, causal):
 
 
 def torch_softmax(mask):
+    hidden = ~mask   # made once: not a pass of every call
+
     def f(x):
-        return torch.softmax((x * SCALE).masked_fill(~mask, -math.inf), -1)
+        return torch.softmax((x * SCALE).masked_fill(hidden, -math.inf), -1)
     return f
 
 
@@ -223,6 +226,7 @@ def main():
     ap.add_argument("--directions", default="fwd,bwd")
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--tune", metavar="BIN", help="tune each problem first with this softmax-tune command")
+    ap.add_argument("--tune-only", action="store_true", help="with --tune: tune the problems, measure nothing")
     ap.add_argument("--no-autotune", action="store_true", help="skip torch.compile max-autotune")
     ap.add_argument("--no-inductor", action="store_true", help="skip torch.compile altogether")
     ap.add_argument("--compile-budget", type=float, default=150.0, help="seconds of max-autotune compiles, all told")
@@ -250,7 +254,9 @@ def main():
                    "dtype\tshape\tmask\tbias\tdirection\tsystem\tms\tfrac_of_floor\tfrac_of_copy",
                    timing="Median of %d interleaved rounds (benchlib.interleaved_ms: L2 cleared before each call, "
                           "a GPU-side hold so launch time is not counted)." % args.rounds)
-    if args.append and os.path.exists(out):   # its header stays; this run's header is printed only
+    if args.tune_only:   # no table written
+        out = None
+    elif args.append and os.path.exists(out):   # its header stays; this run's header is printed only
         with open(out) as f:
             lines = f.read().splitlines()
     budget = Budget(args.compile_budget)
@@ -263,7 +269,7 @@ def jobs(args, budget):
         for mask_kind in args.masks.split(","):
             if args.tune:
                 tune(args.tune, dname, BH, Q, K, mask_kind)
-            for direction in args.directions.split(","):
+            for direction in [] if args.tune_only else args.directions.split(","):
                 yield lambda d=dname, b=BH, q=Q, k=K, m=mask_kind, r=direction: problem(d, b, q, k, m, r, args, budget)
 
 
