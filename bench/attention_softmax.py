@@ -157,7 +157,7 @@ def systems(direction, x, dy, kl, mask, causal, args, budget):
 def checker(ref, extra, dtype):
     """check(out) -> (ok, err, why): out within the dtype's rounding of ref (the first rows of B,
     those ref holds) plus rel * extra (bwd: the sum's and y's rounding, scale |y| (|dy| + sum |dy y|))."""
-    rel = {torch.float32: 1e-5, torch.float16: 2.0 ** -9, torch.bfloat16: 2.0 ** -6}[dtype]
+    rel = {torch.float32: 1e-5, torch.float16: 2.0 ** -8, torch.bfloat16: 2.0 ** -6}[dtype]   # torch rounds scale * x
 
     def check(out):
         got = out[:ref.shape[0]].float()
