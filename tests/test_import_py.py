@@ -40,9 +40,11 @@ for name in softmax_tune.__all__:
     expect(hasattr(softmax_tune, name), "softmax_tune.%s is in __all__ but not defined" % name)
 expect("attention_softmax" in softmax_tune.__all__, "attention_softmax not exported")
 shape = (2, 4, 8, 16)
-expect(attention._check_options(0.5, None, True, None, None, None, shape) == (0.5, 0.0, -1, 8), "defaults: offset K - Q")
-expect(attention._check_options(1, 30.0, False, 3, -2, None, shape) == (1.0, 30.0, 3, -2), "window, offset, softcap")
-bad = [((float("nan"), None, False, None, None, None), "scale"), ((float("inf"), None, False, None, None, None), "scale"),
+check = attention._check_options
+expect(check(0.5, None, True, None, None, None, shape) == (0.5, 0.0, -1, 8), "defaults: offset K - Q")
+expect(check(1, 30.0, False, 3, -2, None, shape) == (1.0, 30.0, 3, -2), "window, offset, softcap")
+bad = [((float("nan"), None, False, None, None, None), "scale"),
+       ((float("inf"), None, False, None, None, None), "scale"),
        ((1.0, 0.0, False, None, None, None), "softcap"), ((1.0, -1.0, False, None, None, None), "softcap"),
        ((1.0, None, False, -1, None, None), "window"), ((1.0, None, False, 1.5, None, None), "window"),
        ((1.0, None, False, None, 1 << 41, None), "causal_offset"),
@@ -50,7 +52,7 @@ bad = [((float("nan"), None, False, None, None, None), "scale"), ((float("inf"),
        ((1.0, None, False, 2, None, [3, 4]), "key_lengths together with causal or window")]
 for args, needle in bad:
     try:
-        attention._check_options(*args, shape)
+        check(*args, shape)
         expect(False, "%r accepted" % (args,))
     except ValueError as e:
         msg = str(e)

@@ -182,7 +182,7 @@ def _check_options(scale, softcap, causal, window, causal_offset, key_lengths, s
         raise _bad("scale must be a finite number, got %r" % (scale,))
     if softcap is not None and not (isinstance(softcap, (int, float)) and math.isfinite(softcap) and softcap > 0):
         raise _bad("softcap must be None or a finite number > 0, got %r" % (softcap,))
-    if window is not None and (not isinstance(window, int) or isinstance(window, bool) or not 0 <= window <= OFFSET_MAX):
+    if window is not None and (type(window) is not int or not 0 <= window <= OFFSET_MAX):
         raise _bad("window must be None or an int in [0, 2^40] (a left width), got %r" % (window,))
     if causal_offset is not None and (not isinstance(causal_offset, int) or abs(causal_offset) > OFFSET_MAX):
         raise _bad("causal_offset must be None (K - Q) or an int within 2^40 either way, got %r" % (causal_offset,))
