@@ -129,6 +129,32 @@ def time_systems(key, systems, check, nbytes=None):
     return rows
 
 
+def table_rows(key, ran, times, cols):
+    """TSV rows, printed: key columns, system, ms, then cols(i, ms)'s columns, WRONG (err) after a
+    system whose output failed its check. ran: (name, ok, err) of each system timed, in times' order."""
+    lines = []
+    for i, ((name, ok, err), ms) in enumerate(zip(ran, times)):
+        row = "\t".join(list(key) + [name, "%.4f" % ms] + cols(i, ms))
+        if not ok:
+            row += "\tWRONG (err %.3g)" % err
+        print(row, flush=True)
+        lines.append(row)
+    return lines
+
+
+def run_table(out, lines, jobs):
+    """Each job()'s rows (a problem's) added to lines and the table rewritten to out after each,
+    memory freed between; the run's time said last."""
+    import gc
+    t0 = time.time()
+    for job in jobs:
+        lines += job()
+        gc.collect()
+        torch.cuda.empty_cache()
+        write(out, lines)
+    print("# %.0f s; written %s" % (time.time() - t0, out))
+
+
 def write(path, lines):
     if path:
         with open(path, "w") as f:

@@ -39,7 +39,7 @@ import types
 import torch
 import torch.nn.functional as F
 
-from benchlib import DTYPES, header, interleaved_ms, write
+from benchlib import DTYPES, header, interleaved_ms, run_table, table_rows
 
 import softmax_tune  # noqa: E402  (benchlib put python/ on the path)
 
@@ -233,14 +233,8 @@ def problem(dname, dtype, shape, mode, args, liger, budget):
         ran.append((name, fn, ok, err, mem))
     del ref_grad
     times = interleaved_ms([fn for _, fn, _, _, _ in ran], rounds=args.rounds)
-    lines = []
-    for (name, _, ok, err, mem), ms in zip(ran, times):
-        row = "\t".join([dname, shape, mode, name, "%.4f" % ms, "%.3f" % (times[0] / ms), "%.3f" % mem])
-        if not ok:
-            row += "\tWRONG (err %.3g)" % err
-        print(row, flush=True)
-        lines.append(row)
-    return lines
+    return table_rows([dname, shape, mode], [(name, ok, err) for name, _, ok, err, _ in ran], times,
+                      lambda i, ms: ["%.3f" % (times[0] / ms), "%.3f" % ran[i][4]])
 
 
 def main():
@@ -271,15 +265,9 @@ def main():
                    timing="Median of %d interleaved rounds (benchlib.interleaved_ms: L2 cleared before each call, "
                           "a GPU-side hold so launch time is not counted)." % args.rounds)
     budget = Budget(args.compile_budget)
-    t0 = time.time()
-    for dname in args.dtypes.split(","):
-        for shape in args.shapes.split(","):
-            for mode in args.modes.split(","):
-                lines += problem(dname, DTYPES[dname], shape, mode, args, liger, budget)
-                gc.collect()
-                torch.cuda.empty_cache()
-                write(out, lines)
-    print("# %.0f s; written %s" % (time.time() - t0, out))
+    run_table(out, lines, (lambda d=dname, s=shape, m=mode: problem(d, DTYPES[d], s, m, args, liger, budget)
+                           for dname in args.dtypes.split(",") for shape in args.shapes.split(",")
+                           for mode in args.modes.split(",")))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ set_tests_properties(check_py PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
 # record-then-tune without a GPU: write_untuned's file read back by the command's parser
 add_test(NAME untuned_py COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/test_untuned_py.py $<TARGET_FILE:test_batch>)
 set_tests_properties(untuned_py PROPERTIES LABELS cpu)
+add_test(NAME import_py COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/test_import_py.py)
+set_tests_properties(import_py PROPERTIES LABELS cpu)
 # the Python package without torch: compiles, finds and loads the library, pip-installs
 add_test(NAME python_pkg COMMAND bash ${CMAKE_SOURCE_DIR}/tests/python_pkg.sh ${CMAKE_SOURCE_DIR} $<TARGET_FILE:softmax_tune>
          ${CMAKE_BINARY_DIR})

@@ -7,6 +7,7 @@ and torch.log_softmax, differentiable, traceable by torch.compile, capturable by
     y = softmax_tune.log_softmax(x, dim=-1)   # = softmax_tune.softmax(x, log=True)
     m = softmax_tune.nn.Softmax(dim=-1)       # and nn.LogSoftmax
     loss = softmax_tune.cross_entropy(logits, labels)   # F.cross_entropy, loss and gradient in one kernel
+    p = softmax_tune.attention_softmax(scores, scale=0.125, causal=True)   # attention scores, masked and scaled
 
 CUDA tensors of float32, float16 and bfloat16 run the kernel softmax-tune tuned for this GPU
 and shape (`softmax-tune --shape ROWSxCOLS --dtype bf16`), or, for shapes nobody tuned, the
@@ -33,9 +34,10 @@ import torch
 
 from . import _lib, _native, nn, ops
 from .cross_entropy import check_labels, cross_entropy   # docs/cross-entropy.md
+from .attention import attention_softmax   # docs/attention-softmax.md
 
 __all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "UntunedWarning", "library_path", "nn",
-           "cpp_ops", "cross_entropy", "check_labels"]
+           "cpp_ops", "cross_entropy", "check_labels", "attention_softmax"]
 library_path = _lib.library_path
 cpp_ops = _native.C is not None   # the C++ ops serve (else Python's custom ops and ctypes)
 _cpp = _native.C

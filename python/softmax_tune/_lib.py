@@ -1,6 +1,6 @@
 """_lib.py — the runtime library (libsoftmax_tune.so) through ctypes: where it is found, one
 st_ctx per CUDA device (opened on first use, thread-safe), and the three calls the binding
-makes (st_softmax, st_softmax_backward, st_config[_backward], st_cross_entropy) on raw device pointers, and the
+makes (st_softmax, st_softmax_backward, st_config[_backward], st_cross_entropy, st_attention_softmax[_backward]) on raw device pointers, and the
 list of problems run without a tuned kernel (st_untuned) with its one warning. No torch here.
 
 The library is found at $SOFTMAX_TUNE_LIB, next to this package, in the install prefix
@@ -63,6 +63,13 @@ def _load():
             lib.st_cross_entropy.argtypes = [_PTR, _INT, _PTR, _PTR, _INT, _PTR, _PTR, _PTR, _I64, _I64,
                                              ctypes.POINTER(CeOptions), _PTR]
             lib.st_config_cross_entropy.argtypes = [_PTR, _INT, _INT, _I64, _I64, ctypes.c_char_p, _INT]
+        if hasattr(lib, "st_attention_softmax_backward"):   # absent from libraries built before it
+            opts = ctypes.POINTER(AttnOptions)
+            lib.st_attention_softmax.argtypes = [_PTR, _INT, opts, _PTR, _PTR, _I64, _I64, _I64, _I64, _PTR]
+            lib.st_attention_softmax_backward.argtypes = [_PTR, _INT, opts, _PTR, _PTR, _PTR, _PTR, _I64, _I64, _I64,
+                                                          _I64, _PTR]
+            lib.st_config_attention.argtypes = [_PTR, _INT, opts, _I64, _I64, _I64, _I64, ctypes.c_char_p, _INT]
+            lib.st_config_attention_backward.argtypes = lib.st_config_attention.argtypes
         _lib = lib
     return _lib
 
@@ -199,6 +206,37 @@ def config_cross_entropy(device, dtype, grad, rows, cols):
     ctx = context(device)
     buf = ctypes.create_string_buffer(256)
     _check(lib.st_config_cross_entropy(ctx, dtype, int(grad), rows, cols, buf, 256), ctx)
+    return buf.value.decode()
+
+
+class AttnOptions(ctypes.Structure):   # st_attn_options
+    _fields_ = [("scale", ctypes.c_float), ("softcap", ctypes.c_float), ("causal", _INT), ("causal_offset", _I64),
+                ("window", _I64), ("key_lengths", _PTR), ("alibi_slopes", _PTR)]
+
+
+def _attn_lib():
+    return _needs("st_attention_softmax_backward", "the attention kernels", "rebuild it")
+
+
+def attention(device, dtype, options, x, y, dy, dx, shape, stream):
+    """st_attention_softmax (dy None: y from the scores x) or st_attention_softmax_backward (dx
+    from y, dy and, under a softcap, x); shape (B, H, Q, K)."""
+    lib = _attn_lib()
+    ctx = context(device)
+    if dy is None:
+        rc = lib.st_attention_softmax(ctx, dtype, ctypes.byref(options), x, y, *shape, stream)
+    else:
+        rc = lib.st_attention_softmax_backward(ctx, dtype, ctypes.byref(options), x, y, dy, dx, *shape, stream)
+    _check(rc, ctx)
+
+
+def config_attention(device, dtype, options, shape, backward=False):
+    """The config string of the kernel st_attention_softmax (its backward) uses for this problem."""
+    lib = _attn_lib()
+    fn = lib.st_config_attention_backward if backward else lib.st_config_attention
+    ctx = context(device)
+    buf = ctypes.create_string_buffer(256)
+    _check(fn(ctx, dtype, ctypes.byref(options), *shape, buf, 256), ctx)
     return buf.value.decode()
 
 

@@ -1,0 +1,308 @@
+"""attention.py — softmax_tune.attention_softmax: the softmax of attention scores with their scale,
+softcap, mask and ALiBi bias fused in (st_attention_softmax; its gradient st_attention_softmax_backward).
+See docs/attention-softmax.md.
+
+    p = softmax_tune.attention_softmax(q @ k.transpose(-2, -1), scale=d ** -0.5, causal=True)
+    out = p @ v
+
+Eager calls with a gradient run an autograd.Function (_Eager); under torch.compile the custom ops
+softmax_tune::attention_softmax and softmax_tune::attention_softmax_backward (fake impls,
+register_autograd) run. Both launch on torch's current stream with no host sync, so CUDA graphs
+capture them. The forward saves its output (and the scores only under a softcap: the gradient
+needs them there). Other inputs (CPU, float64, a mask or bias tensor) run _reference, the same
+math in torch, with one warning."""
+
+import math
+import warnings
+from typing import Optional
+
+import torch
+
+from . import _lib
+from .ops import DTYPES, _stream
+
+OFFSET_MAX = 1 << 40   # the library's bound on the causal offset and the window
+_warned = []
+
+
+def _warn_once(why):
+    if not _warned:
+        _warned.append(why)
+        warnings.warn("softmax_tune.attention_softmax: %s: a torch implementation of the same math runs it (said "
+                      "once per process)" % why, stacklevel=3)
+
+
+# ---- the kernels ----
+
+def _device(x):
+    return x.device.index if x.device.index is not None else torch.cuda.current_device()
+
+
+def _launch(x, y, dy, dx, kl, slopes, scale, softcap, causal, window, offset):
+    """st_attention_softmax (dy None) or its backward on contiguous CUDA tensors, current stream."""
+    opts = _lib.AttnOptions(scale, softcap, int(causal), offset, window, kl.data_ptr() if kl is not None else None,
+                            slopes.data_ptr() if slopes is not None else None)
+    device = _device(y)
+    _lib.attention(device, DTYPES[y.dtype], opts, x.data_ptr() if x is not None else None, y.data_ptr(),
+                   dy.data_ptr() if dy is not None else None, dx.data_ptr() if dx is not None else None,
+                   tuple(y.shape), _stream(device))
+
+
+def run_forward(x, kl, slopes, scale, softcap, causal, window, offset):
+    """y [B, H, Q, K] of scores x [B, H, Q, K] (any strides: copied when not contiguous)."""
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    _launch(x, y, None, None, kl, slopes, scale, softcap, causal, window, offset)
+    return y
+
+
+def run_backward(x, y, dy, kl, scale, softcap, causal, window, offset):
+    """dx from the forward's output y, its gradient dy and, under a softcap, the scores x."""
+    y = y.contiguous()
+    dyc = dy.to(y.dtype).contiguous()
+    dx = dyc if dyc.data_ptr() != dy.data_ptr() else torch.empty_like(y)   # a copy of ours may be overwritten
+    x = x.contiguous() if softcap > 0 else None
+    _launch(x, y, dyc, dx, kl, None, scale, softcap, causal, window, offset)
+    return dx
+
+
+def _save(ctx, x, y, kl, args):
+    """What the gradient needs: y, the key lengths, the options and, under a softcap, the scores."""
+    ctx.args = args
+    ctx.save_for_backward(x if args[1] > 0 else None, y, kl)
+
+
+def _grad(ctx, grad, backward):
+    x, y, kl = ctx.saved_tensors
+    return (backward(x, y, grad, kl, *ctx.args),) + (None,) * 7
+
+
+# ---- the custom ops (torch.compile) ----
+
+@torch.library.custom_op("softmax_tune::attention_softmax", mutates_args=())
+def attn_op(x: torch.Tensor, key_lengths: Optional[torch.Tensor], alibi_slopes: Optional[torch.Tensor], scale: float,
+            softcap: float, causal: bool, window: int, offset: int) -> torch.Tensor:
+    return run_forward(x, key_lengths, alibi_slopes, scale, softcap, causal, window, offset)
+
+
+@attn_op.register_fake
+def _(x, key_lengths, alibi_slopes, scale, softcap, causal, window, offset):
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+@torch.library.custom_op("softmax_tune::attention_softmax_backward", mutates_args=())
+def attn_bw_op(x: Optional[torch.Tensor], y: torch.Tensor, dy: torch.Tensor, key_lengths: Optional[torch.Tensor],
+               scale: float, softcap: float, causal: bool, window: int, offset: int) -> torch.Tensor:
+    return run_backward(x, y, dy, key_lengths, scale, softcap, causal, window, offset)
+
+
+@attn_bw_op.register_fake
+def _(x, y, dy, key_lengths, scale, softcap, causal, window, offset):
+    return torch.empty(y.shape, dtype=y.dtype, device=y.device)
+
+
+def _setup(ctx, inputs, output):
+    _save(ctx, inputs[0], output, inputs[1], tuple(inputs[3:]))
+
+
+attn_op.register_autograd(lambda ctx, grad: _grad(ctx, grad, attn_bw_op), setup_context=_setup)
+
+
+class _Eager(torch.autograd.Function):
+    """Eager calls with a gradient: the custom op's forward and backward without the dispatcher.
+    No double backward (once_differentiable raises)."""
+
+    @staticmethod
+    def forward(ctx, x, kl, slopes, scale, softcap, causal, window, offset):
+        y = run_forward(x, kl, slopes, scale, softcap, causal, window, offset)
+        _save(ctx, x, y, kl, (scale, softcap, causal, window, offset))
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        return _grad(ctx, grad, run_backward)
+
+
+# ---- the same math in torch: other inputs, and the tests' reference ----
+
+def _visible(shape, device, causal, window, offset, key_lengths):
+    """Which keys each query row sees, [B or 1, 1, Q, K] bool (None: all)."""
+    _, _, Q, K = shape
+    q = torch.arange(Q, device=device)[:, None] + offset
+    k = torch.arange(K, device=device)[None, :]
+    keep = None
+    if causal:
+        keep = k <= q
+    if window is not None and window >= 0:
+        keep = (k >= q - window) if keep is None else keep & (k >= q - window)
+    if key_lengths is not None:
+        pad = k[None] < key_lengths.to(device).long()[:, None, None]
+        return (pad if keep is None else keep[None] & pad)[:, None]
+    return None if keep is None else keep[None, None]
+
+
+def reference(x, scale=1.0, softcap=None, causal=False, window=None, key_lengths=None, alibi_slopes=None,
+              causal_offset=None, mask=None, bias=None):
+    """softmax(mask(bias + softcap(scale * x))) over x [B, H, Q, K] in torch, in float64 for float64
+    x, else float32, returned in that type: a row that sees nothing is zeros, a NaN or +inf seen
+    makes its row NaN (the kernel's rules). mask: bool (True: seen) or added; bias: added."""
+    _, H, Q, K = x.shape
+    offset = K - Q if causal_offset is None else causal_offset
+    z = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32) * scale
+    if softcap:
+        z = softcap * torch.tanh(z / softcap)
+    if alibi_slopes is not None:
+        dist = (torch.arange(Q, device=x.device)[:, None] + offset - torch.arange(K, device=x.device)[None, :]).abs()
+        z = z - alibi_slopes.to(x.device, z.dtype).reshape(1, H, 1, 1) * dist.to(z.dtype)
+    if bias is not None:
+        z = z + bias.to(z.dtype)
+    keep = _visible(x.shape, x.device, causal, window, offset, key_lengths)
+    if mask is not None and mask.dtype == torch.bool:
+        keep = mask if keep is None else keep & mask
+    elif mask is not None:
+        z = z + mask.to(z.dtype)
+    if keep is not None:
+        z = z.masked_fill(~keep, -math.inf)
+    m = z.detach().amax(-1, keepdim=True)
+    e = torch.exp(z - torch.where(m == -math.inf, torch.zeros_like(m), m))   # a row of -inf only: zeros
+    s = e.sum(-1, keepdim=True)
+    return e / torch.where(s == 0, torch.ones_like(s), s)
+
+
+# ---- the public function ----
+
+def _bad(what):
+    return ValueError("softmax_tune.attention_softmax: " + what)
+
+
+def _check_options(scale, softcap, causal, window, causal_offset, key_lengths, shape):
+    """(scale, softcap (0: none), window (-1: none), offset) checked; ValueError naming the bad one."""
+    if not isinstance(scale, (int, float)) or not math.isfinite(scale):
+        raise _bad("scale must be a finite number, got %r" % (scale,))
+    if softcap is not None and not (isinstance(softcap, (int, float)) and math.isfinite(softcap) and softcap > 0):
+        raise _bad("softcap must be None or a finite number > 0, got %r" % (softcap,))
+    if window is not None and (type(window) is not int or not 0 <= window <= OFFSET_MAX):
+        raise _bad("window must be None or an int in [0, 2^40] (a left width), got %r" % (window,))
+    if causal_offset is not None and (not isinstance(causal_offset, int) or abs(causal_offset) > OFFSET_MAX):
+        raise _bad("causal_offset must be None (K - Q) or an int within 2^40 either way, got %r" % (causal_offset,))
+    if key_lengths is not None and (causal or window is not None):
+        raise _bad("key_lengths together with causal or window: the library does not take padding with those masks "
+                   "yet (pass one mask kind, or a bool mask= tensor, which runs in torch)")
+    _, _, Q, K = shape
+    return float(scale), float(softcap or 0.0), -1 if window is None else window, K - Q if causal_offset is None \
+        else causal_offset
+
+
+def _key_lengths(kl, B, K, device):
+    """key_lengths as int32 [B] on device: a CUDA tensor is taken as it is (values clamped to [0, K]
+    by the kernel: checking them would be a host sync); a list or CPU tensor is checked here."""
+    if kl is None:
+        return None
+    if not isinstance(kl, torch.Tensor):
+        try:
+            kl = torch.tensor(list(kl), dtype=torch.int64)
+        except (TypeError, ValueError, RuntimeError):
+            raise _bad("key_lengths must be an int tensor or a list of B=%d ints, got %r" % (B, kl)) from None
+    if kl.dtype not in (torch.int32, torch.int64):
+        raise _bad("key_lengths must be int32 or int64, got %s" % kl.dtype)
+    if tuple(kl.shape) != (B,):
+        raise _bad("key_lengths must have shape [B] = [%d], got %s" % (B, list(kl.shape)))
+    if kl.device.type == "cpu" and kl.numel():
+        lo, hi = int(kl.min()), int(kl.max())
+        if lo < 0 or hi > K:
+            raise _bad("key_lengths must lie in [0, K] = [0, %d], got %s" % (K, lo if lo < 0 else hi))
+    elif kl.device != device:
+        raise _bad("key_lengths is on %s, scores on %s" % (kl.device, device))
+    return kl.to(device=device, dtype=torch.int32).contiguous()
+
+
+def _slopes(slopes, H, device):
+    if slopes is None:
+        return None
+    if not isinstance(slopes, torch.Tensor):
+        slopes = torch.tensor(list(slopes), dtype=torch.float32)
+    if tuple(slopes.shape) != (H,) or not slopes.is_floating_point():
+        raise _bad("alibi_slopes must be a float tensor of H=%d slopes, got %s %s" % (H, slopes.dtype,
+                                                                                    list(slopes.shape)))
+    if slopes.device.type != "cpu" and slopes.device != device:
+        raise _bad("alibi_slopes is on %s, scores on %s" % (slopes.device, device))
+    return slopes.to(device=device, dtype=torch.float32).contiguous()
+
+
+def _check_tensor(name, t, shape):
+    if t is None:
+        return
+    if not isinstance(t, torch.Tensor):
+        raise _bad("%s must be a tensor, got %s" % (name, type(t).__name__))
+    try:
+        ok = tuple(torch.broadcast_shapes(t.shape, shape)) == tuple(shape)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise _bad("%s of shape %s does not broadcast to the scores' [B, H, Q, K] = %s" % (name, list(t.shape),
+                                                                                          list(shape)))
+    if name == "bias" and not t.is_floating_point():
+        raise _bad("bias must be a float tensor, got %s" % t.dtype)
+
+
+def _as4d(scores):
+    if not isinstance(scores, torch.Tensor) or scores.dim() not in (3, 4):
+        raise _bad("scores must be a tensor [B, H, Q, K] or [H, Q, K], got %s" % (
+            list(scores.shape) if isinstance(scores, torch.Tensor) else type(scores).__name__))
+    if not scores.is_floating_point():
+        raise _bad("scores must be floating point, got %s" % scores.dtype)
+    return scores if scores.dim() == 4 else scores.unsqueeze(0)
+
+
+def attention_softmax(scores, *, scale=1.0, softcap=None, causal=False, window=None, key_lengths=None,
+                      alibi_slopes=None, causal_offset=None, mask=None, bias=None):
+    """softmax over the last dim of mask(bias + softcap(scale * scores)) for scores [B, H, Q, K] (or
+    [H, Q, K]), in scores' dtype. Query q's diagonal is d = q + causal_offset (default K - Q);
+    causal: keys k <= d; window=W: keys k >= d - W (with causal: FlashAttention's window (W, 0));
+    key_lengths (int [B]): keys k < key_lengths[b] (not with causal or window); alibi_slopes ([H]):
+    -slope[h] * |d - k| added; softcap: softcap * tanh(z / softcap). Masked outputs are 0, and a
+    row that sees no key is all zeros (torch's softmax gives NaN). mask ([B or 1, H or 1, Q, K],
+    bool True = seen, or float added) and bias (float, added) run in torch (a warning). CUDA
+    float32/float16/bfloat16 scores run the library; others the same math in torch. With CUDA
+    key_lengths the values are not checked (a host sync): the kernel clamps them to [0, K]."""
+    x = _as4d(scores)
+    B, H, Q, K = x.shape
+    scale, softcap, window, offset = _check_options(scale, softcap, causal, window, causal_offset, key_lengths, x.shape)
+    kl = _key_lengths(key_lengths, B, K, x.device)
+    slopes = _slopes(alibi_slopes, H, x.device)
+    _check_tensor("mask", mask, x.shape)
+    _check_tensor("bias", bias, x.shape)
+    if x.numel() == 0:
+        return scores * 0
+    why = ("scores on the CPU" if not x.is_cuda else "scores of %s" % x.dtype if x.dtype not in DTYPES else
+           "a mask tensor" if mask is not None else "a bias tensor" if bias is not None else None)
+    if why:
+        _warn_once(why)
+        y = reference(x, scale, softcap, causal, window if window >= 0 else None, kl, slopes, offset,
+                      None if mask is None else mask.to(x.device), None if bias is None else bias.to(x.device))
+        return y.to(scores.dtype).reshape(scores.shape)
+    args = (kl, slopes, scale, softcap, bool(causal), window, offset)
+    if torch.compiler.is_compiling():
+        y = attn_op(x, *args)
+    elif torch.is_grad_enabled() and x.requires_grad:
+        y = _Eager.apply(x, *args)
+    else:
+        y = run_forward(x, *args)
+    return y.reshape(scores.shape)
+
+
+def config(scores, backward=False, *, causal=False, window=None, key_lengths=None, alibi_slopes=None,
+           causal_offset=None, softcap=None):
+    """The config string of the kernel attention_softmax (backward=True: its gradient) runs for
+    these CUDA scores and mask and bias kinds (key_lengths and alibi_slopes: any tensor of the
+    right shape on the scores' device)."""
+    x = _as4d(scores)
+    if not x.is_cuda or x.dtype not in DTYPES or x.numel() == 0:
+        raise _bad("config of non-empty CUDA float32/float16/bfloat16 scores, got %s %s" % (x.device, x.dtype))
+    _, softcap, window, offset = _check_options(1.0, softcap, causal, window, causal_offset, key_lengths, x.shape)
+    kl = _key_lengths(key_lengths, x.shape[0], x.shape[3], x.device)
+    slopes = _slopes(alibi_slopes, x.shape[1], x.device)
+    opts = _lib.AttnOptions(1.0, softcap, int(causal), offset, window, kl.data_ptr() if kl is not None else None,
+                            slopes.data_ptr() if slopes is not None else None)
+    return _lib.config_attention(_device(x), DTYPES[x.dtype], opts, tuple(x.shape), backward)

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""test_import_py.py — `import softmax_tune` without torch (CPU CI has none): every module's
+import-time code run against a stand-in torch (unittest.mock: any attribute, any call), so a name
+error, a bad decorator use or a missing export at module level fails here and not first on a GPU
+machine; the public names exported; attention_softmax's option checks (pure Python: scale,
+softcap, window, causal_offset, padding with causal or window) refuse with one-line ValueErrors.
+The GPU behaviour is tests/test_python*.py's."""
+
+import os
+import sys
+from unittest import mock
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+os.environ["SOFTMAX_TUNE_NO_CPP"] = "1"   # the C++ ops would need a real torch
+failures = 0
+
+
+class _Function:   # torch.autograd.Function: subclassed at import time, so a class
+    pass
+
+
+torch = mock.MagicMock(name="torch")
+torch.autograd.Function = _Function
+torch.autograd.function.once_differentiable = lambda f: f
+sys.modules.update({"torch": torch, "torch.nn": torch.nn, "torch.nn.functional": torch.nn.functional,
+                    "torch.library": torch.library, "torch.autograd": torch.autograd})
+
+
+def expect(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+
+
+import softmax_tune  # noqa: E402
+from softmax_tune import attention  # noqa: E402
+
+for name in softmax_tune.__all__:
+    expect(hasattr(softmax_tune, name), "softmax_tune.%s is in __all__ but not defined" % name)
+expect("attention_softmax" in softmax_tune.__all__, "attention_softmax not exported")
+shape = (2, 4, 8, 16)
+check = attention._check_options
+expect(check(0.5, None, True, None, None, None, shape) == (0.5, 0.0, -1, 8), "defaults: offset K - Q")
+expect(check(1, 30.0, False, 3, -2, None, shape) == (1.0, 30.0, 3, -2), "window, offset, softcap")
+bad = [((float("nan"), None, False, None, None, None), "scale"),
+       ((float("inf"), None, False, None, None, None), "scale"),
+       ((1.0, 0.0, False, None, None, None), "softcap"), ((1.0, -1.0, False, None, None, None), "softcap"),
+       ((1.0, None, False, -1, None, None), "window"), ((1.0, None, False, 1.5, None, None), "window"),
+       ((1.0, None, False, None, 1 << 41, None), "causal_offset"),
+       ((1.0, None, True, None, None, [3, 4]), "key_lengths together with causal"),
+       ((1.0, None, False, 2, None, [3, 4]), "key_lengths together with causal or window")]
+for args, needle in bad:
+    try:
+        check(*args, shape)
+        expect(False, "%r accepted" % (args,))
+    except ValueError as e:
+        msg = str(e)
+        expect(needle in msg and "\n" not in msg and msg.startswith("softmax_tune.attention_softmax: "),
+               "%r: message %r lacks %r" % (args, msg, needle))
+print("test_import_py: %d failures" % failures)
+sys.exit(1 if failures else 0)

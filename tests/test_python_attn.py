@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""test_python_attn.py — softmax_tune.attention_softmax (python/softmax_tune/attention.py) against
+float64 torch on the same (upcast) scores, y and scores.grad: float32, float16 and bfloat16; every
+mask kind (none, causal, window, causal+window, key padding), ALiBi, softcap, Q != K with the
+default and a given offset, fully masked rows (zeros, y and gradient); [H, Q, K] scores; a
+non-contiguous input; torch.compile(fullgraph=True) forward and backward; a CUDA graph capture and
+replay; the refusals (one line each); the torch fallbacks (CPU, float64, a mask tensor: one
+warning); the custom ops' schema and fake (opcheck); and an eager attention written with it
+against F.scaled_dot_product_attention with the same mask (causal; key padding as a bool
+attn_mask) in float32 and bfloat16. Exit 77 without torch or a GPU."""
+
+import importlib
+import math
+import warnings
+
+from pyharness import expect, finish, raises, torch
+import torch.nn.functional as F  # noqa: E402
+import softmax_tune  # noqa: E402
+
+attn = importlib.import_module("softmax_tune.attention")
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+REL = {torch.float32: 2e-6, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}   # half an ulp of the dtype
+TINY = {torch.float32: 1e-37, torch.float16: 2.0 ** -24, torch.bfloat16: 1e-37}     # its subnormal spacing
+torch.manual_seed(0)
+
+
+def visible(B, Q, K, causal, window, key_lengths, offset):
+    """[B, 1, Q, K] bool: keys [lo, hi) of each row, as docs/attention-softmax.md's table says."""
+    d = torch.arange(Q, device="cuda")[:, None] + (K - Q if offset is None else offset)
+    lo = (d - window) if window is not None else torch.zeros_like(d)
+    hi = (d + 1) if causal else torch.full_like(d, K)
+    if key_lengths is not None:
+        hi = torch.minimum(hi[None], key_lengths.long().reshape(-1, 1, 1))
+    else:
+        hi = hi[None].expand(B, Q, 1)
+    k = torch.arange(K, device="cuda")
+    return ((k >= lo.clamp(0, K)) & (k < hi.clamp(0, K)))[:, None]
+
+
+def reference(x, dy, scale, softcap, causal, window, key_lengths, slopes, offset):
+    """float64 y and dx = d(y . dy)/dx by torch autograd on x upcast; zeros where a row sees nothing."""
+    B, H, Q, K = x.shape
+    z0 = x.detach().double().requires_grad_()
+    z = z0 * scale
+    if softcap:
+        z = softcap * torch.tanh(z / softcap)
+    if slopes is not None:
+        d = torch.arange(Q, device="cuda")[:, None] + (K - Q if offset is None else offset)
+        z = z - slopes.double().reshape(1, H, 1, 1) * (d - torch.arange(K, device="cuda")).abs().double()
+    keep = visible(B, Q, K, causal, window, key_lengths, offset)
+    z = z.masked_fill(~keep, -math.inf)
+    y = torch.softmax(z, -1)
+    y = torch.where(keep.any(-1, keepdim=True), y, torch.zeros_like(y))   # torch's NaN rows as zeros
+    (dx,) = torch.autograd.grad(y, z0, dy.double())
+    return y.detach(), dx, keep.expand(B, H, Q, K)
+
+
+def close(got, want, keep, bound, what):
+    """got within bound of want where kept, exactly 0 elsewhere; one FAIL line with the worst."""
+    got = got.double()
+    err = ((got - want).abs() - bound).masked_fill(~keep, -1.0)
+    worst = err.max().item()
+    masked = got.masked_fill(keep, 0.0).abs().max().item()
+    ok = expect(worst <= 0 and masked == 0 and not got.isnan().any().item(),
+                "%s: worst excess %.3g, max |masked| %.3g" % (what, worst, masked))
+    return ok
+
+
+def check(B, H, Q, K, dtype, scale=0.3, softcap=None, causal=False, window=None, lengths=None, alibi=False,
+          offset=None, three_d=False):
+    what = "%s %dx%dx%dx%d scale %g softcap %s causal %s window %s lengths %s alibi %s offset %s" % (
+        str(dtype)[6:], B, H, Q, K, scale, softcap, causal, window, lengths, alibi, offset)
+    x = (torch.randn(B, H, Q, K, device="cuda") * 4).to(dtype)
+    dy = torch.randn(B, H, Q, K, device="cuda").to(dtype)
+    kl = torch.tensor(lengths, dtype=torch.int32, device="cuda") if lengths is not None else None
+    slopes = torch.tensor([2.0 ** (-8 * (h + 1) / H) for h in range(H)], device="cuda") if alibi else None
+    ref_y, ref_dx, keep = reference(x, dy, scale, softcap, causal, window, kl, slopes, offset)
+    xin = (x[0] if three_d else x).clone().requires_grad_()
+    y = softmax_tune.attention_softmax(xin, scale=scale, softcap=softcap, causal=causal, window=window,
+                                       key_lengths=kl, alibi_slopes=slopes, causal_offset=offset)
+    y.backward(dy[0] if three_d else dy)
+    y, dx = (y[None], xin.grad[None]) if three_d else (y, xin.grad)
+    expect(y.dtype == dtype and y.shape == x.shape, "%s: y %s %s" % (what, y.dtype, tuple(y.shape)))
+    # y: the float32 score's error (|z| of ~1e-7 relative, tanh's too) and the dtype's rounding
+    zmag = (x.double().abs() * abs(scale)).clamp(max=softcap or math.inf) + 1
+    if alibi:   # the bias's float32 error too (2 u |b|)
+        d = torch.arange(Q, device="cuda")[:, None] + (K - Q if offset is None else offset)
+        zmag = zmag + 2 * slopes.double().reshape(1, H, 1, 1) * (d - torch.arange(K, device="cuda")).abs().double()
+    close(y, ref_y, keep, ref_y.abs() * (REL[dtype] * 4 + 3e-6 * zmag) + TINY[dtype], what + ": y")
+    # dx: k * y * (dy - s), y rounded to the dtype, the sum in float32
+    s = (ref_y * dy.double()).sum(-1, keepdim=True)
+    k = abs(scale)
+    term = k * ref_y.abs() * (dy.double().abs() + s.abs() + (ref_y * dy.double()).abs().sum(-1, keepdim=True))
+    close(dx, ref_dx, keep, term * (REL[dtype] * 8 + 3e-6 * zmag + 1e-6 * math.log2(K)) + 4 * TINY[dtype],
+          what + ": dx")
+    empty = ~keep.any(-1)
+    if empty.any():
+        expect(y[empty].abs().max().item() == 0 and dx[empty].abs().max().item() == 0,
+               "%s: a row that sees nothing is not zeros" % what)
+
+
+for dtype in DTYPES:
+    check(2, 3, 64, 64, dtype)
+    check(2, 3, 64, 64, dtype, causal=True)
+    check(2, 3, 64, 96, dtype, window=16)
+    check(2, 3, 64, 96, dtype, causal=True, window=16)
+    check(3, 2, 16, 3000, dtype, lengths=[3000, 0, 1234])                      # a batch that sees nothing
+    check(2, 4, 48, 64, dtype, causal=True, alibi=True)
+    check(2, 2, 32, 64, dtype, softcap=5.0, scale=2.0, causal=True)
+    check(1, 2, 96, 64, dtype, causal=True)                                      # Q > K: the first rows see nothing
+    check(1, 2, 8, 5000, dtype, causal=True, offset=4000)                        # a chunk of a prefill
+    check(1, 8, 1, 32768, dtype, causal=True, alibi=True, softcap=30.0)          # decoding
+    check(1, 3, 16, 128, dtype, causal=True, window=8, offset=-4, alibi=True, softcap=3.0, three_d=True)
+print("float64 agreement: every mask kind, ALiBi, softcap, Q != K, fully masked rows, every dtype")
+
+# a non-contiguous input (a transposed view) is copied, the gradient lands in its layout
+xt = torch.randn(2, 3, 40, 40, device="cuda").transpose(-1, -2).requires_grad_()
+y = softmax_tune.attention_softmax(xt, causal=True)
+ry = attn.reference(xt.detach().contiguous(), causal=True)
+expect((y - ry).abs().max().item() < 1e-5, "non-contiguous scores: y")
+y.sum().backward()
+expect(xt.grad.shape == xt.shape and xt.grad.abs().max().item() < 1e-5, "non-contiguous scores: gradient of sum(y) ~ 0")
+
+# torch.compile(fullgraph=True): forward and backward through the custom ops
+try:
+    kl = torch.tensor([70, 5], dtype=torch.int32, device="cuda")
+
+    def step(x, v):
+        p = softmax_tune.attention_softmax(x, scale=0.125, causal=True, softcap=20.0)
+        p2 = softmax_tune.attention_softmax(x, scale=0.5, key_lengths=kl)
+        return (p @ v).square().sum() + (p2 @ v).sum()
+
+    cstep = torch.compile(step, fullgraph=True)
+    for dtype in (torch.float32, torch.bfloat16):
+        x = (torch.randn(2, 4, 128, 128, device="cuda") * 3).to(dtype)
+        v = torch.randn(2, 4, 128, 32, device="cuda").to(dtype)
+        xc, xe = x.clone().requires_grad_(), x.clone().requires_grad_()
+        lc, le = cstep(xc, v), step(xe, v)
+        lc.backward()
+        le.backward()
+        tol = 1e-4 if dtype == torch.float32 else 2e-2
+        expect(abs(lc.item() - le.item()) <= tol * abs(le.item()), "torch.compile %s loss %g vs eager %g"
+               % (dtype, lc.item(), le.item()))
+        expect((xc.grad.float() - xe.grad.float()).abs().max().item() <= tol * xe.grad.float().abs().max().item(),
+               "torch.compile %s grad vs eager" % dtype)
+    print("torch.compile(fullgraph=True): forward and backward ok")
+except Exception as e:  # noqa: BLE001
+    expect(False, "torch.compile(fullgraph=True): %s: %s" % (type(e).__name__, str(e)[:2000]))
+
+# a CUDA graph of forward and backward (key padding, ALiBi, softcap), replayed on new data
+try:
+    B, H, Q, K = 2, 4, 64, 512
+    x = (torch.randn(B, H, Q, K, device="cuda") * 3).to(torch.bfloat16).requires_grad_()
+    dy = torch.randn(B, H, Q, K, device="cuda").to(torch.bfloat16)
+    kl = torch.tensor([500, 17], dtype=torch.int32, device="cuda")
+    slopes = torch.rand(H, device="cuda")
+    opts = dict(scale=0.25, softcap=10.0, key_lengths=kl, alibi_slopes=slopes)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            x.grad = None
+            softmax_tune.attention_softmax(x, **opts).backward(dy)
+    torch.cuda.current_stream().wait_stream(s)
+    x.grad = None
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        static_y = softmax_tune.attention_softmax(x, **opts)
+        static_y.backward(dy)
+    new_x = (torch.randn(B, H, Q, K, device="cuda") * 3).to(torch.bfloat16)
+    with torch.no_grad():
+        x.copy_(new_x)
+    kl.copy_(torch.tensor([3, 512], dtype=torch.int32))
+    g.replay()
+    torch.cuda.synchronize()
+    ref_y, ref_dx, keep = reference(new_x, dy, 0.25, 10.0, False, None, kl, slopes, None)
+    expect((static_y.double() - ref_y).abs().max().item() <= 2 ** -7, "CUDA graph replay: y")
+    expect((x.grad.double() - ref_dx).abs().max().item() <= 2 ** -6 * max(1.0, ref_dx.abs().max().item()),
+           "CUDA graph replay: dx")
+    expect(static_y[0, :, :, 3:].abs().max().item() == 0, "CUDA graph replay: the new key lengths are used")
+    print("CUDA graph: captured and replayed")
+except Exception as e:  # noqa: BLE001
+    expect(False, "CUDA graph: %s: %s" % (type(e).__name__, e))
+
+# refusals: one line each, before anything runs
+xb = torch.randn(2, 3, 16, 32, device="cuda", dtype=torch.bfloat16)
+kl2 = torch.tensor([4, 8], dtype=torch.int32, device="cuda")
+for kwargs, needle in [(dict(scale=float("nan")), "scale"), (dict(scale=float("inf")), "scale"),
+                       (dict(softcap=0.0), "softcap"), (dict(softcap=-3.0), "softcap"), (dict(window=-1), "window"),
+                       (dict(causal_offset=1 << 41), "causal_offset"),
+                       (dict(key_lengths=kl2, causal=True), "key_lengths together with causal"),
+                       (dict(key_lengths=kl2, window=4), "key_lengths together with causal or window"),
+                       (dict(key_lengths=kl2.float()), "int32 or int64"),
+                       (dict(key_lengths=kl2[:1]), "shape [B]"),
+                       (dict(key_lengths=[4, 33]), "[0, K]"), (dict(key_lengths=[-1, 3]), "[0, K]"),
+                       (dict(alibi_slopes=torch.ones(2, device="cuda")), "H=3"),
+                       (dict(mask=torch.ones(2, 3, 16, 31, dtype=torch.bool, device="cuda")), "does not broadcast")]:
+    raises(lambda: softmax_tune.attention_softmax(xb, **kwargs), ValueError, "refusal %s" % needle, needle)
+raises(lambda: softmax_tune.attention_softmax(xb[0, 0]), ValueError, "2-d scores", "[B, H, Q, K]")
+raises(lambda: softmax_tune.attention_softmax(xb.int()), ValueError, "int scores", "floating point")
+
+# the fallbacks: CPU, float64 and a mask tensor run the same math in torch, one warning in all
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    xc = torch.randn(2, 3, 16, 32)
+    yc = softmax_tune.attention_softmax(xc, causal=True, key_lengths=None, scale=0.5)
+    yd = softmax_tune.attention_softmax(xb.double(), key_lengths=[0, 32])
+    ym = softmax_tune.attention_softmax(xb, mask=torch.arange(32, device="cuda") < 9)
+    yk = softmax_tune.attention_softmax(xb, key_lengths=[9, 9])
+ours = [w for w in caught if str(w.message).startswith("softmax_tune.attention_softmax:")]
+expect(len(ours) == 1, "one fallback warning, got %d: %s" % (len(ours), [str(w.message) for w in ours]))
+ry, _, _ = reference(xc.cuda(), torch.zeros(2, 3, 16, 32, device="cuda"), 0.5, None, True, None, None, None, None)
+expect(yc.dtype == torch.float32 and (yc.double().cuda() - ry).abs().max().item() < 1e-6, "CPU fallback")
+expect(yd.dtype == torch.float64 and yd[0].abs().max().item() == 0 and not yd.isnan().any().item(),
+       "float64 fallback: a fully masked batch is zeros")
+expect((ym.float() - yk.float()).abs().max().item() <= 2 ** -8, "a bool mask tensor agrees with key padding")
+
+# the custom ops: schema and fake
+try:
+    x = torch.randn(2, 3, 16, 40, device="cuda")
+    torch.library.opcheck(torch.ops.softmax_tune.attention_softmax.default,
+                          (x, kl2, torch.ones(3, device="cuda"), 0.5, 4.0, False, -1, 24),
+                          test_utils=("test_schema", "test_faketensor"))
+    torch.library.opcheck(torch.ops.softmax_tune.attention_softmax_backward.default,
+                          (x, torch.softmax(x, -1), torch.randn_like(x), None, 0.5, 4.0, True, 3, 24),
+                          test_utils=("test_schema", "test_faketensor"))
+    print("opcheck softmax_tune::attention_softmax and _backward: schema and fake ok")
+except Exception as e:  # noqa: BLE001
+    expect(False, "opcheck softmax_tune::attention_softmax: %s" % e)
+
+
+# an eager attention against SDPA with the same mask, forward and q.grad
+def eager_attention(q, k, v, causal, lengths):
+    scores = q @ k.transpose(-2, -1)
+    p = softmax_tune.attention_softmax(scores, scale=q.shape[-1] ** -0.5, causal=causal, key_lengths=lengths)
+    return p @ v
+
+
+for dtype, tol in ((torch.float32, 2e-5), (torch.bfloat16, 2e-2)):
+    B, H, S, D = 2, 4, 256, 64
+    for causal in (True, False):
+        q, k, v = (torch.randn(B, H, S, D, device="cuda").to(dtype).requires_grad_() for _ in range(3))
+        lengths = None if causal else torch.tensor([S, 77], dtype=torch.int32, device="cuda")
+        mask = None if causal else (torch.arange(S, device="cuda") < lengths.long()[:, None])[:, None, None, :]
+        out = eager_attention(q, k, v, causal, lengths)
+        go = torch.randn_like(out)
+        gq = torch.autograd.grad(out, q, go)[0]
+        ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+        rq = torch.autograd.grad(ref, q, go)[0]
+        what = "eager attention %s %s vs SDPA" % (str(dtype)[6:], "causal" if causal else "key padding")
+        scale_o, scale_g = ref.float().abs().max().item(), rq.float().abs().max().item()
+        expect((out.float() - ref.float()).abs().max().item() <= tol * max(1.0, scale_o), what + ": out")
+        expect((gq.float() - rq.float()).abs().max().item() <= tol * 4 * max(1.0, scale_g), what + ": q.grad")
+print("eager attention against SDPA: causal and key padding, float32 and bfloat16")
+
+finish("test_python_attn")
