@@ -4,7 +4,8 @@ mode and size, a CPU loop of --calls calls then one synchronize, the median of -
 (torch's and softmax_tune's taking turns),
 in microseconds a call. 32x1000 is launch-bound (the host's cost shows); 4096x4096 is GPU-bound
 (the loop waits on the kernels). Modes: eager inference softmax(x); out=; the nn.Softmax module;
-forward + backward (x requires grad, .backward(dy)); torch.compile of softmax(x) * 2.
+forward + backward (x requires grad, .backward(dy)); torch.compile of softmax(x) * 2; cross-entropy
+forward + backward (F.cross_entropy next to softmax_tune.cross_entropy, a label a row).
 
     python3 bench/host_overhead.py [--dtype float32] [--out bench/results/host-GPU-DATE.tsv]
 
@@ -60,12 +61,15 @@ def modes(x):
     tm, sm = torch.nn.Softmax(-1), softmax_tune.nn.Softmax(-1)
     tc = torch.compile(lambda t: torch.softmax(t, -1) * 2, dynamic=False)
     sc = torch.compile(lambda t: softmax_tune.softmax(t) * 2, dynamic=False)
+    labels = torch.randint(0, x.shape[-1], x.shape[:-1], device=x.device)
     return [("eager softmax(x)", lambda: torch.softmax(x, -1), lambda: softmax_tune.softmax(x)),
             ("out=", lambda: torch.softmax(x, -1, out=y), lambda: softmax_tune.softmax(x, out=y)),
             ("nn.Softmax module", lambda: tm(x), lambda: sm(x)),
             ("forward + backward", lambda: torch.softmax(xg, -1).backward(dy),
              lambda: softmax_tune.softmax(xg).backward(dy)),
-            ("torch.compile softmax(x)*2", lambda: tc(x), lambda: sc(x))]
+            ("torch.compile softmax(x)*2", lambda: tc(x), lambda: sc(x)),
+            ("cross-entropy fwd + bwd", lambda: torch.nn.functional.cross_entropy(xg, labels).backward(),
+             lambda: softmax_tune.cross_entropy(xg, labels).backward())]
 
 
 def gpu_tag():

@@ -287,6 +287,25 @@ raises(lambda: softmax_tune.cross_entropy(xb, tb, label_smoothing=1.5), ValueErr
 raises(lambda: softmax_tune.cross_entropy(xb, tb, softcap=0.0), ValueError, "softcap 0", "softcap")
 raises(lambda: softmax_tune.cross_entropy(xb, tb.float()), Exception, "float labels of [N]")   # torch's error
 
+# the C++ call (csrc/ops.cpp cross_entropy_forward), where it is built: it serves, and gives the
+# ctypes path's results bit for bit (the same kernels; the reduction in a fixed order)
+if softmax_tune.cpp_ops and ce._cpp is not None:
+    xc = (torch.randn(40, 3000, device="cuda") * 2).to(torch.bfloat16)
+    tc = labels((40,), 3000, torch.int32)
+    wc = torch.rand(3000, device="cuda") + 0.5
+    fc = ce._flag(torch.cuda.current_device())
+    for red in ("none", "sum", "mean"):
+        for want in (False, True):
+            what = "the C++ call, %s, grad %s" % (red, want)
+            got = ce._cpp(xc, tc, wc, -100, ce.REDUCTIONS[red], 0.0, 1e-3, 5.0, want, False, fc.dev)
+            ref = ce._run_ctypes(xc, tc, wc, -100, red, 0.0, 1e-3, 5.0, want, False, torch.cuda.current_device(), fc)
+            if expect(got[0] is not None, "%s: did not serve" % what):
+                expect(got[0].dtype == xc.dtype and torch.equal(got[0], ref[0]),
+                       "%s: not the ctypes path's loss" % what)
+                expect((got[1] is not None) == want and (not want or torch.equal(got[1], ref[1])),
+                       "%s: not the ctypes path's gradient" % what)
+    print("the C++ cross-entropy call: served, the ctypes path's results")
+
 # the custom ops: schema and fake
 try:
     for need in (False, True):

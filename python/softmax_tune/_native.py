@@ -46,11 +46,12 @@ def _entry(lib, name):
 
 def _open(device):
     """For the C++ ops' first call on a CUDA device: (st_ctx, st_softmax, st_softmax_backward, st_error,
-    the error a gradient gives without st_softmax_backward), addresses as ints."""
+    the error a gradient gives without st_softmax_backward, st_cross_entropy), addresses as ints (0:
+    the library lacks it; without st_cross_entropy, cross_entropy.py keeps its ctypes path)."""
     ctx = _lib.context(device)
     lib = _lib._load()
     return (ctx, _entry(lib, "st_softmax"), _entry(lib, "st_softmax_backward"), _entry(lib, "st_error"),
-            _lib.no_backward())
+            _lib.no_backward(), _entry(lib, "st_cross_entropy"))
 
 
 if C is not None:

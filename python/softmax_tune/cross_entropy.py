@@ -8,7 +8,10 @@ once), plus the options LLM training uses (z-loss, logit softcap). See docs/cros
 The forward computes the gradient of the reduced loss and keeps it; backward scales it by
 grad_output in place (a device-side test skips the pass when grad_output is 1: _scale_). Eager
 calls run an autograd.Function (_Eager); under torch.compile the custom ops
-softmax_tune::cross_entropy and softmax_tune::ce_scale_ (fake impls, register_autograd) run.
+softmax_tune::cross_entropy and softmax_tune::ce_scale_ (fake impls, register_autograd) run. Both
+reach the library through run(): one C++ call (softmax_tune._C's cross_entropy_forward) where the
+C++ ops are built, else ctypes (_lib.cross_entropy); the autograd, the custom ops and the bad-label
+flag's check stay in Python.
 Other forms go to torch's F.cross_entropy with one warning (_fallback)."""
 
 import math
@@ -18,13 +21,14 @@ from typing import Optional, Tuple
 import torch
 import torch.nn.functional as F
 
-from . import _lib
+from . import _lib, _native
 from .ops import DTYPES, _stream
 
 REDUCTIONS = {"none": 0, "sum": 1, "mean": 2}   # st_reduction
 _LABELS = {torch.int32: 0, torch.int64: 1}      # st_index
 _warned = []
 _flags = {}   # device -> _Flag
+_cpp = getattr(_native.C, "cross_entropy_forward", None)   # the C++ call (csrc/ops.cpp), or None: ctypes
 
 
 def _warn_once(why):
@@ -105,14 +109,31 @@ def _rows(x):
 
 def run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace=False):
     """(loss in x2's dtype, reduced as asked, and the gradient [N, V] or None) of logits x2 [N, V]
-    (unit column stride) and labels t1 [N]; inplace: the gradient written into x2 (contiguous)."""
-    n, v = x2.shape
+    (unit column stride) and labels t1 [N]; inplace: the gradient written into x2 (contiguous).
+    Through the C++ call where softmax_tune._C has it and the library has st_cross_entropy, else ctypes."""
     device = x2.device.index if x2.device.index is not None else torch.cuda.current_device()
     t1 = t1.contiguous()
     f = _flag(device)
     capturing = _capturing()
     if not capturing:
         _check_lazily(f, device)
+    # the C++ call (one host call; None: a library without st_cross_entropy, or not for it), else ctypes
+    out = _cpp(x2, t1, weight, ignore_index, REDUCTIONS[reduction], label_smoothing, z_loss, softcap or 0.0,
+               want_grad, inplace, f.dev) if _cpp is not None else None
+    if out is not None and out[0] is not None:
+        loss, grad = out[0], out[1]
+    else:
+        loss, grad = _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap,
+                                 want_grad, inplace, device, f)
+    if not capturing:
+        _copy_back(f)
+    return loss, grad
+
+
+def _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace,
+                device, f):
+    """run()'s library call through ctypes (_lib.cross_entropy): (loss in x2's dtype, gradient or None)."""
+    n, v = x2.shape
     loss = torch.empty(n, dtype=torch.float32, device=x2.device)
     lse = torch.empty(n, dtype=torch.float32, device=x2.device)
     grad = (x2 if inplace else torch.empty((n, v), dtype=x2.dtype, device=x2.device)) if want_grad else None
@@ -123,8 +144,6 @@ def run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softca
     _lib.cross_entropy(device, DTYPES[x2.dtype], x2.data_ptr(), t1.data_ptr(), _LABELS[t1.dtype],
                        grad.data_ptr() if grad is not None else None, loss.data_ptr(), lse.data_ptr(), n, v, opts,
                        _stream(device))
-    if not capturing:
-        _copy_back(f)
     # the library reduced the loss as torch does (mean: over the rows not ignored, weighted)
     return (loss if reduced is None else reduced).to(x2.dtype), grad
 

@@ -9,7 +9,9 @@
 ** (torch::autograd::Function; the backward op's own backward raises: no double backward); their
 ** fake kernels are Python's (softmax_tune/_native.py). Plus two plain calls for eager use,
 ** softmax(x, dim, log) and softmax_out(x, dim, log, out), that skip the dispatcher when no
-** gradient is needed and return None for anything unusual (Python's path then decides).
+** gradient is needed and return None for anything unusual (Python's path then decides); and
+** cross_entropy_forward (st_cross_entropy) for cross_entropy.py's run(): its autograd, its custom
+** ops for torch.compile and its bad-label flag check stay in Python.
 **
 ** The C runtime is the library softmax_tune/_lib.py loaded (its look-up rules), called through
 ** the entry points _native.py hands over with each device's st_ctx (_lib's own contexts: one
@@ -21,8 +23,10 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "softmax_tune.h"
 
@@ -37,9 +41,11 @@ std::atomic<st_ctx *> contexts[kMaxDevices];
 decltype(&st_softmax) lib_forward;
 decltype(&st_softmax_backward) lib_backward;   // NULL: a library built before the backward
 decltype(&st_error) lib_error;
+decltype(&st_cross_entropy) lib_ce;            // NULL: a library built before cross-entropy
 std::string no_backward;   // the error for a gradient without lib_backward
 std::mutex bind_lock;
-py::object *opener;        // _native._open(device) -> (ctx, st_softmax, st_softmax_backward, st_error, message)
+py::object *opener;        // _native._open(device) -> (ctx, st_softmax, st_softmax_backward, st_error, message,
+                           //                          st_cross_entropy)
 
 bool supported(const at::Tensor &x) {
   at::ScalarType t = x.scalar_type();
@@ -57,7 +63,7 @@ st_dtype dtype_of(const at::Tensor &x) {
 /* The first call on a device: Python opens (or finds) its context; no lock held meanwhile (the
 ** opener takes the GIL and _lib's lock, and gives the same context to every caller). */
 st_ctx *open_context(int device) {
-  uintptr_t ctx, fwd, bwd, err;
+  uintptr_t ctx, fwd, bwd, err, ce = 0;
   std::string message;
   {
     py::gil_scoped_acquire gil;
@@ -67,6 +73,8 @@ st_ctx *open_context(int device) {
       py::tuple t = (*opener)(device);
       ctx = t[0].cast<uintptr_t>(), fwd = t[1].cast<uintptr_t>(), bwd = t[2].cast<uintptr_t>();
       err = t[3].cast<uintptr_t>(), message = t[4].cast<std::string>();
+      if (t.size() > 5)
+        ce = t[5].cast<uintptr_t>();
     } catch (py::error_already_set &e) {   // the library not found, st_open failed: Python's message
       throw std::runtime_error(py::str(e.value()).cast<std::string>());
     }
@@ -79,6 +87,7 @@ st_ctx *open_context(int device) {
     lib_forward = reinterpret_cast<decltype(&st_softmax)>(fwd);
     lib_backward = reinterpret_cast<decltype(&st_softmax_backward)>(bwd);
     lib_error = reinterpret_cast<decltype(&st_error)>(err);
+    lib_ce = reinterpret_cast<decltype(&st_cross_entropy)>(ce);
     no_backward = message;
   }
   contexts[device].store(reinterpret_cast<st_ctx *>(ctx), std::memory_order_release);
@@ -268,6 +277,52 @@ at::Tensor eager_softmax_out(const at::Tensor &x, int64_t dim, bool log, const a
   return out;
 }
 
+/* ---- cross-entropy's eager call (cross_entropy.py run(); undefined tensors come back as None) ---- */
+
+using CeResult = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+
+/* (the loss in x's dtype, reduced as asked: [N] for none, 0-d else; the gradient [N, V] or
+** undefined; lse [N] float32) of logits x [N, V] (unit column stride, a row stride allowed) and
+** labels t [N] (contiguous int32 or int64 on x's device) through st_cross_entropy, on the current
+** stream, no host sync. weight: float32 [V] contiguous (Python's checks). flag: the device int the
+** kernel sets on a bad label. inplace: the gradient into x (contiguous). All undefined when the
+** library lacks st_cross_entropy or the tensors are not for it: Python's ctypes path then runs. */
+CeResult eager_cross_entropy(const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight,
+                             int64_t ignore_index, int64_t reduction, double label_smoothing, double z_loss,
+                             double softcap, bool want_grad, bool inplace, const at::Tensor &flag) {
+  bool labels = (t.scalar_type() == at::kInt || t.scalar_type() == at::kLong) && t.is_contiguous() &&
+                t.device() == x.device();
+  bool w = weight.has_value() && weight->defined();
+  if (!supported(x) || x.dim() != 2 || x.stride(1) != 1 || !labels || reduction < ST_REDUCE_NONE ||
+      reduction > ST_REDUCE_MEAN || flag.scalar_type() != at::kInt || flag.device() != x.device() ||
+      (w && (weight->scalar_type() != at::kFloat || !weight->is_contiguous() || weight->device() != x.device())))
+    return CeResult();
+  int device = static_cast<int>(x.get_device());
+  st_ctx *ctx = context(device);   // the entry points bound
+  if (lib_ce == nullptr)
+    return CeResult();
+  int64_t n = x.size(0), v = x.size(1);
+  at::TensorOptions f32 = x.options().dtype(at::kFloat);
+  at::Tensor loss = at::empty({n}, f32), lse = at::empty({n}, f32);
+  at::Tensor grad = !want_grad ? at::Tensor() : inplace ? x : at::empty({n, v}, x.options());
+  at::Tensor reduced = reduction == ST_REDUCE_NONE ? at::Tensor() : at::empty(at::IntArrayRef(), f32);
+  st_ce_options o{};   // a field added later: 0
+  o.ignore_index = ignore_index;
+  o.reduction = static_cast<st_reduction>(reduction);
+  o.label_smoothing = static_cast<float>(label_smoothing);
+  o.z_loss = static_cast<float>(z_loss);
+  o.softcap = static_cast<float>(softcap);
+  o.weight = w ? weight->data_ptr<float>() : nullptr;
+  o.row_stride = x.stride(0);
+  o.bad_label = flag.data_ptr<int>();
+  o.reduced = reduced.defined() ? reduced.data_ptr<float>() : nullptr;
+  check(lib_ce(ctx, dtype_of(x), x.data_ptr(), t.data_ptr(), t.scalar_type() == at::kInt ? ST_I32 : ST_I64,
+               grad.defined() ? grad.data_ptr() : nullptr, loss.data_ptr<float>(), lse.data_ptr<float>(), n, v, &o,
+               stream_of(device)), ctx);
+  // the library reduced the loss as torch does (mean: over the rows not ignored, weighted)
+  return CeResult((reduced.defined() ? reduced : loss).to(x.scalar_type()), grad, lse);
+}
+
 void set_opener(py::object fn) {
   py::object *old = opener;
   opener = new py::object(std::move(fn));   // kept to the end of the process
@@ -306,5 +361,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::call_guard<py::gil_scoped_release>());
   m.def("softmax_out", &eager_softmax_out, "the same into out (last dim, no autograd), or None",
         py::call_guard<py::gil_scoped_release>());
+  m.def("cross_entropy_forward", &eager_cross_entropy,
+        "(loss, gradient or None, lse) of logits [N, V] and labels [N] through st_cross_entropy, or Nones: not "
+        "for it (cross_entropy.py run())", py::call_guard<py::gil_scoped_release>());
   m.def("_set_opener", &set_opener, "the Python call that opens a device's context");
 }
