@@ -120,7 +120,6 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
 % if passes == 1 then
     float v[ITEMS * VEC];
     slot_scores<CAP, true>(x, g, 0, g.nv, lane, live, r, v);
-    store_vis<false>(y, g, 0, g.nv, lane, live, r.lo, r.hi, v);
     MS mine;
     mine.m = max_of<ITEMS * VEC>(v, me);
     mine.s = exp_sum<ITEMS * VEC, true>(v, mine.m) + exp_sum<EDGE, false>(e, mine.m);   // v: exp(z - mine.m)
@@ -136,7 +135,6 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
     // pass 1 over the body vectors that hold a visible key
     const int jlo = r.lo <= g.h ? 0 : min((r.lo - g.h) / VEC, g.nv);
     const int jhi = r.hi <= g.h ? jlo : max(jlo, min((r.hi - g.h + VEC - 1) / VEC, g.nv));
-    for (int base = 0; base < g.nv; base += ITEMS * TEAM) store_vis<false>(y, g, base, g.nv, lane, live, r.lo, r.hi, e);
     MS a = { me, exp_sum<EDGE, false>(e, me) };
     for (int base = jlo; base < jhi; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
@@ -149,11 +147,11 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
     const float k = row_factor(all);
     outputs<EDGE>(e, all.m, k);
     edge_store(y, g, lane, live, e);
-    for (int base = 0; base < g.nv; base += ITEMS * TEAM) {   // the vectors with a visible key, the others written above
+    for (int base = 0; base < g.nv; base += ITEMS * TEAM) {   // every vector written, the masked ones unread
       float v[ITEMS * VEC];
       slot_scores<CAP, true>(x, g, base, g.nv, lane, live, r, v);
       outputs<ITEMS * VEC>(v, all.m, k);
-      store_vis<true>(y, g, base, g.nv, lane, live, r.lo, r.hi, v);
+      store_step(y + g.h, base, g.nv, lane, live, v);
     }
 % end
   }

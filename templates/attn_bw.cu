@@ -147,15 +147,13 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
 % if passes == 1 then
     float vy[ITEMS * VEC], vd[ITEMS * VEC];
     vis_slots<true>(y, d, g, 0, g.nv, lane, live, r, vy, vd);
-    store_vis<false>(dx, g, 0, g.nv, lane, live, r.lo, r.hi, vy);
     const float s = group_reduce(dots<ITEMS * VEC>(vy, vd) + dots<EDGE>(ey, ed), OpSum());
     slot_grads<CAP>(x, g, 0, g.nv, lane, live, r, vy, vd, s);
-    store_vis<true>(dx, g, 0, g.nv, lane, live, r.lo, r.hi, vy);
+    store_step(dx + g.h, 0, g.nv, lane, live, vy);
 % else
     // the sum over the body vectors that hold a visible key
     const int jlo = r.lo <= g.h ? 0 : min((r.lo - g.h) / VEC, g.nv);
     const int jhi = r.hi <= g.h ? jlo : max(jlo, min((r.hi - g.h + VEC - 1) / VEC, g.nv));
-    for (int base = 0; base < g.nv; base += ITEMS * TEAM) store_vis<false>(dx, g, base, g.nv, lane, live, r.lo, r.hi, ey);
     float a = dots<EDGE>(ey, ed);
     for (int base = jlo; base < jhi; base += ITEMS * TEAM) {
       float vy[ITEMS * VEC], vd[ITEMS * VEC];
@@ -163,11 +161,11 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
       a += dots<ITEMS * VEC>(vy, vd);
     }
     const float s = group_reduce(a, OpSum());
-    for (int base = 0; base < g.nv; base += ITEMS * TEAM) {   // the vectors with a visible key, the others written above
+    for (int base = 0; base < g.nv; base += ITEMS * TEAM) {   // every vector written, the masked ones unread
       float vy[ITEMS * VEC], vd[ITEMS * VEC];
       vis_slots<true>(y, d, g, base, g.nv, lane, live, r, vy, vd);
       slot_grads<CAP>(x, g, base, g.nv, lane, live, r, vy, vd, s);
-      store_vis<true>(dx, g, base, g.nv, lane, live, r.lo, r.hi, vy);
+      store_step(dx + g.h, base, g.nv, lane, live, vy);
     }
 % end
     edge_grads<CAP>(x, g, lane, live, r, ey, ed, s);
