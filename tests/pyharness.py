@@ -56,12 +56,15 @@ def host_path(st):
 
 
 def finish(name, both=False):
-    """Exit with the status; both: after a run on the C++ ops, the same test on the ctypes fallback."""
+    """Exit with the status; both: after a run on the C++ ops, the same test on the ctypes fallback
+    (with fusion.py's pass off)."""
     global failures
     if both and sys.modules["softmax_tune"].cpp_ops:
         print("%s: %d failures on the C++ ops; again on the ctypes fallback (SOFTMAX_TUNE_NO_CPP=1)" % (name, failures),
               flush=True)
-        rc = subprocess.call([sys.executable] + sys.argv, env=dict(os.environ, SOFTMAX_TUNE_NO_CPP="1"))
+        # the fallback's run also keeps the op under torch.compile (SOFTMAX_TUNE_FUSE=0: fusion.py off)
+        env = dict(os.environ, SOFTMAX_TUNE_NO_CPP="1", SOFTMAX_TUNE_FUSE="0")
+        rc = subprocess.call([sys.executable] + sys.argv, env=env)
         expect(rc == 0, "%s on the ctypes fallback: exit %d" % (name, rc))
     print("%s: %d failures" % (name, failures))
     sys.exit(1 if failures else 0)

@@ -3,12 +3,14 @@
 float64 by softmax-tune's rule: every dtype and op, batched shapes, a non-default stream, out=;
 any dim (dim=0, dim=1 of 3-D, negative), transposed, sliced and expanded inputs; empty and 0-d
 tensors, CPU and float64 (torch's own softmax); dtype=; nn.Softmax / nn.LogSoftmax; the custom
-op's schema and fake (torch.library.opcheck); torch.compile(fullgraph=True); CUDA graph capture;
+op's schema and fake (torch.library.opcheck); torch.compile(fullgraph=True), and Inductor's fusion
+of a softmax with elementwise uses (softmax_tune/fusion.py; off in the fallback's run); CUDA graph capture;
 then every visible GPU, from the main thread (with GPU 0 current) and from a thread per GPU at
 once. With the C++ ops (softmax_tune._C) also their out op and the ops on CPU tensors; then all
 of it again on the ctypes fallback (SOFTMAX_TUNE_NO_CPP=1; a SKIP line where the C++ ops are not
 built). Gradients: test_python_train.py. Exit 77 (skipped) without torch or a CUDA GPU."""
 
+import os
 import threading
 
 from pyharness import expect, finish, host_path, raises, torch
@@ -113,6 +115,31 @@ for log in (False, True):
     except Exception as e:  # noqa: BLE001
         expect(False, "torch.compile log=%s: %s: %s" % (log, type(e).__name__, str(e).splitlines()[0][:300]))
 print("torch.compile: fullgraph forward done")
+
+# Inductor's fusion (softmax_tune/fusion.py): a softmax whose every use is elementwise becomes
+# torch's, fused by Inductor; one that feeds a matmul keeps our op. Off under SOFTMAX_TUNE_FUSE=0.
+fuse = os.environ.get("SOFTMAX_TUNE_FUSE") != "0"
+expect(softmax_tune.compile_fusion == fuse, "compile_fusion is %s, SOFTMAX_TUNE_FUSE=%s"
+       % (softmax_tune.compile_fusion, os.environ.get("SOFTMAX_TUNE_FUSE")))
+xf = torch.randn(300, 1000, device="cuda")
+wf = torch.randn(1000, 64, device="cuda")
+for log in (False, True):
+    try:
+        n = softmax_tune.fusion.swapped
+        f = torch.compile(lambda t: softmax_tune.softmax(t, dim=0, log=log) * 2 * 4)   # exact: powers of 2
+        good(f(xf) / 8, xf, log, "torch.compile softmax*2*4 dim=0 (fusion %s) log=%s" % (fuse, log), 0)
+        expect((softmax_tune.fusion.swapped > n) == fuse, "torch.compile softmax*2*4 log=%s: %d nodes swapped, "
+               "fusion %s" % (log, softmax_tune.fusion.swapped - n, fuse))
+        n = softmax_tune.fusion.swapped
+        h = torch.compile(lambda t, w: softmax_tune.softmax(t, log=log) @ w)
+        want = (torch.log_softmax if log else torch.softmax)(xf.double(), -1) @ wf.double()
+        got = h(xf, wf).double()
+        expect(torch.allclose(got, want, rtol=1e-3, atol=1e-3 * want.abs().max().item()),
+               "torch.compile softmax @ w log=%s: off by %.3g" % (log, (got - want).abs().max().item()))
+        expect(softmax_tune.fusion.swapped == n, "torch.compile softmax @ w log=%s: the op was swapped" % log)
+    except Exception as e:  # noqa: BLE001
+        expect(False, "torch.compile fusion log=%s: %s: %s" % (log, type(e).__name__, str(e).splitlines()[0][:300]))
+print("torch.compile: Inductor's fusion (%s) done" % ("on" if fuse else "off"))
 
 # CUDA graphs: capture, then replay on new data
 for grad in (False, True):

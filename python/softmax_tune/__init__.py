@@ -24,6 +24,9 @@ autograd.Function whose backward runs the same backward kernel). Where the C++ o
 (softmax_tune._C, built by `pip install --no-build-isolation ./python`) load, they are those ops,
 with their autograd in C++, and an eager call is one C++ call (cpp_ops is then True); else the
 ops are Python's and the library is called through ctypes (SOFTMAX_TUNE_NO_CPP=1 forces that).
+Under torch.compile with Inductor, a softmax whose every use is elementwise (softmax(x) * 2) is
+handed back to torch.softmax so that Inductor fuses it with those uses (softmax_tune/fusion.py;
+compile_fusion says whether that pass is on; SOFTMAX_TUNE_FUSE=0 turns it off).
 Shapes nobody tuned are recorded: softmax_tune.untuned() lists them, write_untuned("shapes.txt")
 writes them for `softmax-tune --shapes shapes.txt`, and one warning at exit says how many
 (SOFTMAX_TUNE_WARN=each: also one per problem as it comes; =none: none).
@@ -32,15 +35,16 @@ See docs/python.md; the library is found as softmax_tune/_lib.py says.
 
 import torch
 
-from . import _lib, _native, nn, ops
+from . import _lib, _native, fusion, nn, ops
 from .cross_entropy import check_labels, cross_entropy   # docs/cross-entropy.md
 from .attention import attention_softmax   # docs/attention-softmax.md
 
 __all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "UntunedWarning", "library_path", "nn",
-           "cpp_ops", "cross_entropy", "check_labels", "attention_softmax"]
+           "cpp_ops", "compile_fusion", "cross_entropy", "check_labels", "attention_softmax"]
 library_path = _lib.library_path
 cpp_ops = _native.C is not None   # the C++ ops serve (else Python's custom ops and ctypes)
 _cpp = _native.C
+compile_fusion = fusion.install()   # under Inductor, a softmax with only elementwise uses becomes torch's (fusion.py)
 untuned = _lib.untuned
 UntunedWarning = _lib.UntunedWarning
 
