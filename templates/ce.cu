@@ -301,24 +301,36 @@ $(kernel .. (cap and "_cap" or ""))(const elem_t *in, const void *labels, elem_t
 
 % end
 
+// The weight of row i's label in the mean's count: 0 where ignored (or out of range), 1 without
+// class weights.
+__device__ __forceinline__ double row_weight(const CeParams &p, const void *labels, i64 i)
+{
+  const i64 y = label_of(p, labels, i);
+  return y != p.ignore && y >= 0 && y < COLS ? (p.weight ? (double)((const float *)p.weight)[y] : 1.) : 0.;
+}
+
+// The sums of a and b over one block (of whole warps), in thread 0: a fixed order, the same bits
+// every run.
+__device__ void block_sums(double &a, double &b)
+{
+  __shared__ double part[2][32];
+  for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o), b += __shfl_xor_sync(0xffffffffu, b, o);
+  if (threadIdx.x % 32 == 0) part[0][threadIdx.x / 32] = a, part[1][threadIdx.x / 32] = b;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    a = b = 0.;
+    for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) a += part[0][w], b += part[1][w];
+  }
+}
+
 // The mean's factor: 1 / the sum over rows not ignored of their label's weight (their count
 // without weights), 0 when there is none. One block.
 extern "C" __global__ void __launch_bounds__(1024) st_ce_count(const void *labels, i64 rows, CeParams p, float *out)
 {
-  __shared__ double part[32];
-  double n = 0.;
-  for (i64 i = threadIdx.x; i < rows; i += blockDim.x) {
-    const i64 y = label_of(p, labels, i);
-    if (y != p.ignore && y >= 0 && y < COLS) n += p.weight ? ((const float *)p.weight)[y] : 1.;
-  }
-  for (int o = 16; o > 0; o >>= 1) n += __shfl_xor_sync(0xffffffffu, n, o);
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = n;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double sum = 0.;
-    for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) sum += part[w];
-    *out = sum > 0. ? (float)(1. / sum) : 0.f;
-  }
+  double n = 0., unused = 0.;
+  for (i64 i = threadIdx.x; i < rows; i += blockDim.x) n += row_weight(p, labels, i);
+  block_sums(n, unused);
+  if (threadIdx.x == 0) *out = n > 0. ? (float)(1. / n) : 0.f;
 }
 
 // The reduced loss: *out = the sum of loss[0, rows), over (mean) the sum of the labels' weights
@@ -329,19 +341,11 @@ extern "C" __global__ void __launch_bounds__(1024) st_ce_count(const void *label
 extern "C" __global__ void __launch_bounds__(1024) st_ce_reduce(const float *loss, const void *labels, i64 rows, CeParams p,
                                                                 int mean, float *out)
 {
-  __shared__ double part[2][32];
   double t = 0., n = 0.;
   for (i64 i = threadIdx.x; i < rows; i += blockDim.x) {
     t += (double)loss[i];
-    const i64 y = mean ? label_of(p, labels, i) : p.ignore;
-    if (y != p.ignore && y >= 0 && y < COLS) n += p.weight ? ((const float *)p.weight)[y] : 1.;
+    if (mean) n += row_weight(p, labels, i);
   }
-  for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o), n += __shfl_xor_sync(0xffffffffu, n, o);
-  if (threadIdx.x % 32 == 0) part[0][threadIdx.x / 32] = t, part[1][threadIdx.x / 32] = n;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double sum = 0., count = 0.;
-    for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) sum += part[0][w], count += part[1][w];
-    *out = (float)(mean ? sum / count : sum);
-  }
+  block_sums(t, n);
+  if (threadIdx.x == 0) *out = (float)(mean ? t / n : t);
 }
