@@ -5,9 +5,14 @@ mode and size, a CPU loop of --calls calls then one synchronize, the median of -
 in microseconds a call. 32x1000 is launch-bound (the host's cost shows); 4096x4096 is GPU-bound
 (the loop waits on the kernels). Modes: eager inference softmax(x); out=; the nn.Softmax module;
 forward + backward (x requires grad, .backward(dy)); torch.compile of softmax(x) * 2; cross-entropy
-forward + backward (F.cross_entropy next to softmax_tune.cross_entropy, a label a row).
+forward + backward (F.cross_entropy next to softmax_tune.cross_entropy, a label a row). Then
+attention_softmax on causal scores [B, H, Q, K] (1x8x1x128: a decoding step, launch-bound;
+1x16x1024x1024: a prefill's, GPU-bound), inference and forward + backward, next to torch's eager
+composition softmax((x * scale).masked_fill(~causal, -inf)) with the mask made once.
 
-    python3 bench/host_overhead.py [--dtype float32] [--out bench/results/host-GPU-DATE.tsv]
+    python3 bench/host_overhead.py [--dtype float32] [--only attention] [--out bench/results/host-GPU-DATE.tsv]
+
+--only SUBSTR: the modes whose name holds it.
 
 The TSV (shape, mode, torch_us, softmax_tune_us, ratio) is written to --out, by default
 bench/results/host-<gpu>-<date>.tsv; its comment lines name the GPU, the versions and the host
@@ -28,6 +33,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import softmax_tune  # noqa: E402
 
 SHAPES = ("32x1000", "4096x4096")
+ATTN_SHAPES = ("1x8x1x128", "1x16x1024x1024")   # causal scores [B, H, Q, K]: decoding; a prefill
 COLUMNS = ("shape", "mode", "torch_us", "softmax_tune_us", "ratio")
 
 
@@ -72,6 +78,24 @@ def modes(x):
              lambda: softmax_tune.cross_entropy(xg, labels).backward())]
 
 
+def attn_modes(x):
+    """(mode, torch's eager composition, softmax_tune's call) for causal attention scores x [B, H, Q, K]
+    (the diagonal at K - Q, as attention_softmax's default)."""
+    Q, K = x.shape[-2:]
+    masked = torch.arange(K, device=x.device) > torch.arange(Q, device=x.device)[:, None] + (K - Q)
+    xg, dy = x.detach().clone().requires_grad_(), torch.randn_like(x)
+
+    def torch_attn(t):
+        return torch.softmax((t * 0.125).masked_fill(masked, float("-inf")), -1)
+
+    def ours(t):
+        return softmax_tune.attention_softmax(t, scale=0.125, causal=True)
+
+    return [("attention_softmax causal", lambda: torch_attn(x), lambda: ours(x)),
+            ("attention_softmax causal fwd + bwd", lambda: torch_attn(xg).backward(dy),
+             lambda: ours(xg).backward(dy))]
+
+
 def gpu_tag():
     name = torch.cuda.get_device_name(0)
     m = re.search(r"h100|h200|b200|a100|l40s?|l4|t4|a10g?", name.lower())
@@ -84,6 +108,7 @@ def main():
     ap.add_argument("--calls", type=int, default=3000)
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--only", default="", help="the modes whose name holds this")
     a = ap.parse_args()
     out = a.out or os.path.join(HERE, "results", "host-%s-%s.tsv" % (gpu_tag(), datetime.date.today().isoformat()))
     path = "the C++ ops (softmax_tune._C)" if softmax_tune.cpp_ops else "the ctypes fallback (Python custom ops)"
@@ -92,10 +117,11 @@ def main():
              "# softmax_tune's host path: %s. Median of %d loops of %d calls each, each loop then one synchronize, "
              "torch's and softmax_tune's loops taking turns; us a call; ratio = softmax_tune / torch." % (path, a.runs, a.calls),
              "\t".join(COLUMNS)]
-    for shape in SHAPES:
-        rows, cols = map(int, shape.split("x"))
-        x = torch.randn(rows, cols, device="cuda").to(getattr(torch, a.dtype))
-        for mode, tfn, sfn in modes(x):
+    for shape in SHAPES + ATTN_SHAPES:
+        x = torch.randn(*map(int, shape.split("x")), device="cuda").to(getattr(torch, a.dtype))
+        for mode, tfn, sfn in (modes if x.dim() == 2 else attn_modes)(x):
+            if a.only not in mode:
+                continue
             try:
                 t, s = paired_us(tfn, sfn, a.calls, a.runs)
             except Exception as e:  # noqa: BLE001  (one mode failing leaves the others' rows)

@@ -5,19 +5,24 @@ mask kind (none, causal, window, causal+window, key padding), ALiBi, softcap, Q 
 default and a given offset, fully masked rows (zeros, y and gradient); [H, Q, K] scores; a
 non-contiguous input; torch.compile(fullgraph=True) forward and backward; a CUDA graph capture and
 replay; the refusals (one line each); the torch fallbacks (CPU, float64, a mask tensor: one
-warning); the custom ops' schema and fake (opcheck); and an eager attention written with it
-against F.scaled_dot_product_attention with the same mask (causal; key padding as a bool
-attn_mask) in float32 and bfloat16. Exit 77 without torch or a GPU."""
+warning); the custom ops' schema and fake (opcheck); an eager attention written with it against
+F.scaled_dot_product_attention with the same mask (causal; key padding as a bool attn_mask) in
+float32 and bfloat16; and, with the C++ ops (else a SKIP line), that their calls serve (one each
+way an eager call, no ctypes) and give the ctypes path's y, dx and errors bit for bit. It says its
+host path first; SOFTMAX_TUNE_NO_CPP=1 tests the ctypes path. Exit 77 without torch or a GPU."""
 
 import importlib
 import math
+import os
 import warnings
 
-from pyharness import expect, finish, raises, torch
+from pyharness import expect, finish, host_path, raises, torch
 import torch.nn.functional as F  # noqa: E402
 import softmax_tune  # noqa: E402
 
 attn = importlib.import_module("softmax_tune.attention")
+_lib = importlib.import_module("softmax_tune._lib")
+host_path(softmax_tune)
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 REL = {torch.float32: 2e-6, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}   # half an ulp of the dtype
 TINY = {torch.float32: 1e-37, torch.float16: 2.0 ** -24, torch.bfloat16: 1e-37}     # its subnormal spacing
@@ -214,6 +219,98 @@ expect(yc.dtype == torch.float32 and (yc.double().cuda() - ry).abs().max().item(
 expect(yd.dtype == torch.float64 and yd[0].abs().max().item() == 0 and not yd.isnan().any().item(),
        "float64 fallback: a fully masked batch is zeros")
 expect((ym.float() - yk.float()).abs().max().item() <= 2 ** -8, "a bool mask tensor agrees with key padding")
+
+
+
+# the C++ calls (csrc/ops.cpp attention_forward, attention_backward), where built: an eager call takes
+# one each way and no ctypes; they give the ctypes path's y and dx bit for bit (the same kernels, any
+# layout and dy dtype), and the library's refusals as the same one-line RuntimeError
+def counting(counts, name, fn):
+    def call(*args):
+        counts[name] += 1
+        return fn(*args)
+    return call
+
+
+def one_call_each_way():
+    counts = dict(forward=0, backward=0, ctypes=0)
+    saved = attn._cpp_forward, attn._cpp_backward, _lib.attention
+    attn._cpp_forward, attn._cpp_backward = counting(counts, "forward", saved[0]), counting(counts, "backward", saved[1])
+    _lib.attention = counting(counts, "ctypes", saved[2])
+    try:
+        xq = torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
+        softmax_tune.attention_softmax(xq, scale=0.125, causal=True)
+        expect(counts == dict(forward=1, backward=0, ctypes=0), "the C++ path: an inference call made %s" % counts)
+        xg = xq.clone().requires_grad_()
+        softmax_tune.attention_softmax(xg, scale=0.125, causal=True, softcap=30.0).backward(torch.randn_like(xq))
+        expect(counts == dict(forward=2, backward=1, ctypes=0), "the C++ path: forward + backward made %s" % counts)
+    finally:
+        attn._cpp_forward, attn._cpp_backward, _lib.attention = saved
+
+
+def same_results(dtype, kl=None, slopes=None, softcap=0.0, causal=False, window=-1, offset=None):
+    B, H, Q, K = 2, 4, 24, 300
+    what = "the C++ attention calls, %s kl %s alibi %s softcap %g causal %s window %d offset %s" % (
+        str(dtype)[6:], kl is not None, slopes is not None, softcap, causal, window, offset)
+    x = (torch.randn(B, H, K, Q, device="cuda") * 3).to(dtype).transpose(-1, -2)   # not contiguous
+    args = (kl, slopes, 0.3, softcap, causal, window, K - Q if offset is None else offset)
+    y, ry = attn._cpp_forward(x, *args), attn._forward_ctypes(x, *args)
+    if expect(y is not None, what + ": the forward did not serve"):
+        expect(y.dtype == dtype and y.is_contiguous() and torch.equal(y, ry), what + ": not the ctypes path's y")
+    dy = torch.randn(B, H, Q, K, device="cuda")
+    for d in (dy, dy.to(dtype), dy.to(dtype).transpose(-1, -2).contiguous().transpose(-1, -2)):
+        bargs = (kl,) + args[2:]
+        dx, rdx = attn._cpp_backward(x, ry, d, *bargs), attn._backward_ctypes(x, ry, d, *bargs)
+        if expect(dx is not None, what + ": the backward did not serve"):
+            expect(dx.dtype == dtype and torch.equal(dx, rdx), "%s: dy %s%s: not the ctypes path's dx" % (
+                what, str(d.dtype)[6:], "" if d.is_contiguous() else " strided"))
+
+
+def same_error(what, fn, ref, inputs, needle):
+    """fn and ref (the ctypes path) on inputs raise the same one-line RuntimeError, inputs untouched."""
+    before = [t.clone() for t in inputs if isinstance(t, torch.Tensor)]
+    got = []
+    for f in (fn, ref):
+        try:
+            f(*inputs)
+            got.append(None)
+        except RuntimeError as e:
+            got.append(str(e))
+    after = [t for t in inputs if isinstance(t, torch.Tensor)]
+    expect(got[0] is not None and got[0] == got[1] and needle in got[0] and "\n" not in got[0],
+           "the C++ attention call, %s: %r, the ctypes path's %r" % (what, got[0], got[1]))
+    expect(all(torch.equal(a, b) for a, b in zip(before, after)), "the C++ attention call, %s: an input written" % what)
+
+
+if softmax_tune.cpp_ops and attn._cpp_forward is not None and attn._cpp_backward is not None:
+    one_call_each_way()
+    kl3 = torch.tensor([300, 7], dtype=torch.int32, device="cuda")
+    sl3 = torch.rand(4, device="cuda")
+    for dtype in DTYPES:
+        same_results(dtype)
+        same_results(dtype, causal=True)
+        same_results(dtype, window=16)
+        same_results(dtype, causal=True, window=16, offset=-3)        # rows that see nothing
+        same_results(dtype, kl=kl3)
+        same_results(dtype, causal=True, slopes=sl3, softcap=5.0)
+        same_results(dtype, kl=kl3, slopes=sl3, softcap=2.0)
+    xe = torch.randn(2, 3, 16, 32, device="cuda")
+    ye, dye = torch.softmax(xe, -1), torch.randn_like(xe)
+    for what, opts, needle in [("key_lengths with causal", (kl2, 1.0, 0.0, True, -1, 16), "key_lengths with causal"),
+                               ("scale nan", (None, float("nan"), 0.0, False, -1, 16), "bad scale"),
+                               ("softcap -1", (None, 1.0, -1.0, False, -1, 16), "bad softcap"),
+                               ("window -7", (None, 1.0, 0.0, True, -7, 16), "bad window"),
+                               ("offset 2^41", (None, 1.0, 0.0, True, -1, 1 << 41), "bad causal offset")]:
+        same_error(what, attn._cpp_forward, attn._forward_ctypes, (xe, opts[0], None) + opts[1:], needle)
+        same_error(what + " (backward)", attn._cpp_backward, attn._backward_ctypes, (xe, ye, dye) + opts, needle)
+    same_error("empty scores", attn._cpp_forward, attn._forward_ctypes,
+               (xe[:0], None, None, 1.0, 0.0, False, -1, 16), "bad shape")
+    print("the C++ attention calls: one each way, the ctypes path's results and errors bit for bit")
+else:
+    why = ("SOFTMAX_TUNE_NO_CPP=1" if os.environ.get("SOFTMAX_TUNE_NO_CPP") == "1" else
+           "softmax_tune._C is not built (python3 python/setup.py build_ext --inplace)" if not softmax_tune.cpp_ops
+           else "softmax_tune._C was built before them (rebuild it)")
+    print("SKIP: the C++ attention calls (attention_forward, attention_backward): %s" % why, flush=True)
 
 # the custom ops: schema and fake
 try:

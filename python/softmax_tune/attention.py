@@ -8,7 +8,9 @@ See docs/attention-softmax.md.
 Eager calls with a gradient run an autograd.Function (_Eager); under torch.compile the custom ops
 softmax_tune::attention_softmax and softmax_tune::attention_softmax_backward (fake impls,
 register_autograd) run. Both launch on torch's current stream with no host sync, so CUDA graphs
-capture them. The forward saves its output (and the scores only under a softcap: the gradient
+capture them, and both reach the library through run_forward and run_backward: one C++ call each
+(softmax_tune._C's attention_forward and attention_backward) where the C++ ops are built, else
+ctypes (_lib.attention); the option checks, the autograd and the custom ops stay in Python. The forward saves its output (and the scores only under a softcap: the gradient
 needs them there). Other inputs (CPU, float64, a mask or bias tensor) run _reference, the same
 math in torch, with one warning."""
 
@@ -18,11 +20,13 @@ from typing import Optional
 
 import torch
 
-from . import _lib
+from . import _lib, _native
 from .ops import DTYPES, _stream
 
 OFFSET_MAX = 1 << 40   # the library's bound on the causal offset and the window
 _warned = []
+_cpp_forward = getattr(_native.C, "attention_forward", None)     # the C++ calls (csrc/ops.cpp), or None: ctypes
+_cpp_backward = getattr(_native.C, "attention_backward", None)
 
 
 def _warn_once(why):
@@ -49,15 +53,30 @@ def _launch(x, y, dy, dx, kl, slopes, scale, softcap, causal, window, offset):
 
 
 def run_forward(x, kl, slopes, scale, softcap, causal, window, offset):
-    """y [B, H, Q, K] of scores x [B, H, Q, K] (any strides: copied when not contiguous)."""
+    """y [B, H, Q, K] of scores x [B, H, Q, K] (any strides: copied when not contiguous): the C++ call
+    where softmax_tune._C has it (None: a library without the attention kernels, or tensors not for
+    it), else ctypes."""
+    y = _cpp_forward(x, kl, slopes, scale, softcap, causal, window, offset) if _cpp_forward is not None else None
+    return y if y is not None else _forward_ctypes(x, kl, slopes, scale, softcap, causal, window, offset)
+
+
+def run_backward(x, y, dy, kl, scale, softcap, causal, window, offset):
+    """dx from the forward's output y, its gradient dy and, under a softcap, the scores x: the C++
+    call where softmax_tune._C has it, else ctypes (as run_forward)."""
+    dx = _cpp_backward(x, y, dy, kl, scale, softcap, causal, window, offset) if _cpp_backward is not None else None
+    return dx if dx is not None else _backward_ctypes(x, y, dy, kl, scale, softcap, causal, window, offset)
+
+
+def _forward_ctypes(x, kl, slopes, scale, softcap, causal, window, offset):
+    """run_forward through ctypes."""
     x = x.contiguous()
     y = torch.empty_like(x)
     _launch(x, y, None, None, kl, slopes, scale, softcap, causal, window, offset)
     return y
 
 
-def run_backward(x, y, dy, kl, scale, softcap, causal, window, offset):
-    """dx from the forward's output y, its gradient dy and, under a softcap, the scores x."""
+def _backward_ctypes(x, y, dy, kl, scale, softcap, causal, window, offset):
+    """run_backward through ctypes."""
     y = y.contiguous()
     dyc = dy.to(y.dtype).contiguous()
     dx = dyc if dyc.data_ptr() != dy.data_ptr() else torch.empty_like(y)   # a copy of ours may be overwritten

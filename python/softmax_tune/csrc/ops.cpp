@@ -11,7 +11,9 @@
 ** softmax(x, dim, log) and softmax_out(x, dim, log, out), that skip the dispatcher when no
 ** gradient is needed and return None for anything unusual (Python's path then decides); and
 ** cross_entropy_forward (st_cross_entropy) for cross_entropy.py's run(): its autograd, its custom
-** ops for torch.compile and its bad-label flag check stay in Python.
+** ops for torch.compile and its bad-label flag check stay in Python; and attention_forward and
+** attention_backward (st_attention_softmax[_backward]) for attention.py's run_forward and
+** run_backward: its option checks, autograd and custom ops stay in Python.
 **
 ** The C runtime is the library softmax_tune/_lib.py loaded (its look-up rules), called through
 ** the entry points _native.py hands over with each device's st_ctx (_lib's own contexts: one
@@ -42,10 +44,12 @@ decltype(&st_softmax) lib_forward;
 decltype(&st_softmax_backward) lib_backward;   // NULL: a library built before the backward
 decltype(&st_error) lib_error;
 decltype(&st_cross_entropy) lib_ce;            // NULL: a library built before cross-entropy
+decltype(&st_attention_softmax) lib_attn;      // both NULL: a library built before the attention
+decltype(&st_attention_softmax_backward) lib_attn_bw;   // kernels' backward (_lib's test)
 std::string no_backward;   // the error for a gradient without lib_backward
 std::mutex bind_lock;
 py::object *opener;        // _native._open(device) -> (ctx, st_softmax, st_softmax_backward, st_error, message,
-                           //                          st_cross_entropy)
+                           //                          st_cross_entropy, st_attention_softmax[_backward])
 
 bool supported(const at::Tensor &x) {
   at::ScalarType t = x.scalar_type();
@@ -60,10 +64,15 @@ st_dtype dtype_of(const at::Tensor &x) {
   }
 }
 
+/* Entry i of the opener's tuple, 0 past its end (a _native.py older than this file). */
+uintptr_t entry_at(const py::tuple &t, size_t i) {
+  return t.size() > i ? t[i].cast<uintptr_t>() : 0;
+}
+
 /* The first call on a device: Python opens (or finds) its context; no lock held meanwhile (the
 ** opener takes the GIL and _lib's lock, and gives the same context to every caller). */
 st_ctx *open_context(int device) {
-  uintptr_t ctx, fwd, bwd, err, ce = 0;
+  uintptr_t ctx, fwd, bwd, err, ce, attn, attn_bw;
   std::string message;
   {
     py::gil_scoped_acquire gil;
@@ -73,8 +82,7 @@ st_ctx *open_context(int device) {
       py::tuple t = (*opener)(device);
       ctx = t[0].cast<uintptr_t>(), fwd = t[1].cast<uintptr_t>(), bwd = t[2].cast<uintptr_t>();
       err = t[3].cast<uintptr_t>(), message = t[4].cast<std::string>();
-      if (t.size() > 5)
-        ce = t[5].cast<uintptr_t>();
+      ce = entry_at(t, 5), attn = entry_at(t, 6), attn_bw = entry_at(t, 7);
     } catch (py::error_already_set &e) {   // the library not found, st_open failed: Python's message
       throw std::runtime_error(py::str(e.value()).cast<std::string>());
     }
@@ -88,6 +96,8 @@ st_ctx *open_context(int device) {
     lib_backward = reinterpret_cast<decltype(&st_softmax_backward)>(bwd);
     lib_error = reinterpret_cast<decltype(&st_error)>(err);
     lib_ce = reinterpret_cast<decltype(&st_cross_entropy)>(ce);
+    lib_attn = reinterpret_cast<decltype(&st_attention_softmax)>(attn);
+    lib_attn_bw = reinterpret_cast<decltype(&st_attention_softmax_backward)>(attn_bw);
     no_backward = message;
   }
   contexts[device].store(reinterpret_cast<st_ctx *>(ctx), std::memory_order_release);
@@ -110,9 +120,41 @@ struct CUstream_st *stream_of(int device) {
   return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
 }
 
+int cuda_ordinal(const at::Tensor &x) {
+  return static_cast<int>(x.get_device());
+}
+
+/* ---- the plain calls' plumbing (cross-entropy, attention: one library call each) ---- */
+
+/* x's device's context, or nullptr when the library lacks `entry` (read once that device's first
+** call has bound the entry points: hence a reference). */
+template <typename Fn>
+st_ctx *bound(const at::Tensor &x, const Fn &entry) {
+  st_ctx *ctx = context(cuda_ordinal(x));
+  return entry != nullptr ? ctx : nullptr;
+}
+
+/* fn(ctx, args..., torch's current stream on x's device); a failure raised with st_error's message. */
+template <typename Fn, typename... Args>
+void launch(Fn fn, st_ctx *ctx, const at::Tensor &x, Args... args) {
+  check(fn(ctx, args..., stream_of(cuda_ordinal(x))), ctx);
+}
+
+/* An optional tensor absent (None or undefined), or of `type`, contiguous, on x's device. */
+bool fits(const std::optional<at::Tensor> &t, const at::Tensor &x, at::ScalarType type) {
+  return !t.has_value() || !t->defined() ||
+         (t->scalar_type() == type && t->is_contiguous() && t->device() == x.device());
+}
+
+/* The data of an optional tensor that fits(), NULL when absent. */
+template <typename T>
+T *data_or_null(const std::optional<at::Tensor> &t) {
+  return t.has_value() && t->defined() ? t->data_ptr<T>() : nullptr;
+}
+
 /* y = softmax (log_softmax) of x over its last dim: both contiguous CUDA tensors, same shape. */
 void run_forward(const at::Tensor &x, const at::Tensor &y, bool log) {
-  int device = static_cast<int>(x.get_device());
+  int device = cuda_ordinal(x);
   st_ctx *ctx = context(device);
   int64_t cols = x.size(-1);
   check(lib_forward(ctx, dtype_of(x), log ? ST_LOG_SOFTMAX : ST_SOFTMAX, x.data_ptr(), y.data_ptr(), x.numel() / cols,
@@ -152,7 +194,7 @@ at::Tensor backward_kernel(const at::Tensor &y_, const at::Tensor &dy, bool log)
   check_shapes(y, dy);
   if (!supported(y) || y.dim() == 0 || y.numel() == 0)
     return torch_backward(y, dy, log);
-  int device = static_cast<int>(y.get_device());
+  int device = cuda_ordinal(y);
   st_ctx *ctx = context(device);   // the entry points bound
   if (lib_backward == nullptr)
     throw std::runtime_error(no_backward);
@@ -292,14 +334,12 @@ CeResult eager_cross_entropy(const at::Tensor &x, const at::Tensor &t, const std
                              double softcap, bool want_grad, bool inplace, const at::Tensor &flag) {
   bool labels = (t.scalar_type() == at::kInt || t.scalar_type() == at::kLong) && t.is_contiguous() &&
                 t.device() == x.device();
-  bool w = weight.has_value() && weight->defined();
   if (!supported(x) || x.dim() != 2 || x.stride(1) != 1 || !labels || reduction < ST_REDUCE_NONE ||
       reduction > ST_REDUCE_MEAN || flag.scalar_type() != at::kInt || flag.device() != x.device() ||
-      (w && (weight->scalar_type() != at::kFloat || !weight->is_contiguous() || weight->device() != x.device())))
+      !fits(weight, x, at::kFloat))
     return CeResult();
-  int device = static_cast<int>(x.get_device());
-  st_ctx *ctx = context(device);   // the entry points bound
-  if (lib_ce == nullptr)
+  st_ctx *ctx = bound(x, lib_ce);
+  if (ctx == nullptr)
     return CeResult();
   int64_t n = x.size(0), v = x.size(1);
   at::TensorOptions f32 = x.options().dtype(at::kFloat);
@@ -312,15 +352,75 @@ CeResult eager_cross_entropy(const at::Tensor &x, const at::Tensor &t, const std
   o.label_smoothing = static_cast<float>(label_smoothing);
   o.z_loss = static_cast<float>(z_loss);
   o.softcap = static_cast<float>(softcap);
-  o.weight = w ? weight->data_ptr<float>() : nullptr;
+  o.weight = data_or_null<float>(weight);
   o.row_stride = x.stride(0);
   o.bad_label = flag.data_ptr<int>();
   o.reduced = reduced.defined() ? reduced.data_ptr<float>() : nullptr;
-  check(lib_ce(ctx, dtype_of(x), x.data_ptr(), t.data_ptr(), t.scalar_type() == at::kInt ? ST_I32 : ST_I64,
-               grad.defined() ? grad.data_ptr() : nullptr, loss.data_ptr<float>(), lse.data_ptr<float>(), n, v, &o,
-               stream_of(device)), ctx);
+  launch(lib_ce, ctx, x, dtype_of(x), x.data_ptr(), t.data_ptr(), t.scalar_type() == at::kInt ? ST_I32 : ST_I64,
+         grad.defined() ? grad.data_ptr() : nullptr, loss.data_ptr<float>(), lse.data_ptr<float>(), n, v, &o);
   // the library reduced the loss as torch does (mean: over the rows not ignored, weighted)
   return CeResult((reduced.defined() ? reduced : loss).to(x.scalar_type()), grad, lse);
+}
+
+/* ---- attention_softmax's eager calls (attention.py run_forward, run_backward; undefined tensors
+** come back as None: the ctypes path then runs, and gives its result or its error) ---- */
+
+/* The options as attention.py's ctypes path fills them (_lib.AttnOptions); kl int32 [B] and slopes
+** float32 [H] that fits(), or absent. */
+st_attn_options attn_options(const std::optional<at::Tensor> &kl, const std::optional<at::Tensor> &slopes,
+                             double scale, double softcap, bool causal, int64_t window, int64_t offset) {
+  st_attn_options o{};   // a field added later: 0
+  o.scale = static_cast<float>(scale);
+  o.softcap = static_cast<float>(softcap);
+  o.causal = causal ? 1 : 0;
+  o.causal_offset = offset;
+  o.window = window;
+  o.key_lengths = data_or_null<int>(kl);
+  o.alibi_slopes = data_or_null<float>(slopes);
+  return o;
+}
+
+/* y of scores x [B, H, Q, K] (copied when not contiguous) through st_attention_softmax on the
+** current stream, no host sync; undefined when the library lacks it or the tensors are not for it. */
+at::Tensor eager_attention(const at::Tensor &x, const std::optional<at::Tensor> &kl,
+                           const std::optional<at::Tensor> &slopes, double scale, double softcap, bool causal,
+                           int64_t window, int64_t offset) {
+  if (!supported(x) || x.dim() != 4 || !fits(kl, x, at::kInt) || !fits(slopes, x, at::kFloat))
+    return at::Tensor();
+  st_ctx *ctx = bound(x, lib_attn);
+  if (ctx == nullptr)
+    return at::Tensor();
+  at::Tensor xc = x.contiguous();
+  at::Tensor y = at::empty_like(xc);
+  st_attn_options o = attn_options(kl, slopes, scale, softcap, causal, window, offset);
+  launch(lib_attn, ctx, xc, dtype_of(xc), &o, xc.data_ptr(), y.data_ptr(), xc.size(0), xc.size(1), xc.size(2),
+         xc.size(3));
+  return y;
+}
+
+/* dx of the forward's output y, its gradient dy (converted to y's dtype, copied when not
+** contiguous: that copy becomes dx) and, under a softcap only, the scores x, through
+** st_attention_softmax_backward; undefined as eager_attention's. */
+at::Tensor eager_attention_backward(const std::optional<at::Tensor> &x, const at::Tensor &y_, const at::Tensor &dy,
+                                    const std::optional<at::Tensor> &kl, double scale, double softcap, bool causal,
+                                    int64_t window, int64_t offset) {
+  bool cap = softcap > 0;
+  bool scores = !cap || (x.has_value() && x->defined() && x->scalar_type() == y_.scalar_type() &&
+                         x->sizes() == y_.sizes() && x->device() == y_.device());
+  if (!supported(y_) || y_.dim() != 4 || dy.sizes() != y_.sizes() || dy.device() != y_.device() || !scores ||
+      !fits(kl, y_, at::kInt))
+    return at::Tensor();
+  st_ctx *ctx = bound(y_, lib_attn_bw);
+  if (ctx == nullptr)
+    return at::Tensor();
+  at::Tensor y = y_.contiguous();
+  at::Tensor dyc = dy.to(y.scalar_type()).contiguous();
+  at::Tensor dx = dyc.data_ptr() != dy.data_ptr() ? dyc : at::empty_like(y);   // our copy: overwrite it
+  at::Tensor xc = cap ? x->contiguous() : at::Tensor();
+  st_attn_options o = attn_options(kl, std::nullopt, scale, softcap, causal, window, offset);
+  launch(lib_attn_bw, ctx, y, dtype_of(y), &o, xc.defined() ? xc.data_ptr() : nullptr, y.data_ptr(), dyc.data_ptr(),
+         dx.data_ptr(), y.size(0), y.size(1), y.size(2), y.size(3));
+  return dx;
 }
 
 void set_opener(py::object fn) {
@@ -364,5 +464,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("cross_entropy_forward", &eager_cross_entropy,
         "(loss, gradient or None, lse) of logits [N, V] and labels [N] through st_cross_entropy, or Nones: not "
         "for it (cross_entropy.py run())", py::call_guard<py::gil_scoped_release>());
+  m.def("attention_forward", &eager_attention,
+        "y of scores [B, H, Q, K] through st_attention_softmax, or None: not for it (attention.py run_forward)",
+        py::call_guard<py::gil_scoped_release>());
+  m.def("attention_backward", &eager_attention_backward,
+        "dx from (x under a softcap), y, dy through st_attention_softmax_backward, or None: not for it "
+        "(attention.py run_backward)", py::call_guard<py::gil_scoped_release>());
   m.def("_set_opener", &set_opener, "the Python call that opens a device's context");
 }
