@@ -119,6 +119,14 @@ st_status st_cross_entropy(st_ctx *ctx, st_dtype dtype, const void *logits, cons
                            void *grad, float *loss, float *lse, int64_t rows, int64_t cols, const st_ce_options *o,
                            struct CUstream_st *stream);
 
+/* The backward's step after st_cross_entropy wrote a gradient: grad [rows x cols, dtype, contiguous]
+** *= grad_output (device, dtype): one scalar (per_row 0; when it is 1 the kernel returns at once:
+** no pass and no host sync) or one value a row (per_row 1: reduction none). The same problem must
+** have run through st_cross_entropy with a gradient on this context (its kernel's module holds
+** this one). Enqueued on stream. */
+st_status st_cross_entropy_scale(st_ctx *ctx, st_dtype dtype, void *grad, const void *grad_output, int per_row, int64_t rows,
+                                 int64_t cols, struct CUstream_st *stream);
+
 /* The config string of the kernel st_cross_entropy uses for this problem (grad: 1 with the
 ** gradient, 0 loss only). */
 st_status st_config_cross_entropy(st_ctx *ctx, st_dtype dtype, int grad, int64_t rows, int64_t cols, char *out, int outlen);

@@ -25,6 +25,7 @@ typedef struct Memo {
   CUfunction fn;
   CUfunction count;         /* cross-entropy: st_ce_count, the mean's factor */
   CUfunction reduce;        /* cross-entropy: st_ce_reduce, the reduced loss (NULL: a cubin without it) */
+  CUfunction scale;         /* cross-entropy: st_ce_scale, the gradient times grad_output (NULL: likewise) */
   CUfunction fn_cap;        /* cross-entropy: the softcap entry point (name "_cap") */
   gen_Launch launch;
   int resident;             /* blocks resident at once, for cooperative grids */
@@ -222,6 +223,7 @@ static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, c
     if (!r) r = c->drv.cuModuleGetFunction(&m->fn_cap, m->mod, cap);
     if (!r) r = tune_func_setup(&c->drv, m->fn_cap, l);
     if (!r && c->drv.cuModuleGetFunction(&m->reduce, m->mod, "st_ce_reduce")) m->reduce = NULL;   /* checked at use */
+    if (!r && c->drv.cuModuleGetFunction(&m->scale, m->mod, "st_ce_scale")) m->scale = NULL;      /* likewise */
   }
   if (!r && l->coop) r = tune_resident(&c->drv, m->fn, l, c->dev.sms, &m->resident);   /* grid cap */
   if (!r && l->coop && m->resident < l->blocks_per_row) r = CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
@@ -375,7 +377,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   pthread_mutex_lock(&c->mu);
   Memo *m = find(c, dtype, op, unaligned, rows, cols);
   if (!m || !m->used) {
-    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, NULL, NULL, NULL, { 0 }, 0, "", 0 };
+    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, NULL, NULL, NULL, NULL, { 0 }, 0, "", 0 };
     CUresult r = c->drv.cuCtxPushCurrent(c->cu);
     s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols);
     if (!r) c->drv.cuCtxPopCurrent(NULL);
@@ -572,6 +574,45 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
   if (!r && o.reduced) r = reduce_loss(c, &m, loss, labels, rows, &p, mean, o.reduced, (CUstream)stream);
   if (push) c->drv.cuCtxPopCurrent(NULL);
   if (r) return fail(ST_ECUDA, "st_cross_entropy launch (%s): %s", m.config, tune_cu_error(&c->drv, r, err, sizeof err));
+  return ST_OK;
+}
+
+/* The memo entry of a cross-entropy problem with a gradient that ran on this context (either
+** alignment's kernel: both have st_ce_scale), 0 when none did. */
+static int trained(st_ctx *c, int dtype, int64_t rows, int64_t cols, Memo *out)
+{
+  pthread_mutex_lock(&c->mu);
+  Memo *m = NULL;
+  for (int unaligned = 0; unaligned < 2 && !(m && m->used); unaligned++) m = find(c, dtype, GEN_CE, unaligned, rows, cols);
+  const int found = m && m->used;
+  if (found) *out = *m;
+  pthread_mutex_unlock(&c->mu);
+  return found;
+}
+
+st_status st_cross_entropy_scale(st_ctx *c, st_dtype dtype, void *grad, const void *grad_output, int per_row, int64_t rows,
+                                 int64_t cols, struct CUstream_st *stream)
+{
+  Memo m;
+  char err[512];
+  if (!c || !grad || !grad_output) return fail(ST_EINVAL, "st_cross_entropy_scale: ctx, grad or grad_output is NULL");
+  if (dtype < ST_F32 || dtype > ST_BF16) return fail(ST_EINVAL, "st_cross_entropy_scale: bad dtype %d", dtype);
+  if (!trained(c, dtype, rows, cols, &m))
+    return fail(ST_EINVAL, "st_cross_entropy_scale: no st_cross_entropy with a gradient of %lldx%lld ran on this context",
+                (long long)rows, (long long)cols);
+  if (!m.scale)
+    return fail(ST_ECOMPILE, "st_cross_entropy_scale: the kernel of %lldx%lld (%s) predates st_ce_scale: tune it again",
+                (long long)rows, (long long)cols, m.config);
+  const int64_t n = rows * cols, per_sm = 8;
+  const unsigned blocks = (unsigned)(n / 256 + 1 < (int64_t)c->dev.sms * per_sm ? n / 256 + 1 : (int64_t)c->dev.sms * per_sm);
+  long long nrows = rows;
+  void *args[] = { &grad, (void *)&grad_output, &nrows, &per_row };
+  CUcontext cur = NULL;
+  int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
+  CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
+  if (!r) r = c->drv.cuLaunchKernel(m.scale, blocks, 1, 1, 256, 1, 1, 0, (CUstream)stream, args, NULL);
+  if (push) c->drv.cuCtxPopCurrent(NULL);
+  if (r) return fail(ST_ECUDA, "st_cross_entropy_scale launch: %s", tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;
 }
 

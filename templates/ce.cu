@@ -7,7 +7,8 @@
 // Rows labelled ignore_index get loss 0 and dx 0; a label outside [0, cols) gets a NaN loss, dx 0
 // and sets the flag. Options are launch arguments (CeParams, ce_params.h); eps with weights is
 // refused by the callers. Also st_ce_count: scale = 1 / (the rows not ignored, weighted), the
-// mean's divisor, as torch takes it.
+// mean's divisor, as torch takes it; st_ce_reduce, the reduced loss; st_ce_scale, the backward's
+// gradient times grad_output.
 // Knobs: threads, rows (split=1: a group of G = threads/rows threads per row), items, vec, reduce,
 //        hint, passes (1: the row held in registers, hold=reg as floats or hold=packed as 16-bit
 //        words; 2: hold=none, statistics in one read, outputs in a second), split (> 1: a cluster
@@ -348,4 +349,16 @@ extern "C" __global__ void __launch_bounds__(1024) st_ce_reduce(const float *los
   }
   block_sums(t, n);
   if (threadIdx.x == 0) *out = (float)(mean ? t / n : t);
+}
+
+// The backward's step: the gradient [rows, COLS] (contiguous) the kernel wrote, times grad_output:
+// one scalar (1: nothing to do and no pass; read here, so no host sync) or one value a row
+// (per_row: reduction none). A grid-stride loop over the elements.
+extern "C" __global__ void __launch_bounds__(256) st_ce_scale(elem_t *grad, const elem_t *go, i64 rows, int per_row)
+{
+  const float s = load1(go);
+  if (!per_row && s == 1.f) return;
+  const i64 n = rows * COLS, step = (i64)gridDim.x * blockDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
+    store1(grad + i, load1(grad + i) * (per_row ? load1(go + i / COLS) : s));
 }

@@ -306,6 +306,27 @@ if softmax_tune.cpp_ops and ce._cpp is not None:
                        "%s: not the ctypes path's gradient" % what)
     print("the C++ cross-entropy call: served, the ctypes path's results")
 
+# the training call with its autograd in C++ (cross_entropy_train; st_cross_entropy_scale in the
+# backward): it serves eager calls with a gradient, and gives Python's autograd's gradients bit for
+# bit, under grad_output 1, a scalar and one a row
+if softmax_tune.cpp_ops and ce._cpp_train is not None:
+    xt = (torch.randn(2, 20, 3000, device="cuda") * 2).to(torch.bfloat16)
+    tt = labels((2, 20), 3000, torch.int64)
+    for red, go in (("mean", None), ("sum", torch.tensor(2.5, device="cuda", dtype=torch.bfloat16)),
+                    ("none", torch.rand(2, 20, device="cuda").to(torch.bfloat16) + 0.5)):
+        what = "the C++ autograd, %s, grad_output %s" % (red, "1" if go is None else tuple(go.shape))
+        a = xt.clone().requires_grad_()
+        la = softmax_tune.cross_entropy(a, tt, reduction=red, z_loss=1e-3)
+        expect("CrossEntropy" in la.grad_fn.name(), "%s: did not serve (grad_fn %s)" % (what, la.grad_fn.name()))
+        la.backward(go)
+        b = xt.clone().requires_grad_()
+        lb = ce._Eager.apply(b, b.detach().reshape(-1, 3000), tt.reshape(-1), None, -100, red, 0.0, 1e-3, None, False)
+        lb = lb.reshape(tt.shape) if red == "none" else lb
+        lb.backward(go)
+        expect(torch.equal(la.detach(), lb.detach()) and torch.equal(a.grad, b.grad),
+               "%s: not Python's autograd's loss and gradient" % what)
+    print("the C++ cross-entropy autograd: served, Python's gradients bit for bit")
+
 # the custom ops: schema and fake
 try:
     for need in (False, True):

@@ -29,6 +29,7 @@ _LABELS = {torch.int32: 0, torch.int64: 1}      # st_index
 _warned = []
 _flags = {}   # device -> _Flag
 _cpp = getattr(_native.C, "cross_entropy_forward", None)   # the C++ call (csrc/ops.cpp), or None: ctypes
+_cpp_train = getattr(_native.C, "cross_entropy_train", None)   # its training call with C++ autograd, or None
 
 
 def _warn_once(why):
@@ -107,27 +108,46 @@ def _rows(x):
     return x2
 
 
-def run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace=False):
-    """(loss in x2's dtype, reduced as asked, and the gradient [N, V] or None) of logits x2 [N, V]
-    (unit column stride) and labels t1 [N]; inplace: the gradient written into x2 (contiguous).
-    Through the C++ call where softmax_tune._C has it and the library has st_cross_entropy, else ctypes."""
+def _flagged(x2, call):
+    """call(f, device) between the bad-label flag's checks: an earlier call's flag raised here (no
+    sync), and this call's flag copied back for a later one (not under a CUDA graph capture)."""
     device = x2.device.index if x2.device.index is not None else torch.cuda.current_device()
-    t1 = t1.contiguous()
     f = _flag(device)
     capturing = _capturing()
     if not capturing:
         _check_lazily(f, device)
-    # the C++ call (one host call; None: a library without st_cross_entropy, or not for it), else ctypes
-    out = _cpp(x2, t1, weight, ignore_index, REDUCTIONS[reduction], label_smoothing, z_loss, softcap or 0.0,
-               want_grad, inplace, f.dev) if _cpp is not None else None
-    if out is not None and out[0] is not None:
-        loss, grad = out[0], out[1]
-    else:
-        loss, grad = _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap,
-                                 want_grad, inplace, device, f)
+    out = call(f, device)
     if not capturing:
         _copy_back(f)
-    return loss, grad
+    return out
+
+
+def run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace=False):
+    """(loss in x2's dtype, reduced as asked, and the gradient [N, V] or None) of logits x2 [N, V]
+    (unit column stride) and labels t1 [N]; inplace: the gradient written into x2 (contiguous).
+    Through the C++ call where softmax_tune._C has it and the library has st_cross_entropy, else ctypes."""
+    t1 = t1.contiguous()
+
+    def call(f, device):
+        # the C++ call (one host call; None: a library without st_cross_entropy, or not for it), else ctypes
+        out = _cpp(x2, t1, weight, ignore_index, REDUCTIONS[reduction], label_smoothing, z_loss, softcap or 0.0,
+                   want_grad, inplace, f.dev) if _cpp is not None else None
+        if out is not None and out[0] is not None:
+            return out[0], out[1]
+        return _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad,
+                           inplace, device, f)
+    return _flagged(x2, call)
+
+
+def _train(x, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap):
+    """The loss of logits x with its gradient function from the C++ ops (csrc/ops.cpp
+    cross_entropy_train: the backward without Python), or None where they lack it or the call is
+    not for them (_Eager then)."""
+    if _cpp_train is None:
+        return None
+    t1 = t1.contiguous()
+    return _flagged(x2, lambda f, device: _cpp_train(x, x2, t1, weight, ignore_index, REDUCTIONS[reduction],
+                                                     label_smoothing, z_loss, softcap or 0.0, f.dev))
 
 
 def _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace,
@@ -366,8 +386,12 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             no = _refuse_inplace(input)
             if no:
                 raise RuntimeError("softmax_tune.cross_entropy: inplace=True refused: %s; pass inplace=False" % no)
-        loss = _Eager.apply(input, _rows(input.detach()), t1, weight, ignore_index, reduction, label_smoothing,
-                            z_loss, softcap, inplace)
+        x2 = _rows(input.detach())
+        loss = None if inplace else _train(input, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss,
+                                           softcap)
+        if loss is None:
+            loss = _Eager.apply(input, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap,
+                                inplace)
     else:   # no gradient wanted: the loss-only kernel, input untouched
         loss, _ = run(_rows(input), t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, False)
     return loss.reshape(target.shape) if reduction == "none" else loss

@@ -11,7 +11,8 @@
 ** softmax(x, dim, log) and softmax_out(x, dim, log, out), that skip the dispatcher when no
 ** gradient is needed and return None for anything unusual (Python's path then decides); and
 ** cross_entropy_forward (st_cross_entropy) for cross_entropy.py's run(): its autograd, its custom
-** ops for torch.compile and its bad-label flag check stay in Python; and attention_forward and
+** ops for torch.compile and its bad-label flag check stay in Python; cross_entropy_train, its eager
+** training call with the autograd in C++ (the backward through st_cross_entropy_scale); and attention_forward and
 ** attention_backward (st_attention_softmax[_backward]) for attention.py's run_forward and
 ** run_backward: its option checks, autograd and custom ops stay in Python.
 **
@@ -44,12 +45,14 @@ decltype(&st_softmax) lib_forward;
 decltype(&st_softmax_backward) lib_backward;   // NULL: a library built before the backward
 decltype(&st_error) lib_error;
 decltype(&st_cross_entropy) lib_ce;            // NULL: a library built before cross-entropy
+decltype(&st_cross_entropy_scale) lib_ce_scale;   // NULL: before the backward's scaling (Python's autograd then)
 decltype(&st_attention_softmax) lib_attn;      // both NULL: a library built before the attention
 decltype(&st_attention_softmax_backward) lib_attn_bw;   // kernels' backward (_lib's test)
 std::string no_backward;   // the error for a gradient without lib_backward
 std::mutex bind_lock;
 py::object *opener;        // _native._open(device) -> (ctx, st_softmax, st_softmax_backward, st_error, message,
-                           //                          st_cross_entropy, st_attention_softmax[_backward])
+                           //                          st_cross_entropy, st_attention_softmax[_backward],
+                           //                          st_cross_entropy_scale)
 
 bool supported(const at::Tensor &x) {
   at::ScalarType t = x.scalar_type();
@@ -72,7 +75,7 @@ uintptr_t entry_at(const py::tuple &t, size_t i) {
 /* The first call on a device: Python opens (or finds) its context; no lock held meanwhile (the
 ** opener takes the GIL and _lib's lock, and gives the same context to every caller). */
 st_ctx *open_context(int device) {
-  uintptr_t ctx, fwd, bwd, err, ce, attn, attn_bw;
+  uintptr_t ctx, fwd, bwd, err, ce, attn, attn_bw, ce_scale;
   std::string message;
   {
     py::gil_scoped_acquire gil;
@@ -82,7 +85,7 @@ st_ctx *open_context(int device) {
       py::tuple t = (*opener)(device);
       ctx = t[0].cast<uintptr_t>(), fwd = t[1].cast<uintptr_t>(), bwd = t[2].cast<uintptr_t>();
       err = t[3].cast<uintptr_t>(), message = t[4].cast<std::string>();
-      ce = entry_at(t, 5), attn = entry_at(t, 6), attn_bw = entry_at(t, 7);
+      ce = entry_at(t, 5), attn = entry_at(t, 6), attn_bw = entry_at(t, 7), ce_scale = entry_at(t, 8);
     } catch (py::error_already_set &e) {   // the library not found, st_open failed: Python's message
       throw std::runtime_error(py::str(e.value()).cast<std::string>());
     }
@@ -96,6 +99,7 @@ st_ctx *open_context(int device) {
     lib_backward = reinterpret_cast<decltype(&st_softmax_backward)>(bwd);
     lib_error = reinterpret_cast<decltype(&st_error)>(err);
     lib_ce = reinterpret_cast<decltype(&st_cross_entropy)>(ce);
+    lib_ce_scale = reinterpret_cast<decltype(&st_cross_entropy_scale)>(ce_scale);
     lib_attn = reinterpret_cast<decltype(&st_attention_softmax)>(attn);
     lib_attn_bw = reinterpret_cast<decltype(&st_attention_softmax_backward)>(attn_bw);
     no_backward = message;
@@ -329,14 +333,21 @@ using CeResult = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 ** stream, no host sync. weight: float32 [V] contiguous (Python's checks). flag: the device int the
 ** kernel sets on a bad label. inplace: the gradient into x (contiguous). All undefined when the
 ** library lacks st_cross_entropy or the tensors are not for it: Python's ctypes path then runs. */
+/* Whether logits x, labels t, weight, reduction and flag are for st_cross_entropy (eager_cross_entropy's
+** terms below). */
+bool ce_fits(const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight, int64_t reduction,
+             const at::Tensor &flag) {
+  bool labels = (t.scalar_type() == at::kInt || t.scalar_type() == at::kLong) && t.is_contiguous() &&
+                t.device() == x.device();
+  return supported(x) && x.dim() == 2 && x.stride(1) == 1 && labels && reduction >= ST_REDUCE_NONE &&
+         reduction <= ST_REDUCE_MEAN && flag.scalar_type() == at::kInt && flag.device() == x.device() &&
+         fits(weight, x, at::kFloat);
+}
+
 CeResult eager_cross_entropy(const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight,
                              int64_t ignore_index, int64_t reduction, double label_smoothing, double z_loss,
                              double softcap, bool want_grad, bool inplace, const at::Tensor &flag) {
-  bool labels = (t.scalar_type() == at::kInt || t.scalar_type() == at::kLong) && t.is_contiguous() &&
-                t.device() == x.device();
-  if (!supported(x) || x.dim() != 2 || x.stride(1) != 1 || !labels || reduction < ST_REDUCE_NONE ||
-      reduction > ST_REDUCE_MEAN || flag.scalar_type() != at::kInt || flag.device() != x.device() ||
-      !fits(weight, x, at::kFloat))
+  if (!ce_fits(x, t, weight, reduction, flag))
     return CeResult();
   st_ctx *ctx = bound(x, lib_ce);
   if (ctx == nullptr)
@@ -360,6 +371,63 @@ CeResult eager_cross_entropy(const at::Tensor &x, const at::Tensor &t, const std
          grad.defined() ? grad.data_ptr() : nullptr, loss.data_ptr<float>(), lse.data_ptr<float>(), n, v, &o);
   // the library reduced the loss as torch does (mean: over the rows not ignored, weighted)
   return CeResult((reduced.defined() ? reduced : loss).to(x.scalar_type()), grad, lse);
+}
+
+/* ---- cross-entropy's training call: the loss with its autograd in C++ (cross_entropy.py, eager
+** calls with a gradient and no inplace): no Python on the backward's way ---- */
+
+/* cross_entropy_train's arguments other than the logits x (the graph's one input). */
+struct CeCall {
+  at::Tensor x2, t, flag;
+  std::optional<at::Tensor> weight;
+  int64_t ignore_index, reduction;
+  double label_smoothing, z_loss, softcap;
+};
+
+/* grad [N, V] (contiguous) *= grad_output: a scalar (an expanded one too) or one value a row. */
+void scale_grad(const at::Tensor &grad, const at::Tensor &go) {
+  at::Tensor g = go.reshape({-1});
+  bool per_row = g.numel() > 1 && g.stride(0) != 0;
+  g = (per_row ? g : g.slice(0, 0, 1)).to(grad.scalar_type()).contiguous();
+  st_ctx *ctx = context(cuda_ordinal(grad));
+  launch(lib_ce_scale, ctx, grad, dtype_of(grad), grad.data_ptr(), static_cast<const void *>(g.data_ptr()),
+         per_row ? 1 : 0, grad.size(0), grad.size(1));
+}
+
+/* The forward computes the gradient (one kernel) and keeps it; the backward scales it in place by
+** grad_output (nothing to do when that is 1) and hands it over: one backward only. */
+struct CrossEntropy : public torch::autograd::Function<CrossEntropy> {
+  static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x, const CeCall &a) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    CeResult r = eager_cross_entropy(a.x2, a.t, a.weight, a.ignore_index, a.reduction, a.label_smoothing, a.z_loss,
+                                     a.softcap, true, false, a.flag);
+    if (!std::get<0>(r).defined())
+      throw std::runtime_error("softmax_tune.cross_entropy: the C++ call refused what it had accepted");
+    ctx->saved_data["grad"] = std::get<1>(r);
+    ctx->saved_data["sizes"] = x.sizes().vec();
+    ctx->saved_data["live"] = true;
+    return std::get<0>(r);
+  }
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    if (!ctx->saved_data["live"].toBool())
+      throw std::runtime_error("softmax_tune.cross_entropy: backward through it a second time (retain_graph): the "
+                               "gradient it kept was consumed by the first");
+    at::Tensor grad = ctx->saved_data["grad"].toTensor();
+    ctx->saved_data["live"] = false;
+    ctx->saved_data["grad"] = at::IValue();   // the caller's now
+    scale_grad(grad, grads[0]);
+    return {grad.view(ctx->saved_data["sizes"].toIntVector()), at::Tensor()};
+  }
+};
+
+/* The loss of logits x ([N, V] or [B, T, V]; x2 its rows, detached, unit column stride) with its
+** gradient function, or undefined when the call is not for the C++ path (Python's then runs). */
+at::Tensor eager_cross_entropy_train(const at::Tensor &x, const at::Tensor &x2, const at::Tensor &t,
+                                     const std::optional<at::Tensor> &weight, int64_t ignore_index, int64_t reduction,
+                                     double label_smoothing, double z_loss, double softcap, const at::Tensor &flag) {
+  if (!ce_fits(x2, t, weight, reduction, flag) || bound(x2, lib_ce) == nullptr || lib_ce_scale == nullptr)
+    return at::Tensor();
+  return CrossEntropy::apply(x, CeCall{x2, t, flag, weight, ignore_index, reduction, label_smoothing, z_loss, softcap});
 }
 
 /* ---- attention_softmax's eager calls (attention.py run_forward, run_backward; undefined tensors
@@ -464,6 +532,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("cross_entropy_forward", &eager_cross_entropy,
         "(loss, gradient or None, lse) of logits [N, V] and labels [N] through st_cross_entropy, or Nones: not "
         "for it (cross_entropy.py run())", py::call_guard<py::gil_scoped_release>());
+  m.def("cross_entropy_train", &eager_cross_entropy_train,
+        "the loss of logits x with its autograd in C++ (the gradient from the forward's kernel, scaled by "
+        "st_cross_entropy_scale), or None: not for it (cross_entropy.py)", py::call_guard<py::gil_scoped_release>());
   m.def("attention_forward", &eager_attention,
         "y of scores [B, H, Q, K] through st_attention_softmax, or None: not for it (attention.py run_forward)",
         py::call_guard<py::gil_scoped_release>());
