@@ -173,13 +173,35 @@ static int foreign(cache_Db *c)
   return fail(c, CACHE_ERROR, "cache '%s' is an SQLite database of something else, not softmax-tune's", c->path);
 }
 
+/* 0 when SQLite's quick_check finds the file sound, else an error: a migration writes new tables,
+** and in a damaged file (a page that two trees claim) they can leave a schema that no later
+** connection reads. */
+static int sound(cache_Db *c)
+{
+  sqlite3_stmt *st;
+  int rc;
+  if (sqlite3_prepare_v2(c->db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK)
+    return sql_fail(c, "checking the file before migrating it");
+  if (sqlite3_step(st) != SQLITE_ROW) {
+    rc = sql_fail(c, "checking the file before migrating it");
+  } else {
+    const char *r = (const char *)sqlite3_column_text(st, 0), *nl = r ? strchr(r, '\n') : NULL;
+    if (nl && strncmp(r, "*** in database", 15) == 0) r = nl + 1;   /* the first finding, not the header */
+    rc = r && strcmp(r, "ok") == 0 ? 0
+           : fail(c, CACHE_ERROR, "cache '%s' is damaged: %s (move it away to start a new one)", c->path, r ? r : "?");
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
 /* Under the write lock: another process may have done it meanwhile; else make the schema in
-** an empty file, or migrate an earlier one. */
+** an empty file, or migrate an earlier one (a sound one). */
 static int make_or_migrate(cache_Db *c)
 {
   char msg[512];
   int v, n, rc;
   if ((rc = read_version(c, &v)) || v == CACHE_SCHEMA_VERSION) return rc;
+  if (v > 0 && (rc = sound(c))) return rc;
   if (v > 0)
     return cache_migrate(c->db, v, msg, sizeof msg)
              ? fail(c, CACHE_ERROR, "cache '%s': migrating schema version %d to %d: %s", c->path, v, CACHE_SCHEMA_VERSION, msg)
