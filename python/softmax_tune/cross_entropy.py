@@ -7,11 +7,12 @@ once), plus the options LLM training uses (z-loss, logit softcap). See docs/cros
 
 The forward computes the gradient of the reduced loss and keeps it; backward scales it by
 grad_output in place (a device-side test skips the pass when grad_output is 1: _scale_). Eager
-calls run an autograd.Function (_Eager); under torch.compile the custom ops
-softmax_tune::cross_entropy and softmax_tune::ce_scale_ (fake impls, register_autograd) run. Both
-reach the library through run(): one C++ call (softmax_tune._C's cross_entropy_forward) where the
-C++ ops are built, else ctypes (_lib.cross_entropy); the autograd, the custom ops and the bad-label
-flag's check stay in Python.
+calls with a gradient run the C++ ops' cross_entropy_train where they are built (its autograd in
+C++, the backward the library's st_cross_entropy_scale: _train), else an autograd.Function
+(_Eager); under torch.compile the custom ops softmax_tune::cross_entropy and
+softmax_tune::ce_scale_ (fake impls, register_autograd) run. All reach the library through one
+C++ call (softmax_tune._C) where the C++ ops are built, else ctypes (_lib.cross_entropy); the
+custom ops and the bad-label flag's check stay in Python (_flagged).
 Other forms go to torch's F.cross_entropy with one warning (_fallback)."""
 
 import math
