@@ -393,6 +393,20 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   return s;
 }
 
+/* Make the context current on this thread for a launch (*pushed: whether it had to be pushed);
+** leave() restores the caller's. */
+static CUresult enter(st_ctx *c, int *pushed)
+{
+  CUcontext cur = NULL;
+  *pushed = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
+  return *pushed ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
+}
+
+static void leave(st_ctx *c, int pushed)
+{
+  if (pushed) c->drv.cuCtxPopCurrent(NULL);
+}
+
 /* The stream's workspace of at least n bytes, made and zeroed (in stream order) on first use;
 ** a larger need gets a new one and keeps the old until st_close, as kernels may still use it. */
 static CUresult workspace(st_ctx *c, CUstream s, size_t n, CUdeviceptr *out, CUdeviceptr *scratch)
@@ -436,15 +450,14 @@ static st_status run(st_ctx *c, const char *fn, int dtype, int op, uintptr_t in,
   if (!in || !out || (two && !in2)) return fail(ST_EINVAL, "%s: a tensor pointer is NULL", fn);
   if ((in | in2 | out) % (unsigned)es) return fail(ST_EINVAL, "%s: pointers not aligned to the %d-byte elements", fn, es);
   if ((s = lookup(c, dtype, op, ((in ^ out) | (two ? in2 ^ out : 0)) % 16 != 0, rows, cols, &m))) return s;
-  CUcontext cur = NULL;
   CUdeviceptr ws = 0;
-  int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
-  CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
+  int push;
+  CUresult r = enter(c, &push);
   tune_Args a = { { (CUdeviceptr)in, two ? (CUdeviceptr)in2 : (CUdeviceptr)out, (CUdeviceptr)out }, rows, 0, NULL };
   if (!r && m.launch.coop) r = workspace(c, (CUstream)stream, tune_workspace(&m.launch, m.resident), &ws, NULL);
   a.ws = ws;
   if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &a, m.resident, (CUstream)stream);
-  if (push) c->drv.cuCtxPopCurrent(NULL);
+  leave(c, push);
   if (r) return fail(ST_ECUDA, "%s launch (%s): %s", fn, m.config, tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;
 }
@@ -564,15 +577,14 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
                  o.softcap, lt == ST_I64 };
   tune_Args a = { { (CUdeviceptr)logits, (CUdeviceptr)labels, (CUdeviceptr)grad, (CUdeviceptr)loss, (CUdeviceptr)lse }, rows, 0,
                   &p };
-  CUcontext cur = NULL;
-  int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
-  CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
+  int push;
+  CUresult r = enter(c, &push);
   const int mean = o.reduction == ST_REDUCE_MEAN;
   if (o.reduced && !m.reduce) r = CUDA_ERROR_NOT_FOUND;   /* a cubin of templates before st_ce_reduce */
   if (!r && grad && mean) r = mean_factor(c, &m, labels, rows, &p, (CUstream)stream);
   if (!r) r = tune_launch(&c->drv, o.softcap > 0.f ? m.fn_cap : m.fn, &m.launch, &a, m.resident, (CUstream)stream);
   if (!r && o.reduced) r = reduce_loss(c, &m, loss, labels, rows, &p, mean, o.reduced, (CUstream)stream);
-  if (push) c->drv.cuCtxPopCurrent(NULL);
+  leave(c, push);
   if (r) return fail(ST_ECUDA, "st_cross_entropy launch (%s): %s", m.config, tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;
 }
@@ -607,11 +619,10 @@ st_status st_cross_entropy_scale(st_ctx *c, st_dtype dtype, void *grad, const vo
   const unsigned blocks = (unsigned)(n / 256 + 1 < (int64_t)c->dev.sms * per_sm ? n / 256 + 1 : (int64_t)c->dev.sms * per_sm);
   long long nrows = rows;
   void *args[] = { &grad, (void *)&grad_output, &nrows, &per_row };
-  CUcontext cur = NULL;
-  int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
-  CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
+  int push;
+  CUresult r = enter(c, &push);
   if (!r) r = c->drv.cuLaunchKernel(m.scale, blocks, 1, 1, 256, 1, 1, 0, (CUstream)stream, args, NULL);
-  if (push) c->drv.cuCtxPopCurrent(NULL);
+  leave(c, push);
   if (r) return fail(ST_ECUDA, "st_cross_entropy_scale launch: %s", tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;
 }
@@ -685,11 +696,10 @@ static st_status run_attn(st_ctx *c, const gen_Problem *p, const AttnParams *a, 
     args.buf[i] = (CUdeviceptr)buf[i];
   }
   if ((s = lookup(c, p->dtype, memo_op(p->op, p->mask, p->bias), odd % 16 != 0, p->rows, p->cols, &m))) return s;
-  CUcontext cur = NULL;
-  int push = c->drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->cu;
-  CUresult r = push ? c->drv.cuCtxPushCurrent(c->cu) : CUDA_SUCCESS;
+  int push;
+  CUresult r = enter(c, &push);
   if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &args, m.resident, (CUstream)stream);
-  if (push) c->drv.cuCtxPopCurrent(NULL);
+  leave(c, push);
   if (r) return fail(ST_ECUDA, "%s launch (%s): %s", fn, m.config, tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;
 }
