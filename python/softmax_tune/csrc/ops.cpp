@@ -10,11 +10,11 @@
 ** fake kernels are Python's (softmax_tune/_native.py). Plus two plain calls for eager use,
 ** softmax(x, dim, log) and softmax_out(x, dim, log, out), that skip the dispatcher when no
 ** gradient is needed and return None for anything unusual (Python's path then decides); and
-** cross_entropy_forward (st_cross_entropy) for cross_entropy.py's run(): its autograd, its custom
-** ops for torch.compile and its bad-label flag check stay in Python; cross_entropy_train, its eager
-** training call with the autograd in C++ (the backward through st_cross_entropy_scale); and attention_forward and
-** attention_backward (st_attention_softmax[_backward]) for attention.py's run_forward and
-** run_backward: its option checks, autograd and custom ops stay in Python.
+** cross_entropy_forward (st_cross_entropy) for cross_entropy.py's run(): its custom ops for
+** torch.compile and its bad-label flag check stay in Python; cross_entropy_train, its eager
+** training call with the autograd in C++ (the backward through st_cross_entropy_scale); and
+** attention_forward and attention_backward (st_attention_softmax[_backward]) for attention.py's
+** run_forward and run_backward: its option checks, autograd and custom ops stay in Python.
 **
 ** The C runtime is the library softmax_tune/_lib.py loaded (its look-up rules), called through
 ** the entry points _native.py hands over with each device's st_ctx (_lib's own contexts: one
@@ -327,14 +327,9 @@ at::Tensor eager_softmax_out(const at::Tensor &x, int64_t dim, bool log, const a
 
 using CeResult = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 
-/* (the loss in x's dtype, reduced as asked: [N] for none, 0-d else; the gradient [N, V] or
-** undefined; lse [N] float32) of logits x [N, V] (unit column stride, a row stride allowed) and
-** labels t [N] (contiguous int32 or int64 on x's device) through st_cross_entropy, on the current
-** stream, no host sync. weight: float32 [V] contiguous (Python's checks). flag: the device int the
-** kernel sets on a bad label. inplace: the gradient into x (contiguous). All undefined when the
-** library lacks st_cross_entropy or the tensors are not for it: Python's ctypes path then runs. */
-/* Whether logits x, labels t, weight, reduction and flag are for st_cross_entropy (eager_cross_entropy's
-** terms below). */
+/* Whether logits x [N, V] (unit column stride, a row stride allowed), labels t [N] (contiguous
+** int32 or int64 on x's device), weight (float32 [V] contiguous, or absent), reduction and flag
+** (the device int the kernel sets on a bad label) are for st_cross_entropy. */
 bool ce_fits(const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight, int64_t reduction,
              const at::Tensor &flag) {
   bool labels = (t.scalar_type() == at::kInt || t.scalar_type() == at::kLong) && t.is_contiguous() &&
@@ -344,14 +339,12 @@ bool ce_fits(const at::Tensor &x, const at::Tensor &t, const std::optional<at::T
          fits(weight, x, at::kFloat);
 }
 
-CeResult eager_cross_entropy(const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight,
-                             int64_t ignore_index, int64_t reduction, double label_smoothing, double z_loss,
-                             double softcap, bool want_grad, bool inplace, const at::Tensor &flag) {
-  if (!ce_fits(x, t, weight, reduction, flag))
-    return CeResult();
-  st_ctx *ctx = bound(x, lib_ce);
-  if (ctx == nullptr)
-    return CeResult();
+/* (the loss in x's dtype, reduced as asked: [N] for none, 0-d else; the gradient [N, V] or
+** undefined; lse [N] float32) of what ce_fits() took, through st_cross_entropy on ctx, on the
+** current stream, no host sync. inplace: the gradient into x (contiguous). */
+CeResult ce_run(st_ctx *ctx, const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight,
+                int64_t ignore_index, int64_t reduction, double label_smoothing, double z_loss, double softcap,
+                bool want_grad, bool inplace, const at::Tensor &flag) {
   int64_t n = x.size(0), v = x.size(1);
   at::TensorOptions f32 = x.options().dtype(at::kFloat);
   at::Tensor loss = at::empty({n}, f32), lse = at::empty({n}, f32);
@@ -373,11 +366,23 @@ CeResult eager_cross_entropy(const at::Tensor &x, const at::Tensor &t, const std
   return CeResult((reduced.defined() ? reduced : loss).to(x.scalar_type()), grad, lse);
 }
 
+/* ce_run's result, all undefined when the library lacks st_cross_entropy or the tensors are not
+** for it: Python's ctypes path then runs. */
+CeResult eager_cross_entropy(const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight,
+                             int64_t ignore_index, int64_t reduction, double label_smoothing, double z_loss,
+                             double softcap, bool want_grad, bool inplace, const at::Tensor &flag) {
+  st_ctx *ctx = ce_fits(x, t, weight, reduction, flag) ? bound(x, lib_ce) : nullptr;
+  if (ctx == nullptr)
+    return CeResult();
+  return ce_run(ctx, x, t, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace, flag);
+}
+
 /* ---- cross-entropy's training call: the loss with its autograd in C++ (cross_entropy.py, eager
 ** calls with a gradient and no inplace): no Python on the backward's way ---- */
 
-/* cross_entropy_train's arguments other than the logits x (the graph's one input). */
+/* cross_entropy_train's arguments other than the logits x (the graph's one input), checked. */
 struct CeCall {
+  st_ctx *ctx;
   at::Tensor x2, t, flag;
   std::optional<at::Tensor> weight;
   int64_t ignore_index, reduction;
@@ -399,10 +404,8 @@ void scale_grad(const at::Tensor &grad, const at::Tensor &go) {
 struct CrossEntropy : public torch::autograd::Function<CrossEntropy> {
   static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x, const CeCall &a) {
     at::AutoDispatchBelowADInplaceOrView below;
-    CeResult r = eager_cross_entropy(a.x2, a.t, a.weight, a.ignore_index, a.reduction, a.label_smoothing, a.z_loss,
-                                     a.softcap, true, false, a.flag);
-    if (!std::get<0>(r).defined())
-      throw std::runtime_error("softmax_tune.cross_entropy: the C++ call refused what it had accepted");
+    CeResult r = ce_run(a.ctx, a.x2, a.t, a.weight, a.ignore_index, a.reduction, a.label_smoothing, a.z_loss, a.softcap,
+                        true, false, a.flag);
     ctx->saved_data["grad"] = std::get<1>(r);
     ctx->saved_data["sizes"] = x.sizes().vec();
     ctx->saved_data["live"] = true;
@@ -425,9 +428,11 @@ struct CrossEntropy : public torch::autograd::Function<CrossEntropy> {
 at::Tensor eager_cross_entropy_train(const at::Tensor &x, const at::Tensor &x2, const at::Tensor &t,
                                      const std::optional<at::Tensor> &weight, int64_t ignore_index, int64_t reduction,
                                      double label_smoothing, double z_loss, double softcap, const at::Tensor &flag) {
-  if (!ce_fits(x2, t, weight, reduction, flag) || bound(x2, lib_ce) == nullptr || lib_ce_scale == nullptr)
+  st_ctx *ctx = ce_fits(x2, t, weight, reduction, flag) ? bound(x2, lib_ce) : nullptr;
+  if (ctx == nullptr || lib_ce_scale == nullptr)
     return at::Tensor();
-  return CrossEntropy::apply(x, CeCall{x2, t, flag, weight, ignore_index, reduction, label_smoothing, z_loss, softcap});
+  return CrossEntropy::apply(x, CeCall{ctx, x2, t, flag, weight, ignore_index, reduction, label_smoothing, z_loss,
+                                       softcap});
 }
 
 /* ---- attention_softmax's eager calls (attention.py run_forward, run_backward; undefined tensors
