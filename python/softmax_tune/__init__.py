@@ -44,7 +44,7 @@ __all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "Untu
 library_path = _lib.library_path
 cpp_ops = _native.C is not None   # the C++ ops serve (else Python's custom ops and ctypes)
 _cpp = _native.C
-compile_fusion = fusion.install()   # under Inductor, a softmax with only elementwise uses becomes torch's (fusion.py)
+compile_fusion = fusion.install()   # Inductor: a softmax of elementwise uses only becomes torch's (fusion.py)
 untuned = _lib.untuned
 UntunedWarning = _lib.UntunedWarning
 

@@ -1,7 +1,8 @@
 """_lib.py — the runtime library (libsoftmax_tune.so) through ctypes: where it is found, one
-st_ctx per CUDA device (opened on first use, thread-safe), and the three calls the binding
-makes (st_softmax, st_softmax_backward, st_config[_backward], st_cross_entropy, st_attention_softmax[_backward]) on raw device pointers, and the
-list of problems run without a tuned kernel (st_untuned) with its one warning. No torch here.
+st_ctx per CUDA device (opened on first use, thread-safe), the calls the binding makes
+(st_softmax, st_softmax_backward, st_config[_backward], st_cross_entropy,
+st_attention_softmax[_backward]) on raw device pointers, and the list of problems run without a
+tuned kernel (st_untuned) with its one warning. No torch here.
 
 The library is found at $SOFTMAX_TUNE_LIB, next to this package, in the install prefix
 (<prefix>/lib when this package is <prefix>/share/softmax-tune/python/softmax_tune), in the

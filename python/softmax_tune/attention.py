@@ -10,9 +10,10 @@ softmax_tune::attention_softmax and softmax_tune::attention_softmax_backward (fa
 register_autograd) run. Both launch on torch's current stream with no host sync, so CUDA graphs
 capture them, and both reach the library through run_forward and run_backward: one C++ call each
 (softmax_tune._C's attention_forward and attention_backward) where the C++ ops are built, else
-ctypes (_lib.attention); the option checks, the autograd and the custom ops stay in Python. The forward saves its output (and the scores only under a softcap: the gradient
-needs them there). Other inputs (CPU, float64, a mask or bias tensor) run _reference, the same
-math in torch, with one warning."""
+ctypes (_lib.attention); the option checks, the autograd and the custom ops stay in Python. The
+forward saves its output (and the scores only under a softcap: the gradient needs them there).
+Other inputs (CPU, float64, a mask or bias tensor) run _reference, the same math in torch, with
+one warning."""
 
 import math
 import warnings
@@ -21,7 +22,7 @@ from typing import Optional
 import torch
 
 from . import _lib, _native
-from .ops import DTYPES, _stream
+from .ops import DTYPES, _stream, device_of
 
 OFFSET_MAX = 1 << 40   # the library's bound on the causal offset and the window
 _warned = []
@@ -38,15 +39,11 @@ def _warn_once(why):
 
 # ---- the kernels ----
 
-def _device(x):
-    return x.device.index if x.device.index is not None else torch.cuda.current_device()
-
-
 def _launch(x, y, dy, dx, kl, slopes, scale, softcap, causal, window, offset):
     """st_attention_softmax (dy None) or its backward on contiguous CUDA tensors, current stream."""
     opts = _lib.AttnOptions(scale, softcap, int(causal), offset, window, kl.data_ptr() if kl is not None else None,
                             slopes.data_ptr() if slopes is not None else None)
-    device = _device(y)
+    device = device_of(y)
     _lib.attention(device, DTYPES[y.dtype], opts, x.data_ptr() if x is not None else None, y.data_ptr(),
                    dy.data_ptr() if dy is not None else None, dx.data_ptr() if dx is not None else None,
                    tuple(y.shape), _stream(device))
@@ -324,4 +321,4 @@ def config(scores, backward=False, *, causal=False, window=None, key_lengths=Non
     slopes = _slopes(alibi_slopes, x.shape[1], x.device)
     opts = _lib.AttnOptions(1.0, softcap, int(causal), offset, window, kl.data_ptr() if kl is not None else None,
                             slopes.data_ptr() if slopes is not None else None)
-    return _lib.config_attention(_device(x), DTYPES[x.dtype], opts, tuple(x.shape), backward)
+    return _lib.config_attention(device_of(x), DTYPES[x.dtype], opts, tuple(x.shape), backward)

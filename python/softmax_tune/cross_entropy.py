@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _lib, _native
-from .ops import DTYPES, _stream
+from .ops import DTYPES, _stream, device_of
 
 REDUCTIONS = {"none": 0, "sum": 1, "mean": 2}   # st_reduction
 _LABELS = {torch.int32: 0, torch.int64: 1}      # st_index
@@ -112,7 +112,7 @@ def _rows(x):
 def _flagged(x2, call):
     """call(f, device) between the bad-label flag's checks: an earlier call's flag raised here (no
     sync), and this call's flag copied back for a later one (not under a CUDA graph capture)."""
-    device = x2.device.index if x2.device.index is not None else torch.cuda.current_device()
+    device = device_of(x2)
     f = _flag(device)
     capturing = _capturing()
     if not capturing:
@@ -404,6 +404,6 @@ def config(input, grad=True):
     if not input.is_cuda or input.dtype not in DTYPES or input.dim() < 1 or input.numel() == 0:
         raise ValueError("softmax_tune.cross_entropy config: a non-empty CUDA float32/float16/bfloat16 tensor, got "
                          "%s %s" % (input.device, input.dtype))
-    device = input.device.index if input.device.index is not None else torch.cuda.current_device()
+    device = device_of(input)
     v = input.shape[-1]
     return _lib.config_cross_entropy(device, DTYPES[input.dtype], grad, input.numel() // v, v)

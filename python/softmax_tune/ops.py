@@ -34,11 +34,14 @@ def _stream(device):
     return _raw_stream(device) if _raw_stream else torch.cuda.current_stream(device).cuda_stream
 
 
+def device_of(x):
+    """The ordinal of CUDA tensor x's device (cuda without an index: the current one)."""
+    return x.device.index if x.device.index is not None else torch.cuda.current_device()
+
+
 def _args(x):
     """(device ordinal, st_dtype, rows, cols, stream) of a contiguous CUDA tensor x."""
-    device = x.device.index
-    if device is None:
-        device = torch.cuda.current_device()
+    device = device_of(x)
     cols = x.shape[-1]
     return device, DTYPES[x.dtype], x.numel() // cols, cols, _stream(device)
 
