@@ -618,14 +618,18 @@ static CUresult ce_host_read(tune_Gpu *g, CeHost *h)
 
 /* The cross-entropy check (after a verified run) and the CPU's (tune_check_rows_ce) on the
 ** whole problem must agree: on the outputs as they are, then with one gradient element moved by
-** 8 ulps of its dtype and 2^-12 of itself, then poisoned (ops with a gradient), with row 0's
-** loss moved by 2^-8 (the gradient as it was), and with its lse moved by 2^-8 (the loss as it was). */
+** 8 ulps of its dtype and 2^-12 of (itself + the row's largest gradient), then poisoned (ops
+** with a gradient), with row 0's loss moved by 2^-8 (the gradient as it was), and with its lse
+** moved by 2^-8 (the loss as it was). The row's largest term: an element's bound follows the
+** terms it is made of (a p, the smoothing's c, the label's b), and where they cancel (a p near
+** c) the element is far smaller than its bound; 2^-12 of itself then stayed inside it. */
 static int selftest_ce(tune_Gpu *g, char *err, size_t errlen)
 {
   const int64_t mid = g->p.cols / 2;
   const int es = gen_dtype_size(g->p.dtype), grad = g->op->writes > 0;
   uint32_t bits[2] = { 0, 0 };
   float loss0 = 0.f, lse0 = 0.f;
+  double rowmax = 0.;   /* row 0's largest |gradient|, read at step 0 */
   CheckOut co;
   CeHost h = { 0 };
   CUresult r = g->drv.cuMemcpyDtoH(bits, g->out + (CUdeviceptr)(mid * es), (size_t)es);
@@ -636,7 +640,8 @@ static int selftest_ce(tune_Gpu *g, char *err, size_t errlen)
     if (!grad && (k == 1 || k == 2)) continue;
     /* 2^-100 too: an element whose p underflowed (v 0) may read up to 2^-126 |a| (ftz), past 8 ulps of 0 */
     if (k == 1)
-      tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + fabs(v) * 0x1p-12 + 0x1p-100), r = poke(g, mid, bits);
+      tune_store_elem(bits, g->p.dtype, 0, v + 8 * tune_ulp(v, g->p.dtype) + (fabs(v) + rowmax) * 0x1p-12 + 0x1p-100),
+      r = poke(g, mid, bits);
     if (k == 2) bits[0] = tune_poison(g->p.dtype), r = poke(g, mid, bits);
     if (k == 3) {   /* the gradient as it was, the loss moved */
       const float moved = loss0 + fabsf(loss0) * 0x1p-8f + 0x1p-8f;
@@ -654,6 +659,7 @@ static int selftest_ce(tune_Gpu *g, char *err, size_t errlen)
     tune_Check cpu = { .first_bad = -1 };
     tune_check_rows_ce(h.x, h.labels, g->params.labels64, grad ? h.dx : NULL, h.loss, h.lse, g->p.dtype, g->p.cols, 0, g->p.rows,
                        &h.o, tune_poison(g->p.dtype), &cpu);
+    for (int64_t j = 0; k == 0 && grad && j < g->p.cols; j++) rowmax = fmax(rowmax, fabs(tune_load(h.dx, g->p.dtype, j)));
     const uint64_t want = k == 1 || k == 2, want_rows = k >= 3;
     if (co.bad != want || co.bad_sums != want_rows || (uint64_t)cpu.bad != want || (uint64_t)cpu.bad_sums != want_rows) {
       snprintf(err, errlen, "step %d: the GPU check found %llu bad elements and %llu bad rows, the CPU %lld and %lld; want %llu"
