@@ -108,8 +108,9 @@ static const char *const USAGE =
   "  kernel and cache entry); the rest are launch arguments, verified and timed with the values\n"
   "  given. Masked scores are not read and are written as 0; a row that sees no key is zeros\n"
   "  (docs/attention-softmax.md)\n"
-  "  --mask M         none (default), causal, window, causal+window or padding (per-batch key\n"
-  "                   lengths, drawn by the tuner)\n"
+  "  --mask M         none (default), causal, window, causal+window, padding (per-batch key\n"
+  "                   lengths, drawn by the tuner) or padding with the others: causal+padding,\n"
+  "                   window+padding, causal+window+padding (its range cut at the key length)\n"
   "  --window W       the window masks' left width: query q sees keys k >= q + offset - W\n"
   "  --offset D       the causal diagonal: query q sees keys k <= q + D (default K - Q)\n"
   "  --scale S        scores are S * x first (default 1), a finite number\n"
@@ -239,7 +240,7 @@ static int parse_attn(int c, const char *arg, cli_Options *o)
   if (!o->attn_flag) o->attn_flag = NAMES[c - O_MASK];
   if (!o->attn_arg && c != O_MASK && c != O_ALIBI) o->attn_arg = NAMES[c - O_MASK];   /* the kinds also filter log and cache */
   if (c == O_MASK && (o->mask = gen_parse_mask(arg)) < 0)
-    return usage_error("bad --mask '%s': expected none, causal, window, causal+window or padding", arg);
+    return usage_error("bad --mask '%s': expected none or causal, window, padding joined by '+' (causal+padding)", arg);
   if (c == O_WINDOW && (parse_int64(arg, &o->attn.window) || o->attn.window < 0))
     return usage_error("bad --window '%s': expected a width >= 0", arg);
   if (c == O_OFFSET && (parse_int64(arg, &o->attn.offset) || o->attn.offset == TUNE_ATTN_AUTO))

@@ -608,12 +608,9 @@ static st_status check_attn(st_ctx *c, st_dtype dtype, int op, const st_attn_opt
   if (B < 1 || H < 1 || Q < 1 || K < 1 || K > 0x7fffffff || B > INT64_MAX / 8 / H / Q / K)
     return fail(ST_EINVAL, "%s: bad shape %lldx%lldx%lldx%lld (B, H, Q, K >= 1, K < 2^31)", fn, (long long)B, (long long)H,
                 (long long)Q, (long long)K);
-  if (o->key_lengths && (o->causal || o->window >= 0))
-    return fail(ST_EINVAL, "%s: key_lengths with causal or window is not supported yet", fn);
   memset(p, 0, sizeof *p);
   p->rows = B * H * Q, p->cols = K, p->dtype = dtype, p->op = op;
-  p->mask = o->causal ? (o->window >= 0 ? GEN_MASK_CAUSAL_WINDOW : GEN_MASK_CAUSAL) : o->window >= 0 ? GEN_MASK_WINDOW
-            : o->key_lengths ? GEN_MASK_PADDING : GEN_MASK_NONE;
+  p->mask = (o->causal ? GEN_MASK_CAUSAL : 0) | (o->window >= 0 ? GEN_MASK_WINDOW : 0) | (o->key_lengths ? GEN_MASK_PADDING : 0);
   p->bias = op == GEN_ATTN && o->alibi_slopes ? GEN_BIAS_ALIBI : GEN_BIAS_NONE;
   st_status s = check_args(c, dtype, ST_SOFTMAX, p->rows, K);
   if (s) return s;

@@ -9,7 +9,7 @@
 #define AM_FN __device__ __forceinline__
 % include("attn_mask.h")
 % include("verify_attn.h")
-#define MASK $(({ none = 0, causal = 1, window = 2, causal_window = 3, padding = 4 })[mask])
+#define MASK $((mask:find("causal") and 1 or 0) + (mask:find("window") and 2 or 0) + (mask:find("padding") and 4 or 0))
 #define ALIBI $(bias == "alibi" and 1 or 0)
 
 extern "C" __global__ void __launch_bounds__(256)

@@ -11,7 +11,9 @@
 **   window         [d - window, K)             (a left width; with causal, FlashAttention's
 **   causal_window  [d - window, d + 1)          window_size (window, 0))
 **   padding        [0, key_lengths[b])
-** clamped to [0, K]; hi <= lo sees nothing: the row is written as zeros.
+** and padding with the others (padding_causal, padding_window, padding_causal_window): their
+** range with hi at most key_lengths[b]. A kind is a set of bits (causal 1, window 2, padding 4).
+** Clamped to [0, K]; hi <= lo sees nothing: the row is written as zeros.
 */
 #ifndef ATTN_MASK_H
 #define ATTN_MASK_H
@@ -20,8 +22,8 @@
 #define AM_FN static inline
 #endif
 
-/* mask kinds, as GEN_MASK_* in generator/gen.h */
-enum { AM_NONE, AM_CAUSAL, AM_WINDOW, AM_CAUSAL_WINDOW, AM_PADDING };
+/* mask kinds, as GEN_MASK_* in generator/gen.h: sets of these bits */
+enum { AM_NONE, AM_CAUSAL = 1, AM_WINDOW = 2, AM_PADDING = 4 };
 
 /* Row `row`'s visible keys [*lo, *hi) of cols, for mask kind `mask` (lengths: the key lengths,
 ** for padding); returns its diagonal d. */
@@ -30,9 +32,12 @@ AM_FN long long am_range(int mask, const AttnParams *p, const int *lengths, long
 {
   const long long d = row % p->q + p->offset;
   long long a = 0, b = cols;
-  if (mask == AM_CAUSAL || mask == AM_CAUSAL_WINDOW) b = d + 1;
-  if (mask == AM_WINDOW || mask == AM_CAUSAL_WINDOW) a = d - p->window;
-  if (mask == AM_PADDING) b = lengths[row / p->q / p->h];
+  if (mask & AM_CAUSAL) b = d + 1;
+  if (mask & AM_WINDOW) a = d - p->window;
+  if (mask & AM_PADDING) {
+    const long long n = lengths[row / p->q / p->h];
+    b = n < b ? n : b;
+  }
   a = a < 0 ? 0 : a > cols ? cols : a;
   b = b < a ? a : b > cols ? cols : b;
   *lo = a, *hi = b;

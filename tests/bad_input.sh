@@ -185,8 +185,12 @@ done <<EOT
 2|bad shape '2x4x8x4294967296': K must be at most 2147483647|-|--op attention_softmax --shape 2x4x8x4294967296 --cache $db
 2|bad --mask 'diagonal'|-|--op attention_softmax --shape 2x4x8x64 --mask diagonal --cache $db
 2|mask window needs a window >= 0 (its left width), got -1|-|--op attention_softmax --shape 2x4x8x64 --mask window --cache $db
+2|bad --mask 'causal+causal'|-|--op attention_softmax --shape 2x4x8x64 --mask causal+causal --cache $db
+2|bad --mask 'causal+'|-|--op attention_softmax --shape 2x4x8x64 --mask causal+ --cache $db
+2|mask padding_causal_window needs a window >= 0|-|--op attention_softmax --shape 2x4x8x64 --mask padding+window+causal --cache $db
+2|a window (4) is for the masks with a window (window, causal_window, padding_window, ...), not padding_causal|-|--op attention_softmax --shape 2x4x8x64 --mask causal+padding --window 4 --cache $db
 2|mask causal_window needs a window >= 0|-|bench --op attention_softmax --shape 2x4x8x64 --mask causal+window --cache $db
-2|a window (16) is for the masks window and causal_window, not causal|-|--op attention_softmax --shape 2x4x8x64 --mask causal --window 16 --cache $db
+2|a window (16) is for the masks with a window (window, causal_window, padding_window, ...), not causal|-|--op attention_softmax --shape 2x4x8x64 --mask causal --window 16 --cache $db
 2|bad --window '-3': expected a width >= 0|-|--op attention_softmax --shape 2x4x8x64 --mask window --window -3 --cache $db
 2|bad --scale 'inf': expected a finite number|-|--op attention_softmax --shape 2x4x8x64 --scale inf --cache $db
 2|bad --scale 'nan': expected a finite number|-|--op attention_softmax --shape 2x4x8x64 --scale nan --cache $db

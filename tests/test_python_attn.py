@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """test_python_attn.py — softmax_tune.attention_softmax (python/softmax_tune/attention.py) against
 float64 torch on the same (upcast) scores, y and scores.grad: float32, float16 and bfloat16; every
-mask kind (none, causal, window, causal+window, key padding), ALiBi, softcap, Q != K with the
-default and a given offset, fully masked rows (zeros, y and gradient); [H, Q, K] scores; a
-non-contiguous input; torch.compile(fullgraph=True) forward and backward; a CUDA graph capture and
-replay; the refusals (one line each); the torch fallbacks (CPU, float64, a mask tensor: one
-warning); the custom ops' schema and fake (opcheck); an eager attention written with it against
-F.scaled_dot_product_attention with the same mask (causal; key padding as a bool attn_mask) in
-float32 and bfloat16; and, with the C++ ops (else a SKIP line), that their calls serve (one each
-way an eager call, no ctypes) and give the ctypes path's y, dx and errors bit for bit. It says its
-host path first; SOFTMAX_TUNE_NO_CPP=1 tests the ctypes path. Exit 77 without torch or a GPU."""
+mask kind (none, causal, window, causal+window, key padding, key padding with the others), ALiBi,
+softcap, Q != K with the default and a given offset, fully masked rows (zeros, y and gradient);
+[H, Q, K] scores; a non-contiguous input; torch.compile(fullgraph=True) forward and backward; a CUDA
+graph capture and replay; the refusals (one line each); the torch fallbacks (CPU, float64, a mask
+tensor: one warning); the custom ops' schema and fake (opcheck); an eager attention written with it
+against F.scaled_dot_product_attention with the same mask (causal; key padding, alone or with
+causal, as a bool attn_mask) in float32 and bfloat16; and, with the C++ ops (else a SKIP line), that
+their calls serve (one each way an eager call, no ctypes) and give the ctypes path's y, dx and
+errors bit for bit. It says its host path first; SOFTMAX_TUNE_NO_CPP=1 tests the ctypes path. Exit
+77 without torch or a GPU."""
 
 import importlib
 import math
@@ -116,6 +117,11 @@ for dtype in DTYPES:
     check(1, 2, 8, 5000, dtype, causal=True, offset=4000)                        # a chunk of a prefill
     check(1, 8, 1, 32768, dtype, causal=True, alibi=True, softcap=30.0)          # decoding
     check(1, 3, 16, 128, dtype, causal=True, window=8, offset=-4, alibi=True, softcap=3.0, three_d=True)
+    check(3, 2, 64, 200, dtype, causal=True, lengths=[200, 0, 150])            # key padding with the others
+    check(3, 2, 40, 3000, dtype, window=500, lengths=[3000, 2000, 7], alibi=True)
+    check(3, 2, 24, 96, dtype, causal=True, window=20, lengths=[96, 60, 81], softcap=4.0)
+    check(2, 2, 96, 64, dtype, causal=True, lengths=[64, 30])                    # Q > K with padding
+    check(2, 1, 8, 5000, dtype, causal=True, offset=4000, lengths=[4003, 5000], alibi=True)
 print("float64 agreement: every mask kind, ALiBi, softcap, Q != K, fully masked rows, every dtype")
 
 # a non-contiguous input (a transposed view) is copied, the gradient lands in its layout
@@ -193,8 +199,7 @@ kl2 = torch.tensor([4, 8], dtype=torch.int32, device="cuda")
 for kwargs, needle in [(dict(scale=float("nan")), "scale"), (dict(scale=float("inf")), "scale"),
                        (dict(softcap=0.0), "softcap"), (dict(softcap=-3.0), "softcap"), (dict(window=-1), "window"),
                        (dict(causal_offset=1 << 41), "causal_offset"),
-                       (dict(key_lengths=kl2, causal=True), "key_lengths together with causal"),
-                       (dict(key_lengths=kl2, window=4), "key_lengths together with causal or window"),
+                       (dict(key_lengths=[4, 33], causal=True), "[0, K]"),
                        (dict(key_lengths=kl2.float()), "int32 or int64"),
                        (dict(key_lengths=kl2[:1]), "shape [B]"),
                        (dict(key_lengths=[4, 33]), "[0, K]"), (dict(key_lengths=[-1, 3]), "[0, K]"),
@@ -294,9 +299,11 @@ if softmax_tune.cpp_ops and attn._cpp_forward is not None and attn._cpp_backward
         same_results(dtype, kl=kl3)
         same_results(dtype, causal=True, slopes=sl3, softcap=5.0)
         same_results(dtype, kl=kl3, slopes=sl3, softcap=2.0)
+        same_results(dtype, kl=kl3, causal=True, window=40)
+        same_results(dtype, kl=kl3, causal=True, slopes=sl3, offset=-5)
     xe = torch.randn(2, 3, 16, 32, device="cuda")
     ye, dye = torch.softmax(xe, -1), torch.randn_like(xe)
-    for what, opts, needle in [("key_lengths with causal", (kl2, 1.0, 0.0, True, -1, 16), "key_lengths with causal"),
+    for what, opts, needle in [("key_lengths, window -2", (kl2, 1.0, 0.0, True, -2, 16), "bad window"),
                                ("scale nan", (None, float("nan"), 0.0, False, -1, 16), "bad scale"),
                                ("softcap -1", (None, 1.0, -1.0, False, -1, 16), "bad softcap"),
                                ("window -7", (None, 1.0, 0.0, True, -7, 16), "bad window"),
@@ -335,19 +342,21 @@ def eager_attention(q, k, v, causal, lengths):
 
 for dtype, tol in ((torch.float32, 2e-5), (torch.bfloat16, 2e-2)):
     B, H, S, D = 2, 4, 256, 64
-    for causal in (True, False):
+    for causal, padded in ((True, False), (False, True), (True, True)):
         q, k, v = (torch.randn(B, H, S, D, device="cuda").to(dtype).requires_grad_() for _ in range(3))
-        lengths = None if causal else torch.tensor([S, 77], dtype=torch.int32, device="cuda")
-        mask = None if causal else (torch.arange(S, device="cuda") < lengths.long()[:, None])[:, None, None, :]
+        lengths = torch.tensor([S, 77], dtype=torch.int32, device="cuda") if padded else None
+        mask = (torch.arange(S, device="cuda") < lengths.long()[:, None])[:, None, None, :] if padded else None
+        if padded and causal:   # SDPA takes one: the causal mask joins the bool one
+            mask = mask & torch.ones(S, S, dtype=torch.bool, device="cuda").tril()
         out = eager_attention(q, k, v, causal, lengths)
         go = torch.randn_like(out)
         gq = torch.autograd.grad(out, q, go)[0]
-        ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+        ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and not padded)
         rq = torch.autograd.grad(ref, q, go)[0]
-        what = "eager attention %s %s vs SDPA" % (str(dtype)[6:], "causal" if causal else "key padding")
+        what = "eager attention %s %s vs SDPA" % (str(dtype)[6:], "causal" * causal + " key padding" * padded)
         scale_o, scale_g = ref.float().abs().max().item(), rq.float().abs().max().item()
         expect((out.float() - ref.float()).abs().max().item() <= tol * max(1.0, scale_o), what + ": out")
         expect((gq.float() - rq.float()).abs().max().item() <= tol * 4 * max(1.0, scale_g), what + ": q.grad")
-print("eager attention against SDPA: causal and key padding, float32 and bfloat16")
+print("eager attention against SDPA: causal, key padding and both, float32 and bfloat16")
 
 finish("test_python_attn")

@@ -3,7 +3,8 @@
 ** vr_bounds, tuner/attn.c's tune_check_rows_attn): right outputs pass and wrong ones do not, for
 ** every dtype, every mask kind, with and without ALiBi and a softcap, with a scale, on scores of
 ** the sizes attention meets (|x| up to 30, some rows up to 300), Q > K rows that see nothing, and
-** padding with key lengths 0..K (the tuner's).
+** padding with key lengths 0..K (the tuner's), alone and with causal and window (their
+** ranges' intersection, checked row by row).
 **   fill:  test_gpu --attn's float32 problems on scores drawn as the tuner's fill (fill.cu) draws
 **          them (rows of |x| up to 3, 12, 40 and 1000, and 4 around +-1e4): both right outputs
 **          pass, and every row's middle visible element moved by 8 ulps and 2^-12 of itself (the
@@ -137,6 +138,28 @@ static void run(const Prob *pb)
   free(x), free(ref), free(xs), free(out), free(len), free(slopes);
 }
 
+/* Key padding with causal and window sees the intersection of their ranges, each row of every
+** kind (offsets either way, rows that see nothing): a reading of attn_mask.h apart from its own. */
+static void padding_intersects(void)
+{
+  const long long B = 5, Q = 7, K = 11;
+  int len[5] = { 11, 0, 3, 9, 14 };   /* 14: past K, clamped */
+  for (int mask = GEN_MASK_PADDING_CAUSAL; mask <= GEN_MASK_PADDING_CAUSAL_WINDOW; mask++)
+    for (long long off = -9; off <= 12; off += 3) {
+      const AttnParams p = { .q = Q, .h = 1, .offset = off, .window = 2 };
+      for (long long r = 0; r < B * Q; r++) {
+        long long lo, hi, lo1, hi1, lo2, hi2;
+        am_range(mask, &p, len, K, r, &lo, &hi);
+        am_range(mask & ~GEN_MASK_PADDING, &p, len, K, r, &lo1, &hi1);
+        am_range(GEN_MASK_PADDING, &p, len, K, r, &lo2, &hi2);
+        const long long a = lo1 > lo2 ? lo1 : lo2, b = hi1 < hi2 ? hi1 : hi2;
+        CHECK(hi - lo == (b > a ? b - a : 0) && (hi <= lo || (lo == a && hi == b)),
+              "mask %s offset %lld row %lld: [%lld, %lld), want [%lld, %lld) and [%lld, %lld)", gen_mask_name(mask), off, r,
+              lo, hi, lo1, hi1, lo2, hi2);
+      }
+    }
+}
+
 /* st_check_attn compiles for every mask kind, each bias in turn, dtypes and archs alternating. */
 static void aux_compiles(void)
 {
@@ -168,7 +191,7 @@ int main(void)
     for (int mask = 0; mask < GEN_NMASK; mask++)
       for (int bias = 0; bias < GEN_NBIAS; bias++)
         for (int cap = 0; cap < 2; cap++) {
-          const int windowed = mask == GEN_MASK_WINDOW || mask == GEN_MASK_CAUSAL_WINDOW;
+          const int windowed = (mask & GEN_MASK_WINDOW) != 0;
           Prob pb = { 3, 2, 24, 300 + 37 * mask, dt, mask, bias, { 24, 2, TUNE_ATTN_AUTO, windowed ? 40 : -1, 0.125f, cap ? 20.f : 0.f }, 0 };
           run(&pb);
           pb.q = pb.o.q = 40, pb.k = 33, pb.o.window = windowed ? 5 : -1, pb.o.scale = 1.3f;   /* Q > K: rows that see nothing */
@@ -176,6 +199,7 @@ int main(void)
         }
   Prob wide = { 2, 1, 4, 20000, GEN_F32, GEN_MASK_CAUSAL, GEN_BIAS_ALIBI, { 4, 1, TUNE_ATTN_AUTO, -1, 0.0883883f, 30.f }, 0 };
   run(&wide);
+  padding_intersects();
   aux_compiles();
   static const Prob FILL[] = {   /* test_gpu --attn's float32 problems, fill's scores */
     { 1, 1, 128, 64, GEN_F32, GEN_MASK_CAUSAL, 0, { 128, 1, TUNE_ATTN_AUTO, -1, 1.f, 0.f }, 1 },

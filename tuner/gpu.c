@@ -210,7 +210,7 @@ static CUresult alloc_attn(tune_Gpu *g)
   if ((r = g->drv.cuMemAlloc(&g->lengths, 4 * batches)) || (r = g->drv.cuMemAlloc(&g->slopes, 4 * heads)) ||
       (g->attn_bw && (r = g->drv.cuMemAlloc(&g->ax, g->bytes))))
     return r;
-  g->aparams.key_lengths = g->p.mask == GEN_MASK_PADDING ? g->lengths : 0;
+  g->aparams.key_lengths = g->p.mask & GEN_MASK_PADDING ? g->lengths : 0;
   g->aparams.slopes = g->p.bias == GEN_BIAS_ALIBI ? g->slopes : 0;
   return CUDA_SUCCESS;
 }
@@ -265,7 +265,7 @@ int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslo
   g->attn_bw = p->op == GEN_ATTN_BW;
   if (g->attn) {   /* an entry verified again comes with the defaults: a window mask gets a window */
     tune_AttnOptions a = g->aopt;
-    if ((p->mask == GEN_MASK_WINDOW || p->mask == GEN_MASK_CAUSAL_WINDOW) && a.window < 0) a.window = p->cols / 8;
+    if (p->mask & GEN_MASK_WINDOW && a.window < 0) a.window = p->cols / 8;
     if (tune_attn_check(p, &a, err, errlen)) return 1;
     tune_attn_params(p, &a, &g->aparams);
   }

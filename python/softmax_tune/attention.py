@@ -205,9 +205,6 @@ def _check_options(scale, softcap, causal, window, causal_offset, key_lengths, s
         raise _bad("window must be None or an int in [0, 2^40] (a left width), got %r" % (window,))
     if causal_offset is not None and (not isinstance(causal_offset, int) or abs(causal_offset) > OFFSET_MAX):
         raise _bad("causal_offset must be None (K - Q) or an int within 2^40 either way, got %r" % (causal_offset,))
-    if key_lengths is not None and (causal or window is not None):
-        raise _bad("key_lengths together with causal or window: the library does not take padding with those masks "
-                   "yet (pass one mask kind, or a bool mask= tensor, which runs in torch)")
     _, _, Q, K = shape
     return float(scale), float(softcap or 0.0), -1 if window is None else window, K - Q if causal_offset is None \
         else causal_offset
@@ -279,7 +276,7 @@ def attention_softmax(scores, *, scale=1.0, softcap=None, causal=False, window=N
     """softmax over the last dim of mask(bias + softcap(scale * scores)) for scores [B, H, Q, K] (or
     [H, Q, K]), in scores' dtype. Query q's diagonal is d = q + causal_offset (default K - Q);
     causal: keys k <= d; window=W: keys k >= d - W (with causal: FlashAttention's window (W, 0));
-    key_lengths (int [B]): keys k < key_lengths[b] (not with causal or window); alibi_slopes ([H]):
+    key_lengths (int [B]): keys k < key_lengths[b] (with causal or window too: both); alibi_slopes ([H]):
     -slope[h] * |d - k| added; softcap: softcap * tanh(z / softcap). Masked outputs are 0, and a
     row that sees no key is all zeros (torch's softmax gives NaN). mask ([B or 1, H or 1, Q, K],
     bool True = seen, or float added) and bias (float, added) run in torch (a warning). CUDA
