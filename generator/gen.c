@@ -41,7 +41,7 @@ static const gen_Op OPS[GEN_NOP] = {
 };
 static const char *const MASKS[GEN_NMASK] = { "none", "causal", "window", "causal_window", "padding", "padding_causal",
                                               "padding_window", "padding_causal_window" };
-static const char *const BIASES[GEN_NBIAS] = { "none", "alibi" };
+static const char *const BIASES[GEN_NBIAS] = { "none", "alibi", "tensor" };
 
 static void seterr(char *err, size_t n, const char *fmt, ...)
 {

@@ -23,7 +23,7 @@ enum { GEN_SOFTMAX, GEN_LOG_SOFTMAX, GEN_SOFTMAX_BW, GEN_LOG_SOFTMAX_BW, GEN_CE,
 ** padding 4 (padding_causal_window 7). */
 enum { GEN_MASK_NONE, GEN_MASK_CAUSAL, GEN_MASK_WINDOW, GEN_MASK_CAUSAL_WINDOW, GEN_MASK_PADDING, GEN_MASK_PADDING_CAUSAL,
        GEN_MASK_PADDING_WINDOW, GEN_MASK_PADDING_CAUSAL_WINDOW, GEN_NMASK };
-enum { GEN_BIAS_NONE, GEN_BIAS_ALIBI, GEN_NBIAS };
+enum { GEN_BIAS_NONE, GEN_BIAS_ALIBI, GEN_BIAS_TENSOR, GEN_NBIAS };
 
 /* The floor an op is timed against: a copy of its tensor, a kernel reading two tensors and
 ** writing a third (st_add), or one reading the tensor and writing a float a row (st_read_rows).
@@ -172,7 +172,7 @@ int64_t gen_problem_bytes(const gen_Problem *p);
 int gen_op_is_attn(int op);
 /* attention_softmax's mask and bias kinds by name (none, causal, window, causal_window, padding,
 ** padding_causal, padding_window, padding_causal_window, also as its parts joined by '+' in any
-** order: causal+window, causal+padding; none, alibi): -1 if unknown. */
+** order: causal+window, causal+padding; none, alibi, tensor): -1 if unknown. */
 int gen_parse_mask(const char *s);
 int gen_parse_bias(const char *s);
 const char *gen_mask_name(int mask);

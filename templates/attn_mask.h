@@ -21,6 +21,11 @@
 #ifndef AM_FN
 #define AM_FN static inline
 #endif
+#ifdef __CUDACC__
+#define AM_NEG_INF __int_as_float(0xff800000)
+#else
+#define AM_NEG_INF (-INFINITY)   /* math.h's */
+#endif
 
 /* mask kinds, as GEN_MASK_* in generator/gen.h: sets of these bits */
 enum { AM_NONE, AM_CAUSAL = 1, AM_WINDOW = 2, AM_PADDING = 4 };
@@ -44,6 +49,12 @@ AM_FN long long am_range(int mask, const AttnParams *p, const int *lengths, long
   return d;
 }
 
+/* Where row `row`'s part of the bias tensor starts (attn_params.h: strides in elements). */
+AM_FN long long am_bias_row(const AttnParams *p, long long row)
+{
+  return row / p->q / p->h * p->bias_sb + row / p->q % p->h * p->bias_sh + row % p->q * p->bias_sq;
+}
+
 /* The tuner's inputs besides the scores (attn_aux.cu fills them, the CPU counts by them): batch
 ** b's key length, every length of 0..cols met over the batches (0: fully masked rows, cols: none
 ** masked), and head h's ALiBi slope 2^(-8 (h + 1) / H), as the ALiBi paper's. */
@@ -54,5 +65,13 @@ AM_FN int am_fill_length(long long b, long long cols)
 }
 
 AM_FN float am_fill_slope(long long h, long long heads) { return (float)exp2(-8. * (double)(h + 1) / (double)heads); }
+
+/* And element i of its bias tensor [Q, K] (broadcast over B and H): multiples of 1/64 in [-4, 4),
+** -inf one time in 8 and throughout query row 1 (a row that sees nothing). */
+AM_FN float am_fill_bias(long long i, long long cols)
+{
+  const unsigned long long z = ((unsigned long long)i + 1) * 0xd1b54a32d192ed03ull;
+  return i / cols == 1 || (z >> 61) == 0 ? AM_NEG_INF : (float)((long long)((z >> 40) % 512) - 256) / 64.f;
+}
 
 #endif

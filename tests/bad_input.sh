@@ -203,6 +203,8 @@ done <<EOT
 2|attention_softmax takes one problem, not a list|-|--op attention_softmax --shape 2x4x8x64,2x4x8x128 --cache $db
 2|--scale needs --shape BxHxQxK|-|log --op attention_softmax --scale 0.5 --cache $db
 2|--alibi: attention_softmax_backward has no bias kind|-|--op attention_softmax_backward --shape 2x4x8x64 --alibi --cache $db
+2|--bias-tensor: attention_softmax_backward has no bias kind|-|--op attention_softmax_backward --shape 2x4x8x64 --bias-tensor --cache $db
+2|--bias-tensor and --alibi: one bias kind at a time|-|--op attention_softmax --shape 2x4x8x64 --alibi --bias-tensor --cache $db
 2|bad shape '64x2048': attention_softmax takes BxHxQxK|-|bench --op attention_softmax_backward --shape 64x2048 --cache $db
 2|mask window needs a window >= 0|-|--op attention_softmax_backward --shape 2x4x8x64 --mask window --cache $db
 2|bad --scale 'inf': expected a finite number|-|bench --op attention_softmax_backward --shape 2x4x8x64 --scale inf --cache $db

@@ -1,7 +1,8 @@
 /*
 ** test_verify_attn.c — the verifier of attention_softmax (verify_attn.h with verify.h's
 ** vr_bounds, tuner/attn.c's tune_check_rows_attn): right outputs pass and wrong ones do not, for
-** every dtype, every mask kind, with and without ALiBi and a softcap, with a scale, on scores of
+** every dtype, every mask kind, with and without ALiBi, a bias tensor (-inf in places, a query
+** row all -inf) and a softcap, with a scale, on scores of
 ** the sizes attention meets (|x| up to 30, some rows up to 300), Q > K rows that see nothing, and
 ** padding with key lengths 0..K (the tuner's), alone and with causal and window (their
 ** ranges' intersection, checked row by row).
@@ -45,6 +46,7 @@ static void f32_row(const Prob *pb, const tune_AttnRef *o, const double *x, int6
     float v = (float)x[c] * o->p.scale;
     if (o->p.softcap > 0.f) v = o->p.softcap * tanhf(v * (1.f / o->p.softcap));
     if (o->slopes) v -= o->slopes[row / o->p.q % o->p.h] * fabsf((float)(d - c));
+    if (o->bias && c >= lo && c < hi) v += o->bias[am_bias_row(&o->p, row) + c];
     z[c] = c >= lo && c < hi ? v : -INFINITY;
     m = z[c] > m ? z[c] : m;
   }
@@ -94,9 +96,12 @@ static void run(const Prob *pb)
   double *x = malloc((size_t)n * sizeof *x), *ref = malloc((size_t)pb->k * sizeof *ref);
   void *xs = malloc((size_t)n * 4), *out = malloc((size_t)n * 4);
   int *len = malloc((size_t)pb->b * sizeof *len);
-  float *slopes = malloc((size_t)pb->h * sizeof *slopes);
-  tune_AttnRef o = { .mask = pb->mask, .lengths = len, .slopes = pb->bias ? slopes : NULL };
+  float *slopes = malloc((size_t)pb->h * sizeof *slopes), *bias = malloc((size_t)(pb->q * pb->k) * sizeof *bias);
+  tune_AttnRef o = { .mask = pb->mask, .lengths = len, .slopes = pb->bias == GEN_BIAS_ALIBI ? slopes : NULL,
+                     .bias = pb->bias == GEN_BIAS_TENSOR ? bias : NULL };
   tune_attn_params(&p, &pb->o, &o.p);
+  o.p.bias_sq = pb->k;   /* the tuner's [Q, K], broadcast over B and H */
+  for (int64_t i = 0; i < pb->q * pb->k; i++) bias[i] = am_fill_bias(i, pb->k);
   for (int64_t b = 0; b < pb->b; b++) len[b] = am_fill_length(b, pb->k);
   for (int64_t h = 0; h < pb->h; h++) slopes[h] = am_fill_slope(h, pb->h);
   double kind = 0.;
@@ -135,7 +140,7 @@ static void run(const Prob *pb)
           (long long)want, (long long)c.first_bad, c.max_err);
     if (pb->fill && maker <= RIGHT_F32) middles_caught(pb, &o, xs, out, what);
   }
-  free(x), free(ref), free(xs), free(out), free(len), free(slopes);
+  free(x), free(ref), free(xs), free(out), free(len), free(slopes), free(bias);
 }
 
 /* Key padding with causal and window sees the intersection of their ranges, each row of every
@@ -207,6 +212,8 @@ int main(void)
     { 1, 1, 64, 64, GEN_F32, GEN_MASK_NONE, 0, { 64, 1, TUNE_ATTN_AUTO, -1, 2.f, 0.f }, 1 },
     { 1, 2, 37, 1000, GEN_F32, GEN_MASK_CAUSAL, 0, { 37, 2, TUNE_ATTN_AUTO, -1, 0.3f, 30.f }, 1 },
     { 1, 1, 5, 1, GEN_F32, GEN_MASK_CAUSAL, 0, { 5, 1, TUNE_ATTN_AUTO, -1, 1.f, 0.f }, 1 },
+    { 2, 2, 37, 1000, GEN_F32, GEN_MASK_NONE, GEN_BIAS_TENSOR, { 37, 2, TUNE_ATTN_AUTO, -1, 0.3f, 30.f }, 1 },
+    { 2, 2, 4, 20000, GEN_F32, GEN_MASK_PADDING, GEN_BIAS_TENSOR, { 4, 2, TUNE_ATTN_AUTO, -1, 0.0883883f, 0.f }, 1 },
   };
   for (int seed = 0; seed < 8; seed++)
     for (size_t i = 0; i < sizeof FILL / sizeof FILL[0]; i++) run(&FILL[i]);

@@ -82,7 +82,8 @@ int64_t tune_attn_visible(const gen_Problem *p, const AttnParams *a)
 /* Row r's score at key c from input v, and its part before the bias. */
 static double score(const tune_AttnRef *o, int64_t r, long long d, int64_t c, double v, double *part)
 {
-  const double b = o->slopes ? -(double)o->slopes[r / o->p.q % o->p.h] * fabs((double)(d - c)) : 0.;
+  const double b = o->slopes ? -(double)o->slopes[r / o->p.q % o->p.h] * fabs((double)(d - c))
+                   : o->bias ? (double)o->bias[am_bias_row(&o->p, r) + c] : 0.;
   return vr_attn_z(v, o->p.scale, o->p.softcap, b, part);
 }
 
