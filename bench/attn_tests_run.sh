@@ -30,17 +30,22 @@ step tune_padding $B $A --shape 4x8x512x4096 --dtype f16 --mask padding --scale 
 step tune_window $B $A --shape 1x8x4096x4096 --dtype bf16 --mask causal+window --window 256 --alibi --softcap 30 --quiet
 step tune_none_long $B $A --shape 1x4x64x65536 --dtype f32 --quiet
 step tune_decode $B $A --shape 8x32x1x32768 --dtype bf16 --mask causal --scale 0.0883883 --quiet
+step tune_padding_causal $B $A --shape 4x8x1024x1024 --dtype bf16 --mask causal+padding --scale 0.125 --quiet
+step tune_bias_tensor $B $A --shape 2x8x1024x1024 --dtype bf16 --mask causal --bias-tensor --scale 0.125 --quiet
 step tune_softmax $B --shape 65536x2048 --dtype bf16 --quiet
 step bench_causal $B bench $A --shape 2x16x2048x2048 --dtype bf16 --mask causal --scale 0.125 --reps 20
 step bench_padding $B bench $A --shape 4x8x512x4096 --dtype f16 --mask padding --reps 20
 step bench_window $B bench $A --shape 1x8x4096x4096 --dtype bf16 --mask causal+window --window 256 --alibi --softcap 30 --reps 20
 step bench_decode $B bench $A --shape 8x32x1x32768 --dtype bf16 --mask causal --reps 20
+step bench_padding_causal $B bench $A --shape 4x8x1024x1024 --dtype bf16 --mask causal+padding --scale 0.125 --reps 20
+step bench_bias_tensor $B bench $A --shape 2x8x1024x1024 --dtype bf16 --mask causal --bias-tensor --scale 0.125 --reps 20
 step log $B log $A --mask causal
 step cache_list $B cache list $A --mask padding
 step explain $B explain $A --shape 2x16x1024x1024 --dtype bf16 --mask causal
 grep -q "from the cache" "$out/tune_cached.log" || { echo "FAIL tune_cached: not answered from the cache"; fails=1; }
 grep -q "attention_softmax:padding:none" "$out/cache_list.log" || { echo "FAIL cache_list: no padding entry"; fails=1; }
-for f in tune_causal tune_padding tune_window tune_none_long tune_decode tune_softmax bench_causal bench_padding bench_window bench_decode explain; do
+for f in tune_causal tune_padding tune_window tune_none_long tune_decode tune_padding_causal tune_bias_tensor tune_softmax \
+         bench_causal bench_padding bench_window bench_decode bench_padding_causal bench_bias_tensor explain; do
   echo "== $f"; grep -vE "^  [0-9]" "$out/$f.log" | head -9
 done
 }
@@ -53,6 +58,7 @@ step bw_tune_cached $B $W --shape 2x16x2048x2048 --dtype bf16 --mask causal --sc
 step bw_tune_padding $B $W --shape 4x8x512x4096 --dtype f16 --mask padding --scale 0.125 --quiet
 step bw_tune_window $B $W --shape 1x8x4096x4096 --dtype bf16 --mask causal+window --window 256 --softcap 30 --quiet
 step bw_tune_decode $B $W --shape 8x32x1x32768 --dtype bf16 --mask causal --scale 0.0883883 --quiet
+step bw_tune_padding_causal $B $W --shape 4x8x1024x1024 --dtype bf16 --mask causal+padding --scale 0.125 --quiet
 step bw_tune_softmax_bw $B --op softmax_backward --shape 65536x2048 --dtype bf16 --quiet
 step bw_bench_causal $B bench $W --shape 2x16x2048x2048 --dtype bf16 --mask causal --scale 0.125 --reps 20
 step bw_bench_padding $B bench $W --shape 4x8x512x4096 --dtype f16 --mask padding --scale 0.125 --reps 20

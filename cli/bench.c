@@ -46,8 +46,10 @@ static const AttnParams *attn_options(const Bench *b, st_attn_options *o)
   const AttnParams *p = b->ce.params;
   st_attn_defaults(o);
   o->scale = p->scale, o->softcap = p->softcap, o->causal_offset = p->offset, o->window = p->window;
-  o->causal = b->p.mask == GEN_MASK_CAUSAL || b->p.mask == GEN_MASK_CAUSAL_WINDOW;
+  o->causal = (b->p.mask & GEN_MASK_CAUSAL) != 0;
   o->key_lengths = (const int *)(uintptr_t)p->key_lengths, o->alibi_slopes = (const float *)(uintptr_t)p->slopes;
+  o->bias = (const float *)(uintptr_t)p->bias;
+  o->bias_stride_b = p->bias_sb, o->bias_stride_h = p->bias_sh, o->bias_stride_q = p->bias_sq;
   return p;
 }
 

@@ -108,13 +108,16 @@ static const char *const USAGE =
   "  kernel and cache entry); the rest are launch arguments, verified and timed with the values\n"
   "  given. Masked scores are not read and are written as 0; a row that sees no key is zeros\n"
   "  (docs/attention-softmax.md)\n"
-  "  --mask M         none (default), causal, window, causal+window or padding (per-batch key\n"
-  "                   lengths, drawn by the tuner)\n"
+  "  --mask M         none (default), causal, window, causal+window, padding (per-batch key\n"
+  "                   lengths, drawn by the tuner) or padding with the others: causal+padding,\n"
+  "                   window+padding, causal+window+padding (its range cut at the key length)\n"
   "  --window W       the window masks' left width: query q sees keys k >= q + offset - W\n"
   "  --offset D       the causal diagonal: query q sees keys k <= q + D (default K - Q)\n"
   "  --scale S        scores are S * x first (default 1), a finite number\n"
   "  --softcap C      then C * tanh(z / C), C > 0 (default 0: none); also cross-entropy's\n"
   "  --alibi          the ALiBi bias, -slope[h] * |q + offset - k| (slopes drawn by the tuner)\n"
+  "  --bias-tensor    a float32 bias tensor added (an additive mask: -inf masks), [1, 1, Q, K]\n"
+  "                   broadcast over B and H in the tuner, values drawn by it\n"
   "attention_softmax_backward (--op attention_softmax_backward, the same commands and options but\n"
   "  --alibi): dx = k * y * (dy - sum(dy * y)) over the visible keys, k = scale (times 1 - tanh^2\n"
   "  of the score under --softcap, whose scores x are then a third input); masked y, dy and x are\n"
@@ -150,7 +153,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
        O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
        O_SWEEP, O_RESTAMP, O_ADD, O_CUBINS, O_SMS, O_WITH_HOST, O_RETIME, O_IGNORE_INDEX, O_SMOOTHING, O_ZLOSS, O_SOFTCAP,
-       O_WEIGHT, O_LABELS, O_MASK, O_WINDOW, O_OFFSET, O_SCALE, O_ALIBI };
+       O_WEIGHT, O_LABELS, O_MASK, O_WINDOW, O_OFFSET, O_SCALE, O_ALIBI, O_BIAS_TENSOR };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -174,7 +177,7 @@ static const struct option LONGOPTS[] = {
   { "weight", no_argument, 0, O_WEIGHT },           { "labels", required_argument, 0, O_LABELS },
   { "mask", required_argument, 0, O_MASK },         { "window", required_argument, 0, O_WINDOW },
   { "offset", required_argument, 0, O_OFFSET },     { "scale", required_argument, 0, O_SCALE },
-  { "alibi", no_argument, 0, O_ALIBI },
+  { "alibi", no_argument, 0, O_ALIBI },         { "bias-tensor", no_argument, 0, O_BIAS_TENSOR },
   { 0, 0, 0, 0 },
 };
 
@@ -234,12 +237,12 @@ static int parse_ce(int c, const char *arg, cli_Options *o)
 /* An attention_softmax option (a kind or a launch argument): 0, or 2 after saying why. */
 static int parse_attn(int c, const char *arg, cli_Options *o)
 {
-  static const char *const NAMES[] = { "--mask", "--window", "--offset", "--scale", "--alibi" };
+  static const char *const NAMES[] = { "--mask", "--window", "--offset", "--scale", "--alibi", "--bias-tensor" };
   char *end;
   if (!o->attn_flag) o->attn_flag = NAMES[c - O_MASK];
-  if (!o->attn_arg && c != O_MASK && c != O_ALIBI) o->attn_arg = NAMES[c - O_MASK];   /* the kinds also filter log and cache */
+  if (!o->attn_arg && c != O_MASK && c < O_ALIBI) o->attn_arg = NAMES[c - O_MASK];   /* the kinds also filter log and cache */
   if (c == O_MASK && (o->mask = gen_parse_mask(arg)) < 0)
-    return usage_error("bad --mask '%s': expected none, causal, window, causal+window or padding", arg);
+    return usage_error("bad --mask '%s': expected none or causal, window, padding joined by '+' (causal+padding)", arg);
   if (c == O_WINDOW && (parse_int64(arg, &o->attn.window) || o->attn.window < 0))
     return usage_error("bad --window '%s': expected a width >= 0", arg);
   if (c == O_OFFSET && (parse_int64(arg, &o->attn.offset) || o->attn.offset == TUNE_ATTN_AUTO))
@@ -250,7 +253,9 @@ static int parse_attn(int c, const char *arg, cli_Options *o)
     if (!*arg || *end || errno == ERANGE || isspace((unsigned char)*arg) || !isfinite(o->attn.scale))
       return usage_error("bad --scale '%s': expected a finite number", arg);
   }
-  if (c == O_ALIBI) o->bias = GEN_BIAS_ALIBI;
+  const int bias = c == O_ALIBI ? GEN_BIAS_ALIBI : c == O_BIAS_TENSOR ? GEN_BIAS_TENSOR : 0;
+  if (bias && o->bias && o->bias != bias) return usage_error("%s and --alibi: one bias kind at a time", "--bias-tensor");
+  if (bias) o->bias = bias;
   return 0;
 }
 
@@ -328,7 +333,7 @@ static int parse_options(int argc, char **argv, cli_Options *o)
     case O_IGNORE_INDEX: case O_SMOOTHING: case O_ZLOSS: case O_SOFTCAP: case O_WEIGHT: case O_LABELS:
       if (parse_ce(c, optarg, o)) return 2;
       break;
-    case O_MASK: case O_WINDOW: case O_OFFSET: case O_SCALE: case O_ALIBI:
+    case O_MASK: case O_WINDOW: case O_OFFSET: case O_SCALE: case O_ALIBI: case O_BIAS_TENSOR:
       if (parse_attn(c, optarg, o)) return 2;
       break;
     case O_WITH_HOST: o->with_host = 1; break;
@@ -403,7 +408,8 @@ static int check_attn(cli_Options *o)
   if (o->attn_flag && !attn)
     return usage_error("%s is an option of --op attention_softmax or attention_softmax_backward", o->attn_flag);
   if (o->bias && cli_op(o) == GEN_ATTN_BW)   /* a constant added to a score: no derivative sees it */
-    return usage_error("--alibi: %s has no bias kind (ALiBi does not change the gradient)", "attention_softmax_backward");
+    return usage_error("%s: attention_softmax_backward has no bias kind (a bias does not change the gradient)",
+                       o->bias == GEN_BIAS_ALIBI ? "--alibi" : "--bias-tensor");
   if (attn && cli_is_batch(o)) return usage_error("%s takes one problem, not a list", gen_op_name(cli_op(o)));
   if (attn && !o->shape && o->attn_arg) return usage_error("%s needs --shape BxHxQxK", o->attn_arg);
   o->attn.softcap = o->ce.softcap;

@@ -39,8 +39,9 @@ static const gen_Op OPS[GEN_NOP] = {
   { "attention_softmax_backward", 2, 1, 0, 4, 2, "st_fill_attn_bw", "st_check_attn_bw", GEN_FLOOR_MASKED_BW,
     "a kernel over the mask: the visible y and dy (and x under a softcap) read, all of dx written" },
 };
-static const char *const MASKS[GEN_NMASK] = { "none", "causal", "window", "causal_window", "padding" };
-static const char *const BIASES[GEN_NBIAS] = { "none", "alibi" };
+static const char *const MASKS[GEN_NMASK] = { "none", "causal", "window", "causal_window", "padding", "padding_causal",
+                                              "padding_window", "padding_causal_window" };
+static const char *const BIASES[GEN_NBIAS] = { "none", "alibi", "tensor" };
 
 static void seterr(char *err, size_t n, const char *fmt, ...)
 {
@@ -546,8 +547,16 @@ int gen_op_is_attn(int op) { return op == GEN_ATTN || op == GEN_ATTN_BW; }
 
 int gen_parse_mask(const char *s)
 {
-  if (s && strcmp(s, "causal+window") == 0) return GEN_MASK_CAUSAL_WINDOW;
-  return lookup(MASKS, GEN_NMASK, s);
+  int m = lookup(MASKS, GEN_NMASK, s), bits = 0;
+  if (m >= 0 || !s || !strchr(s, '+')) return m;
+  for (const char *w = s;; w++) {   /* causal, window, padding joined by '+', each once */
+    const size_t n = strcspn(w, "+");
+    const int bit = n == 6 && !strncmp(w, "causal", 6) ? GEN_MASK_CAUSAL : n == 6 && !strncmp(w, "window", 6) ? GEN_MASK_WINDOW
+                    : n == 7 && !strncmp(w, "padding", 7) ? GEN_MASK_PADDING : 0;
+    if (!bit || bits & bit) return -1;
+    bits |= bit, w += n;
+    if (!*w) return bits;
+  }
 }
 int gen_parse_bias(const char *s) { return lookup(BIASES, GEN_NBIAS, s); }
 const char *gen_mask_name(int m) { return m >= 0 && m < GEN_NMASK ? MASKS[m] : "?"; }

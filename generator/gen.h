@@ -19,9 +19,11 @@ enum { GEN_F32, GEN_F16, GEN_BF16, GEN_NDTYPE };
 enum { GEN_SOFTMAX, GEN_LOG_SOFTMAX, GEN_SOFTMAX_BW, GEN_LOG_SOFTMAX_BW, GEN_CE, GEN_CE_LOSS, GEN_ATTN, GEN_ATTN_BW, GEN_NOP };
 
 /* attention_softmax's mask and bias kinds: template knobs, part of its problem and cache key
-** (as templates/attn_mask.h numbers them) */
-enum { GEN_MASK_NONE, GEN_MASK_CAUSAL, GEN_MASK_WINDOW, GEN_MASK_CAUSAL_WINDOW, GEN_MASK_PADDING, GEN_NMASK };
-enum { GEN_BIAS_NONE, GEN_BIAS_ALIBI, GEN_NBIAS };
+** (as templates/attn_mask.h numbers them). A mask kind is a set of bits: causal 1, window 2,
+** padding 4 (padding_causal_window 7). */
+enum { GEN_MASK_NONE, GEN_MASK_CAUSAL, GEN_MASK_WINDOW, GEN_MASK_CAUSAL_WINDOW, GEN_MASK_PADDING, GEN_MASK_PADDING_CAUSAL,
+       GEN_MASK_PADDING_WINDOW, GEN_MASK_PADDING_CAUSAL_WINDOW, GEN_NMASK };
+enum { GEN_BIAS_NONE, GEN_BIAS_ALIBI, GEN_BIAS_TENSOR, GEN_NBIAS };
 
 /* The floor an op is timed against: a copy of its tensor, a kernel reading two tensors and
 ** writing a third (st_add), or one reading the tensor and writing a float a row (st_read_rows).
@@ -168,8 +170,9 @@ int64_t gen_problem_bytes(const gen_Problem *p);
 
 /* attention_softmax or its backward (mask and bias kinds, an AttnParams block). */
 int gen_op_is_attn(int op);
-/* attention_softmax's mask and bias kinds by name (none, causal, window, causal_window, also
-** causal+window, padding; none, alibi): -1 if unknown. */
+/* attention_softmax's mask and bias kinds by name (none, causal, window, causal_window, padding,
+** padding_causal, padding_window, padding_causal_window, also as its parts joined by '+' in any
+** order: causal+window, causal+padding; none, alibi, tensor): -1 if unknown. */
 int gen_parse_mask(const char *s);
 int gen_parse_bias(const char *s);
 const char *gen_mask_name(int mask);

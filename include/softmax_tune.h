@@ -144,9 +144,16 @@ typedef struct st_attn_options {
   int64_t window;           /* >= 0: and keys k >= q + causal_offset - window only (a sliding window's
                             ** left width, with or without causal); -1: none (default) */
   const int *key_lengths;   /* device int32 [B]: batch b sees keys [0, key_lengths[b]) (clamped to
-                            ** [0, K]); NULL: none (default). Not together with causal or window yet */
+                            ** [0, K]), with causal or window too: their keys below it; NULL: none
+                            ** (default) */
   const float *alibi_slopes;   /* device float [H]: -slope[h] * |q + causal_offset - k| added (ALiBi);
                                ** NULL: none (default) */
+  const float *bias;        /* device float32 tensor added to the scores after the softcap (not with
+                            ** alibi_slopes): element (b, h, q, k) at bias[b * bias_stride_b + h *
+                            ** bias_stride_h + q * bias_stride_q + k], strides in elements, 0 to
+                            ** broadcast; read only where the mask leaves k visible; -inf masks.
+                            ** An additive mask goes here too. NULL: none (default) */
+  int64_t bias_stride_b, bias_stride_h, bias_stride_q;
 } st_attn_options;
 
 /* The defaults: scale 1, nothing else. */
@@ -156,8 +163,9 @@ void st_attn_defaults(st_attn_options *o);
 ** pointers to B*H*Q*K elements of dtype, contiguous; y may be x). Masked scores are not read and
 ** their outputs are 0; a query row that sees no key (or only scores of -inf) is all zeros (torch
 ** gives NaN there); a NaN or +inf score makes its row NaN. float32 math. The mask kind (none,
-** causal, window, causal and window, key padding) and the bias kind (none, ALiBi) choose the
-** kernel: each is tuned and cached apart (softmax-tune --op attention_softmax --mask ... --alibi);
+** causal, window, causal and window, each with key padding or not) and the bias kind (none, ALiBi,
+** a tensor) choose the kernel: each is tuned and cached apart (softmax-tune --op
+** attention_softmax --mask ... --alibi | --bias-tensor);
 ** scale, softcap, offset, window and the pointers are launch arguments. Same cache and miss policy
 ** as st_softmax; a shape not tuned gets a rule's kernel (its tuned kernels for other shapes are not
 ** adapted yet), and miss policy tune tunes it with Q = H = 1 and these options' kinds. o NULL:

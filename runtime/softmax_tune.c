@@ -660,20 +660,24 @@ static st_status check_attn(st_ctx *c, st_dtype dtype, int op, const st_attn_opt
   if (B < 1 || H < 1 || Q < 1 || K < 1 || K > 0x7fffffff || B > INT64_MAX / 8 / H / Q / K)
     return fail(ST_EINVAL, "%s: bad shape %lldx%lldx%lldx%lld (B, H, Q, K >= 1, K < 2^31)", fn, (long long)B, (long long)H,
                 (long long)Q, (long long)K);
-  if (o->key_lengths && (o->causal || o->window >= 0))
-    return fail(ST_EINVAL, "%s: key_lengths with causal or window is not supported yet", fn);
   memset(p, 0, sizeof *p);
   p->rows = B * H * Q, p->cols = K, p->dtype = dtype, p->op = op;
-  p->mask = o->causal ? (o->window >= 0 ? GEN_MASK_CAUSAL_WINDOW : GEN_MASK_CAUSAL) : o->window >= 0 ? GEN_MASK_WINDOW
-            : o->key_lengths ? GEN_MASK_PADDING : GEN_MASK_NONE;
-  p->bias = op == GEN_ATTN && o->alibi_slopes ? GEN_BIAS_ALIBI : GEN_BIAS_NONE;
+  p->mask = (o->causal ? GEN_MASK_CAUSAL : 0) | (o->window >= 0 ? GEN_MASK_WINDOW : 0) | (o->key_lengths ? GEN_MASK_PADDING : 0);
+  p->bias = op != GEN_ATTN ? GEN_BIAS_NONE : o->bias ? GEN_BIAS_TENSOR : o->alibi_slopes ? GEN_BIAS_ALIBI : GEN_BIAS_NONE;
   st_status s = check_args(c, dtype, ST_SOFTMAX, p->rows, K);
   if (s) return s;
   if (tune_attn_check(p, &t, err, sizeof err)) return fail(ST_EINVAL, "%s: %s", fn, err);
-  if ((uintptr_t)o->key_lengths % 4 || (uintptr_t)o->alibi_slopes % 4)
-    return fail(ST_EINVAL, "%s: key_lengths or alibi_slopes not aligned to 4 bytes", fn);
+  if ((uintptr_t)o->key_lengths % 4 || (uintptr_t)o->alibi_slopes % 4 || (uintptr_t)o->bias % 4)
+    return fail(ST_EINVAL, "%s: key_lengths, alibi_slopes or bias not aligned to 4 bytes", fn);
+  if (p->bias == GEN_BIAS_TENSOR && o->alibi_slopes)
+    return fail(ST_EINVAL, "%s: alibi_slopes and a bias tensor: one bias kind at a time", fn);
+  if (p->bias == GEN_BIAS_TENSOR && (o->bias_stride_b < 0 || o->bias_stride_h < 0 || o->bias_stride_q < 0))
+    return fail(ST_EINVAL, "%s: bad bias strides %lld, %lld, %lld: expected >= 0 (0: broadcast)", fn,
+                (long long)o->bias_stride_b, (long long)o->bias_stride_h, (long long)o->bias_stride_q);
   tune_attn_params(p, &t, a);
-  a->key_lengths = (uintptr_t)o->key_lengths, a->slopes = p->bias ? (uintptr_t)o->alibi_slopes : 0;
+  a->key_lengths = (uintptr_t)o->key_lengths, a->slopes = p->bias == GEN_BIAS_ALIBI ? (uintptr_t)o->alibi_slopes : 0;
+  if (p->bias == GEN_BIAS_TENSOR)
+    a->bias = (uintptr_t)o->bias, a->bias_sb = o->bias_stride_b, a->bias_sh = o->bias_stride_h, a->bias_sq = o->bias_stride_q;
   return ST_OK;
 }
 

@@ -4,7 +4,8 @@
 // straddles an end, nothing outside; every output is written, masked ones as 0. A row that sees
 // nothing (or only scores of -inf) is zeros (torch gives NaN); a NaN or +inf score makes its row
 // NaN, as torch's. Math in float32: z = x * scale, z = cap * tanhf(z / cap) under a softcap,
-// z -= slope[h] * |d - k| under ALiBi, then the softmax of the visible z by ex2.
+// z -= slope[h] * |d - k| under ALiBi, z += t[b, h, q, k] under a bias tensor (float32, read
+// where visible only; -inf there masks), then the softmax of the visible z by ex2.
 // Knobs: the forward's row family (split=1): threads, rows (a group of G = threads/rows threads per
 //        row), items, vec, reduce, hint; passes=1 hold=reg (the row's scores held in registers as
 //        floats) or passes=2 hold=none (statistics in one read, outputs in a second); mask and bias,
@@ -18,6 +19,9 @@ struct Scores {
   int lo, hi;
   long long d;
   float slope, scale, cap, icap;
+% if bias == "tensor" then
+  const float *t;   // the row's bias tensor, read where a key is visible
+% end
 };
 
 __device__ __forceinline__ Scores scores_of(const AttnParams &p, i64 row)
@@ -30,6 +34,9 @@ __device__ __forceinline__ Scores scores_of(const AttnParams &p, i64 row)
   r.slope = ((const float *)p.slopes)[row / p.q % p.h];
 % else
   r.slope = 0.f;
+% end
+% if bias == "tensor" then
+  r.t = (const float *)p.bias + am_bias_row(&p, row);
 % end
   r.scale = p.scale, r.cap = p.softcap, r.icap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
   return r;
@@ -44,7 +51,12 @@ __device__ __forceinline__ float score(const Scores &r, float x, int c)
 % if bias == "alibi" then
   z -= r.slope * fabsf((float)(r.d - c));
 % end
+% if bias == "tensor" then
+  if (c < r.lo || c >= r.hi) return NEG_INF;
+  return z + r.t[c];
+% else
   return c >= r.lo && c < r.hi ? z : NEG_INF;
+% end
 }
 
 // The scores of the VEC keys from c0: one vector load where all are visible, single loads of the

@@ -1,6 +1,7 @@
 // attn_aux.cu — the tuner's kernels for attention_softmax (rendered inside aux.cu, after fill.cu
 // and check.cu, whose helpers it uses); the scores come from st_fill without its special rows:
-//   st_fill_attn   the key lengths [B] and ALiBi slopes [H] (attn_mask.h's am_fill_*)
+//   st_fill_attn   the key lengths [B] and ALiBi slopes [H] (attn_mask.h's am_fill_*);
+//   st_fill_attn_bias  the bias tensor [Q, K], broadcast over B and H
 //   st_check_attn  every element against the float64 reference by verify_attn.h's rule: masked
 //                  ones exactly 0, visible ones within their bounds, never the poison
 //   st_attn_floor  the floor: the visible elements read, every element written (masked ones as
@@ -9,8 +10,9 @@
 #define AM_FN __device__ __forceinline__
 % include("attn_mask.h")
 % include("verify_attn.h")
-#define MASK $(({ none = 0, causal = 1, window = 2, causal_window = 3, padding = 4 })[mask])
+#define MASK $((mask:find("causal") and 1 or 0) + (mask:find("window") and 2 or 0) + (mask:find("padding") and 4 or 0))
 #define ALIBI $(bias == "alibi" and 1 or 0)
+#define TENSOR $(bias == "tensor" and 1 or 0)
 
 extern "C" __global__ void __launch_bounds__(256)
 st_fill_attn(int *lengths, float *slopes, i64 batches, i64 heads)
@@ -21,10 +23,18 @@ st_fill_attn(int *lengths, float *slopes, i64 batches, i64 heads)
   }
 }
 
+// The bias tensor [Q, K] (am_fill_bias), n = Q*K elements.
+extern "C" __global__ void __launch_bounds__(256)
+st_fill_attn_bias(float *t, i64 n)
+{
+  for (i64 i = blockIdx.x * 256ll + threadIdx.x; i < n; i += gridDim.x * 256ll) t[i] = am_fill_bias(i, COLS);
+}
+
 // Row r's score at key c (float64) and its part before the bias, from input v.
 __device__ __forceinline__ double attn_z(const AttnParams &p, i64 r, long long d, i64 c, double v, double *part)
 {
-  const double b = ALIBI ? -(double)((const float *)p.slopes)[r / p.q % p.h] * fabs((double)(d - c)) : 0.;
+  const double b = ALIBI ? -(double)((const float *)p.slopes)[r / p.q % p.h] * fabs((double)(d - c))
+                   : TENSOR ? (double)((const float *)p.bias)[am_bias_row(&p, r) + c] : 0.;
   return vr_attn_z(v, p.scale, p.softcap, b, part);
 }
 

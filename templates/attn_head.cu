@@ -7,4 +7,4 @@
 #define AM_FN __device__ __forceinline__
 % include("attn_mask.h")
 #define R $(R)
-#define MASK $(({ none = 0, causal = 1, window = 2, causal_window = 3, padding = 4 })[mask])
+#define MASK $((mask:find("causal") and 1 or 0) + (mask:find("window") and 2 or 0) + (mask:find("padding") and 4 or 0))

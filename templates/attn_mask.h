@@ -11,7 +11,9 @@
 **   window         [d - window, K)             (a left width; with causal, FlashAttention's
 **   causal_window  [d - window, d + 1)          window_size (window, 0))
 **   padding        [0, key_lengths[b])
-** clamped to [0, K]; hi <= lo sees nothing: the row is written as zeros.
+** and padding with the others (padding_causal, padding_window, padding_causal_window): their
+** range with hi at most key_lengths[b]. A kind is a set of bits (causal 1, window 2, padding 4).
+** Clamped to [0, K]; hi <= lo sees nothing: the row is written as zeros.
 */
 #ifndef ATTN_MASK_H
 #define ATTN_MASK_H
@@ -19,9 +21,14 @@
 #ifndef AM_FN
 #define AM_FN static inline
 #endif
+#ifdef __CUDACC__
+#define AM_NEG_INF __int_as_float(0xff800000)
+#else
+#define AM_NEG_INF (-INFINITY)   /* math.h's */
+#endif
 
-/* mask kinds, as GEN_MASK_* in generator/gen.h */
-enum { AM_NONE, AM_CAUSAL, AM_WINDOW, AM_CAUSAL_WINDOW, AM_PADDING };
+/* mask kinds, as GEN_MASK_* in generator/gen.h: sets of these bits */
+enum { AM_NONE, AM_CAUSAL = 1, AM_WINDOW = 2, AM_PADDING = 4 };
 
 /* Row `row`'s visible keys [*lo, *hi) of cols, for mask kind `mask` (lengths: the key lengths,
 ** for padding); returns its diagonal d. */
@@ -30,13 +37,22 @@ AM_FN long long am_range(int mask, const AttnParams *p, const int *lengths, long
 {
   const long long d = row % p->q + p->offset;
   long long a = 0, b = cols;
-  if (mask == AM_CAUSAL || mask == AM_CAUSAL_WINDOW) b = d + 1;
-  if (mask == AM_WINDOW || mask == AM_CAUSAL_WINDOW) a = d - p->window;
-  if (mask == AM_PADDING) b = lengths[row / p->q / p->h];
+  if (mask & AM_CAUSAL) b = d + 1;
+  if (mask & AM_WINDOW) a = d - p->window;
+  if (mask & AM_PADDING) {
+    const long long n = lengths[row / p->q / p->h];
+    b = n < b ? n : b;
+  }
   a = a < 0 ? 0 : a > cols ? cols : a;
   b = b < a ? a : b > cols ? cols : b;
   *lo = a, *hi = b;
   return d;
+}
+
+/* Where row `row`'s part of the bias tensor starts (attn_params.h: strides in elements). */
+AM_FN long long am_bias_row(const AttnParams *p, long long row)
+{
+  return row / p->q / p->h * p->bias_sb + row / p->q % p->h * p->bias_sh + row % p->q * p->bias_sq;
 }
 
 /* The tuner's inputs besides the scores (attn_aux.cu fills them, the CPU counts by them): batch
@@ -49,5 +65,13 @@ AM_FN int am_fill_length(long long b, long long cols)
 }
 
 AM_FN float am_fill_slope(long long h, long long heads) { return (float)exp2(-8. * (double)(h + 1) / (double)heads); }
+
+/* And element i of its bias tensor [Q, K] (broadcast over B and H): multiples of 1/64 in [-4, 4),
+** -inf one time in 8 and throughout query row 1 (a row that sees nothing). */
+AM_FN float am_fill_bias(long long i, long long cols)
+{
+  const unsigned long long z = ((unsigned long long)i + 1) * 0xd1b54a32d192ed03ull;
+  return i / cols == 1 || (z >> 61) == 0 ? AM_NEG_INF : (float)((long long)((z >> 40) % 512) - 256) / 64.f;
+}
 
 #endif

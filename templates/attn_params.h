@@ -12,6 +12,8 @@
 typedef struct AttnParams {
   unsigned long long key_lengths;   /* int [B]: mask padding, row's batch sees keys [0, length); 0: none */
   unsigned long long slopes;        /* float [H]: bias alibi, -slope[h] * |q + offset - k| added; 0: none */
+  unsigned long long bias;          /* float [B or 1, H or 1, Q or 1, K]: bias tensor, added; 0: none */
+  long long bias_sb, bias_sh, bias_sq;   /* its strides in elements (0: broadcast); the key's is 1 */
   long long q;                      /* Q, rows per (batch, head) */
   long long h;                      /* H, heads */
   long long offset;                 /* causal: query q sees keys k <= q + offset (K - Q by default) */

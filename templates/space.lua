@@ -87,9 +87,11 @@ M.knobs = {
 -- attention_softmax's own knobs (space_attn.lua): its mask and bias kinds, which its config strings
 -- name after the others; no other op's do.
 M.attn_knobs = {
-  { name = "mask", values = { "none", "causal", "window", "causal_window", "padding" },
+  { name = "mask", values = { "none", "causal", "window", "causal_window", "padding", "padding_causal",
+                                "padding_window", "padding_causal_window" },
     doc = "attention_softmax only: the keys a row sees (attn_mask.h); masked keys are not read, written as 0" },
-  { name = "bias", values = { "none", "alibi" }, doc = "attention_softmax only: ALiBi, -slope[h] * |q + offset - k| added" },
+  { name = "bias", values = { "none", "alibi", "tensor" },
+    doc = "attention_softmax only: ALiBi, -slope[h] * |q + offset - k| added; or a float32 tensor [B|1, H|1, Q|1, K] added" },
 }
 
 -- hold values that keep the row (or a block's part) in registers: items must cover it
@@ -135,7 +137,7 @@ function M.problem(P)
   if not OPS[P.op] then bad("unknown op (softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy, cross_entropy_loss, attention_softmax, attention_softmax_backward)", P.op) end
   P.mask, P.bias = P.mask or "none", P.bias or "none"
   if not isvalue(KNOB.mask, P.mask) or not isvalue(KNOB.bias, P.bias) or (not M.ATTN[P.op] and (P.mask ~= "none" or P.bias ~= "none")) then
-    bad("mask and bias kinds are attention_softmax's (mask none|causal|window|causal_window|padding, bias none|alibi), got", P.mask .. "/" .. P.bias)
+    bad("mask and bias kinds are attention_softmax's (mask none|causal|window|causal_window|padding|padding_causal|padding_window|padding_causal_window, bias none|alibi|tensor), got", P.mask .. "/" .. P.bias)
   end
   if math.type(P.rows) ~= "integer" or P.rows < 1 then bad("rows must be >= 1, got", P.rows) end
   if math.type(P.cols) ~= "integer" or P.cols < 1 or P.cols > 0x7fffffff then

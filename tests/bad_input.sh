@@ -185,8 +185,12 @@ done <<EOT
 2|bad shape '2x4x8x4294967296': K must be at most 2147483647|-|--op attention_softmax --shape 2x4x8x4294967296 --cache $db
 2|bad --mask 'diagonal'|-|--op attention_softmax --shape 2x4x8x64 --mask diagonal --cache $db
 2|mask window needs a window >= 0 (its left width), got -1|-|--op attention_softmax --shape 2x4x8x64 --mask window --cache $db
+2|bad --mask 'causal+causal'|-|--op attention_softmax --shape 2x4x8x64 --mask causal+causal --cache $db
+2|bad --mask 'causal+'|-|--op attention_softmax --shape 2x4x8x64 --mask causal+ --cache $db
+2|mask padding_causal_window needs a window >= 0|-|--op attention_softmax --shape 2x4x8x64 --mask padding+window+causal --cache $db
+2|a window (4) is for the masks with a window (window, causal_window, padding_window, ...), not padding_causal|-|--op attention_softmax --shape 2x4x8x64 --mask causal+padding --window 4 --cache $db
 2|mask causal_window needs a window >= 0|-|bench --op attention_softmax --shape 2x4x8x64 --mask causal+window --cache $db
-2|a window (16) is for the masks window and causal_window, not causal|-|--op attention_softmax --shape 2x4x8x64 --mask causal --window 16 --cache $db
+2|a window (16) is for the masks with a window (window, causal_window, padding_window, ...), not causal|-|--op attention_softmax --shape 2x4x8x64 --mask causal --window 16 --cache $db
 2|bad --window '-3': expected a width >= 0|-|--op attention_softmax --shape 2x4x8x64 --mask window --window -3 --cache $db
 2|bad --scale 'inf': expected a finite number|-|--op attention_softmax --shape 2x4x8x64 --scale inf --cache $db
 2|bad --scale 'nan': expected a finite number|-|--op attention_softmax --shape 2x4x8x64 --scale nan --cache $db
@@ -199,6 +203,8 @@ done <<EOT
 2|attention_softmax takes one problem, not a list|-|--op attention_softmax --shape 2x4x8x64,2x4x8x128 --cache $db
 2|--scale needs --shape BxHxQxK|-|log --op attention_softmax --scale 0.5 --cache $db
 2|--alibi: attention_softmax_backward has no bias kind|-|--op attention_softmax_backward --shape 2x4x8x64 --alibi --cache $db
+2|--bias-tensor: attention_softmax_backward has no bias kind|-|--op attention_softmax_backward --shape 2x4x8x64 --bias-tensor --cache $db
+2|--bias-tensor and --alibi: one bias kind at a time|-|--op attention_softmax --shape 2x4x8x64 --alibi --bias-tensor --cache $db
 2|bad shape '64x2048': attention_softmax takes BxHxQxK|-|bench --op attention_softmax_backward --shape 64x2048 --cache $db
 2|mask window needs a window >= 0|-|--op attention_softmax_backward --shape 2x4x8x64 --mask window --cache $db
 2|bad --scale 'inf': expected a finite number|-|bench --op attention_softmax_backward --shape 2x4x8x64 --scale inf --cache $db

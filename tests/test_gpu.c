@@ -72,6 +72,18 @@ static const AttnCase ATTN_CASES[] = {
   { { 128, 64, GEN_F32, GEN_ATTN }, GEN_MASK_CAUSAL, 0, { 128, 1, AUTO, -1, 1.f, 0.f } },   /* Q > K: rows that see nothing */
   { { 3 * 40, 777, GEN_F16, GEN_ATTN }, GEN_MASK_CAUSAL_WINDOW, GEN_BIAS_ALIBI, { 40, 1, 0, 31, -0.7f, 0.f } },
   { { 5, 1, GEN_F32, GEN_ATTN }, GEN_MASK_CAUSAL, 0, { 5, 1, AUTO, -1, 1.f, 0.f } },
+  /* key padding with causal and window: their range cut at the batch's key length */
+  { { 6 * 2 * 64, 1000, GEN_BF16, GEN_ATTN }, GEN_MASK_PADDING_CAUSAL, 0, { 64, 2, AUTO, -1, 0.125f, 0.f } },
+  { { 5 * 1 * 16, 4099, GEN_F16, GEN_ATTN }, GEN_MASK_PADDING_WINDOW, GEN_BIAS_ALIBI, { 16, 1, AUTO, 300, 1.f, 0.f } },
+  { { 4 * 2 * 40, 777, GEN_F32, GEN_ATTN }, GEN_MASK_PADDING_CAUSAL_WINDOW, GEN_BIAS_ALIBI, { 40, 2, 0, 31, 0.5f, 20.f } },
+  { { 3 * 2 * 4, 20000, GEN_BF16, GEN_ATTN }, GEN_MASK_PADDING_CAUSAL, GEN_BIAS_ALIBI, { 4, 2, AUTO, -1, 0.0883883f, 0.f } },
+  { { 3 * 128, 64, GEN_F32, GEN_ATTN }, GEN_MASK_PADDING_CAUSAL, 0, { 128, 1, AUTO, -1, 1.f, 0.f } },   /* Q > K */
+  /* a bias tensor [Q, K] (the tuner's: -inf in places, query row 1 all -inf) with the masks */
+  { { 2 * 3 * 64, 64, GEN_BF16, GEN_ATTN }, GEN_MASK_CAUSAL, GEN_BIAS_TENSOR, { 64, 3, AUTO, -1, 0.125f, 0.f } },
+  { { 2 * 2 * 37, 1000, GEN_F32, GEN_ATTN }, GEN_MASK_NONE, GEN_BIAS_TENSOR, { 37, 2, AUTO, -1, 0.3f, 30.f } },
+  { { 5 * 1 * 16, 4099, GEN_F16, GEN_ATTN }, GEN_MASK_PADDING_WINDOW, GEN_BIAS_TENSOR, { 16, 1, AUTO, 300, 1.f, 0.f } },
+  { { 4 * 2 * 8, 20000, GEN_BF16, GEN_ATTN }, GEN_MASK_PADDING_CAUSAL_WINDOW, GEN_BIAS_TENSOR, { 8, 2, 0, 9000, 0.5f, 20.f } },
+  { { 2 * 2 * 4, 65536, GEN_F32, GEN_ATTN }, GEN_MASK_PADDING, GEN_BIAS_TENSOR, { 4, 2, AUTO, -1, 0.0883883f, 0.f } },
 };
 
 /* attention_softmax_backward (attn_bw.cu): its bias kind is none */
@@ -87,6 +99,11 @@ static const AttnCase ATTN_BW_CASES[] = {
   { { 128, 64, GEN_F32, GEN_ATTN_BW }, GEN_MASK_CAUSAL, 0, { 128, 1, AUTO, -1, 1.f, 0.f } },   /* Q > K: rows that see nothing */
   { { 3 * 40, 777, GEN_F16, GEN_ATTN_BW }, GEN_MASK_CAUSAL_WINDOW, 0, { 40, 1, 0, 31, -0.7f, 0.f } },
   { { 5, 1, GEN_F32, GEN_ATTN_BW }, GEN_MASK_CAUSAL, 0, { 5, 1, AUTO, -1, 1.f, 3.f } },
+  { { 6 * 2 * 64, 1000, GEN_BF16, GEN_ATTN_BW }, GEN_MASK_PADDING_CAUSAL, 0, { 64, 2, AUTO, -1, 0.125f, 0.f } },
+  { { 5 * 1 * 16, 4099, GEN_F16, GEN_ATTN_BW }, GEN_MASK_PADDING_WINDOW, 0, { 16, 1, AUTO, 300, 1.f, 20.f } },
+  { { 4 * 2 * 40, 777, GEN_F32, GEN_ATTN_BW }, GEN_MASK_PADDING_CAUSAL_WINDOW, 0, { 40, 2, 0, 31, 0.5f, 20.f } },
+  { { 3 * 2 * 4, 20000, GEN_BF16, GEN_ATTN_BW }, GEN_MASK_PADDING_CAUSAL, 0, { 4, 2, AUTO, -1, 0.0883883f, 0.f } },
+  { { 3 * 128, 64, GEN_F32, GEN_ATTN_BW }, GEN_MASK_PADDING_CAUSAL, 0, { 128, 1, AUTO, -1, 1.f, 0.f } },   /* Q > K */
 };
 
 /* Small, ragged shapes for compute-sanitizer: cols 1, 7, 1000, 4099, 128256 and split rows. */

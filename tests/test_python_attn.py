@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """test_python_attn.py — softmax_tune.attention_softmax (python/softmax_tune/attention.py) against
 float64 torch on the same (upcast) scores, y and scores.grad: float32, float16 and bfloat16; every
-mask kind (none, causal, window, causal+window, key padding), ALiBi, softcap, Q != K with the
-default and a given offset, fully masked rows (zeros, y and gradient); [H, Q, K] scores; a
-non-contiguous input; torch.compile(fullgraph=True) forward and backward; a CUDA graph capture and
-replay; the refusals (one line each); the torch fallbacks (CPU, float64, a mask tensor: one
-warning); the custom ops' schema and fake (opcheck); an eager attention written with it against
-F.scaled_dot_product_attention with the same mask (causal; key padding as a bool attn_mask) in
-float32 and bfloat16; and, with the C++ ops (else a SKIP line), that their calls serve (one each
-way an eager call, no ctypes) and give the ctypes path's y, dx and errors bit for bit. It says its
-host path first; SOFTMAX_TUNE_NO_CPP=1 tests the ctypes path. Exit 77 without torch or a GPU."""
+mask kind (none, causal, window, causal+window, key padding, key padding with the others), ALiBi,
+softcap, Q != K with the default and a given offset, fully masked rows (zeros, y and gradient);
+[H, Q, K] scores; a non-contiguous input; torch.compile(fullgraph=True) forward and backward; a CUDA
+graph capture and replay; the refusals (one line each); the torch fallbacks (CPU, float64, a mask
+tensor: one warning); the custom ops' schema and fake (opcheck); an eager attention written with it
+against F.scaled_dot_product_attention with the same mask (causal; key padding, alone or with
+causal, as a bool attn_mask) in float32 and bfloat16; and, with the C++ ops (else a SKIP line), that
+their calls serve (one each way an eager call, no ctypes) and give the ctypes path's y, dx and
+errors bit for bit. It says its host path first; SOFTMAX_TUNE_NO_CPP=1 tests the ctypes path. Exit
+77 without torch or a GPU."""
 
 import importlib
 import math
@@ -42,8 +43,9 @@ def visible(B, Q, K, causal, window, key_lengths, offset):
     return ((k >= lo.clamp(0, K)) & (k < hi.clamp(0, K)))[:, None]
 
 
-def reference(x, dy, scale, softcap, causal, window, key_lengths, slopes, offset):
-    """float64 y and dx = d(y . dy)/dx by torch autograd on x upcast; zeros where a row sees nothing."""
+def reference(x, dy, scale, softcap, causal, window, key_lengths, slopes, offset, add=None):
+    """float64 y and dx = d(y . dy)/dx by torch autograd on x upcast; zeros where a row sees nothing.
+    add: a float64 tensor added after the softcap (a bias, a mask as 0 / -inf), -inf masking."""
     B, H, Q, K = x.shape
     z0 = x.detach().double().requires_grad_()
     z = z0 * scale
@@ -53,6 +55,9 @@ def reference(x, dy, scale, softcap, causal, window, key_lengths, slopes, offset
         d = torch.arange(Q, device="cuda")[:, None] + (K - Q if offset is None else offset)
         z = z - slopes.double().reshape(1, H, 1, 1) * (d - torch.arange(K, device="cuda")).abs().double()
     keep = visible(B, Q, K, causal, window, key_lengths, offset)
+    if add is not None:
+        z = z + add
+        keep = keep & (add > -math.inf)
     z = z.masked_fill(~keep, -math.inf)
     y = torch.softmax(z, -1)
     y = torch.where(keep.any(-1, keepdim=True), y, torch.zeros_like(y))   # torch's NaN rows as zeros
@@ -72,17 +77,24 @@ def close(got, want, keep, bound, what):
 
 
 def check(B, H, Q, K, dtype, scale=0.3, softcap=None, causal=False, window=None, lengths=None, alibi=False,
-          offset=None, three_d=False):
-    what = "%s %dx%dx%dx%d scale %g softcap %s causal %s window %s lengths %s alibi %s offset %s" % (
-        str(dtype)[6:], B, H, Q, K, scale, softcap, causal, window, lengths, alibi, offset)
+          offset=None, three_d=False, mask=None, bias=None):
+    """mask, bias: shapes of a bool mask (True: seen) and a float bias drawn here, or None."""
+    what = "%s %dx%dx%dx%d scale %g softcap %s causal %s window %s lengths %s alibi %s offset %s mask %s bias %s" % (
+        str(dtype)[6:], B, H, Q, K, scale, softcap, causal, window, lengths, alibi, offset, mask, bias)
+    mt = torch.rand(mask, device="cuda") < 0.8 if mask is not None else None
+    if mt is not None and mt.dim() == 4 and mt.shape[2] > 2:
+        mt[..., 2, :] = False                                                       # a row that sees nothing
+    bt = (torch.randn(bias, device="cuda") * 2).to(dtype) if bias is not None else None
+    add = None if mt is None else torch.zeros(mt.shape, dtype=torch.float64, device="cuda").masked_fill(~mt, -math.inf)
+    add = add if bt is None else bt.double() if add is None else add + bt.double()
     x = (torch.randn(B, H, Q, K, device="cuda") * 4).to(dtype)
     dy = torch.randn(B, H, Q, K, device="cuda").to(dtype)
     kl = torch.tensor(lengths, dtype=torch.int32, device="cuda") if lengths is not None else None
     slopes = torch.tensor([2.0 ** (-8 * (h + 1) / H) for h in range(H)], device="cuda") if alibi else None
-    ref_y, ref_dx, keep = reference(x, dy, scale, softcap, causal, window, kl, slopes, offset)
+    ref_y, ref_dx, keep = reference(x, dy, scale, softcap, causal, window, kl, slopes, offset, add)
     xin = (x[0] if three_d else x).clone().requires_grad_()
     y = softmax_tune.attention_softmax(xin, scale=scale, softcap=softcap, causal=causal, window=window,
-                                       key_lengths=kl, alibi_slopes=slopes, causal_offset=offset)
+                                       key_lengths=kl, alibi_slopes=slopes, causal_offset=offset, mask=mt, bias=bt)
     y.backward(dy[0] if three_d else dy)
     y, dx = (y[None], xin.grad[None]) if three_d else (y, xin.grad)
     expect(y.dtype == dtype and y.shape == x.shape, "%s: y %s %s" % (what, y.dtype, tuple(y.shape)))
@@ -91,6 +103,8 @@ def check(B, H, Q, K, dtype, scale=0.3, softcap=None, causal=False, window=None,
     if alibi:   # the bias's float32 error too (2 u |b|)
         d = torch.arange(Q, device="cuda")[:, None] + (K - Q if offset is None else offset)
         zmag = zmag + 2 * slopes.double().reshape(1, H, 1, 1) * (d - torch.arange(K, device="cuda")).abs().double()
+    if bt is not None:   # the bias's add (exact in float32, one rounding of the sum)
+        zmag = zmag + bt.double().abs()
     close(y, ref_y, keep, ref_y.abs() * (REL[dtype] * 4 + 3e-6 * zmag) + TINY[dtype], what + ": y")
     # dx: k * y * (dy - s), y rounded to the dtype, the sum in float32
     s = (ref_y * dy.double()).sum(-1, keepdim=True)
@@ -116,7 +130,18 @@ for dtype in DTYPES:
     check(1, 2, 8, 5000, dtype, causal=True, offset=4000)                        # a chunk of a prefill
     check(1, 8, 1, 32768, dtype, causal=True, alibi=True, softcap=30.0)          # decoding
     check(1, 3, 16, 128, dtype, causal=True, window=8, offset=-4, alibi=True, softcap=3.0, three_d=True)
-print("float64 agreement: every mask kind, ALiBi, softcap, Q != K, fully masked rows, every dtype")
+    check(3, 2, 64, 200, dtype, causal=True, lengths=[200, 0, 150])            # key padding with the others
+    check(3, 2, 40, 3000, dtype, window=500, lengths=[3000, 2000, 7], alibi=True)
+    check(3, 2, 24, 96, dtype, causal=True, window=20, lengths=[96, 60, 81], softcap=4.0)
+    check(2, 2, 96, 64, dtype, causal=True, lengths=[64, 30])                    # Q > K with padding
+    check(2, 1, 8, 5000, dtype, causal=True, offset=4000, lengths=[4003, 5000], alibi=True)
+    check(2, 3, 32, 96, dtype, bias=(1, 3, 32, 96))                              # a bias tensor [1, H, Q, K]
+    check(2, 3, 32, 96, dtype, causal=True, bias=(32, 96), softcap=5.0)          # [Q, K], after the softcap
+    check(2, 2, 16, 3000, dtype, mask=(2, 1, 1, 3000), window=700)               # a key padding mask [B, 1, 1, K]
+    check(2, 2, 24, 200, dtype, mask=(2, 2, 24, 200), bias=(2, 1, 24, 200), lengths=[150, 200], causal=True)
+    check(1, 2, 24, 64, dtype, mask=(1, 1, 24, 1), bias=(2, 1, 64))             # broadcast over K (copied)
+print("float64 agreement: every mask kind, ALiBi, softcap, Q != K, fully masked rows, mask and bias tensors "
+      "(broadcast, with the other masks), every dtype")
 
 # a non-contiguous input (a transposed view) is copied, the gradient lands in its layout
 xt = torch.randn(2, 3, 40, 40, device="cuda").transpose(-1, -2).requires_grad_()
@@ -129,11 +154,14 @@ expect(xt.grad.shape == xt.shape and xt.grad.abs().max().item() < 1e-5, "non-con
 # torch.compile(fullgraph=True): forward and backward through the custom ops
 try:
     kl = torch.tensor([70, 5], dtype=torch.int32, device="cuda")
+    pad = (torch.arange(128, device="cuda") < torch.tensor([[100], [9]], device="cuda"))[:, None, None, :]
+    rel = torch.randn(4, 128, 128, device="cuda")
 
     def step(x, v):
         p = softmax_tune.attention_softmax(x, scale=0.125, causal=True, softcap=20.0)
         p2 = softmax_tune.attention_softmax(x, scale=0.5, key_lengths=kl)
-        return (p @ v).square().sum() + (p2 @ v).sum()
+        p3 = softmax_tune.attention_softmax(x, scale=0.25, causal=True, mask=pad, bias=rel)
+        return (p @ v).square().sum() + (p2 @ v).sum() + (p3 @ v).square().mean()
 
     cstep = torch.compile(step, fullgraph=True)
     for dtype in (torch.float32, torch.bfloat16):
@@ -193,18 +221,23 @@ kl2 = torch.tensor([4, 8], dtype=torch.int32, device="cuda")
 for kwargs, needle in [(dict(scale=float("nan")), "scale"), (dict(scale=float("inf")), "scale"),
                        (dict(softcap=0.0), "softcap"), (dict(softcap=-3.0), "softcap"), (dict(window=-1), "window"),
                        (dict(causal_offset=1 << 41), "causal_offset"),
-                       (dict(key_lengths=kl2, causal=True), "key_lengths together with causal"),
-                       (dict(key_lengths=kl2, window=4), "key_lengths together with causal or window"),
+                       (dict(key_lengths=[4, 33], causal=True), "[0, K]"),
                        (dict(key_lengths=kl2.float()), "int32 or int64"),
                        (dict(key_lengths=kl2[:1]), "shape [B]"),
                        (dict(key_lengths=[4, 33]), "[0, K]"), (dict(key_lengths=[-1, 3]), "[0, K]"),
                        (dict(alibi_slopes=torch.ones(2, device="cuda")), "H=3"),
-                       (dict(mask=torch.ones(2, 3, 16, 31, dtype=torch.bool, device="cuda")), "does not broadcast")]:
+                       (dict(mask=torch.ones(2, 3, 16, 31, dtype=torch.bool, device="cuda")), "does not broadcast"),
+                       (dict(bias=torch.ones(3, 3, 1, 32, device="cuda")), "does not broadcast"),
+                       (dict(mask=torch.ones(16, 32, dtype=torch.int32, device="cuda")), "bool (True: seen) or float"),
+                       (dict(bias=torch.ones(16, 32, dtype=torch.int32, device="cuda")), "float tensor"),
+                       (dict(bias=torch.zeros(16, 32, device="cuda", requires_grad=True)), "bias requires grad"),
+                       (dict(mask=torch.zeros(16, 32, device="cuda", requires_grad=True)), "mask requires grad")]:
     raises(lambda: softmax_tune.attention_softmax(xb, **kwargs), ValueError, "refusal %s" % needle, needle)
 raises(lambda: softmax_tune.attention_softmax(xb[0, 0]), ValueError, "2-d scores", "[B, H, Q, K]")
 raises(lambda: softmax_tune.attention_softmax(xb.int()), ValueError, "int scores", "floating point")
 
-# the fallbacks: CPU, float64 and a mask tensor run the same math in torch, one warning in all
+# the fallbacks: CPU, float64 and a mask tensor with ALiBi run the same math in torch, one warning in
+# all; a bool mask (the kernel's bias tensor) agrees with key padding
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     xc = torch.randn(2, 3, 16, 32)
@@ -212,6 +245,9 @@ with warnings.catch_warnings(record=True) as caught:
     yd = softmax_tune.attention_softmax(xb.double(), key_lengths=[0, 32])
     ym = softmax_tune.attention_softmax(xb, mask=torch.arange(32, device="cuda") < 9)
     yk = softmax_tune.attention_softmax(xb, key_lengths=[9, 9])
+    sl = torch.rand(3, device="cuda")
+    ya = softmax_tune.attention_softmax(xb, mask=torch.arange(32, device="cuda") < 9, alibi_slopes=sl, causal=True)
+    ra = attn.reference(xb, 1.0, None, True, None, None, sl, 16, torch.arange(32, device="cuda") < 9)
 ours = [w for w in caught if str(w.message).startswith("softmax_tune.attention_softmax:")]
 expect(len(ours) == 1, "one fallback warning, got %d: %s" % (len(ours), [str(w.message) for w in ours]))
 ry, _, _ = reference(xc.cuda(), torch.zeros(2, 3, 16, 32, device="cuda"), 0.5, None, True, None, None, None, None)
@@ -219,6 +255,7 @@ expect(yc.dtype == torch.float32 and (yc.double().cuda() - ry).abs().max().item(
 expect(yd.dtype == torch.float64 and yd[0].abs().max().item() == 0 and not yd.isnan().any().item(),
        "float64 fallback: a fully masked batch is zeros")
 expect((ym.float() - yk.float()).abs().max().item() <= 2 ** -8, "a bool mask tensor agrees with key padding")
+expect((ya.float() - ra).abs().max().item() <= 2 ** -8, "a mask tensor with ALiBi: the torch fallback")
 
 
 
@@ -248,13 +285,15 @@ def one_call_each_way():
         attn._cpp_forward, attn._cpp_backward, _lib.attention = saved
 
 
-def same_results(dtype, kl=None, slopes=None, softcap=0.0, causal=False, window=-1, offset=None):
+def same_results(dtype, kl=None, slopes=None, softcap=0.0, causal=False, window=-1, offset=None, bias=None):
     B, H, Q, K = 2, 4, 24, 300
-    what = "the C++ attention calls, %s kl %s alibi %s softcap %g causal %s window %d offset %s" % (
-        str(dtype)[6:], kl is not None, slopes is not None, softcap, causal, window, offset)
+    what = "the C++ attention calls, %s kl %s alibi %s softcap %g causal %s window %d offset %s bias %s" % (
+        str(dtype)[6:], kl is not None, slopes is not None, softcap, causal, window, offset,
+        None if bias is None else list(bias.shape))
+    bias = None if bias is None else attn._additive(bias < -1.5, bias, (B, H, Q, K), bias.device)
     x = (torch.randn(B, H, K, Q, device="cuda") * 3).to(dtype).transpose(-1, -2)   # not contiguous
     args = (kl, slopes, 0.3, softcap, causal, window, K - Q if offset is None else offset)
-    y, ry = attn._cpp_forward(x, *args), attn._forward_ctypes(x, *args)
+    y, ry = attn._cpp_forward(x, *args, bias), attn._forward_ctypes(x, *args, bias)
     if expect(y is not None, what + ": the forward did not serve"):
         expect(y.dtype == dtype and y.is_contiguous() and torch.equal(y, ry), what + ": not the ctypes path's y")
     dy = torch.randn(B, H, Q, K, device="cuda")
@@ -294,17 +333,24 @@ if softmax_tune.cpp_ops and attn._cpp_forward is not None and attn._cpp_backward
         same_results(dtype, kl=kl3)
         same_results(dtype, causal=True, slopes=sl3, softcap=5.0)
         same_results(dtype, kl=kl3, slopes=sl3, softcap=2.0)
+        same_results(dtype, kl=kl3, causal=True, window=40)
+        same_results(dtype, kl=kl3, causal=True, slopes=sl3, offset=-5)
+        same_results(dtype, kl=kl3, causal=True, bias=torch.randn(2, 1, 24, 300, device="cuda"))
+        same_results(dtype, window=30, softcap=3.0, bias=torch.randn(4, 1, 300, device="cuda"))
     xe = torch.randn(2, 3, 16, 32, device="cuda")
     ye, dye = torch.softmax(xe, -1), torch.randn_like(xe)
-    for what, opts, needle in [("key_lengths with causal", (kl2, 1.0, 0.0, True, -1, 16), "key_lengths with causal"),
+    for what, opts, needle in [("key_lengths, window -2", (kl2, 1.0, 0.0, True, -2, 16), "bad window"),
                                ("scale nan", (None, float("nan"), 0.0, False, -1, 16), "bad scale"),
                                ("softcap -1", (None, 1.0, -1.0, False, -1, 16), "bad softcap"),
                                ("window -7", (None, 1.0, 0.0, True, -7, 16), "bad window"),
                                ("offset 2^41", (None, 1.0, 0.0, True, -1, 1 << 41), "bad causal offset")]:
-        same_error(what, attn._cpp_forward, attn._forward_ctypes, (xe, opts[0], None) + opts[1:], needle)
+        same_error(what, attn._cpp_forward, attn._forward_ctypes, (xe, opts[0], None) + opts[1:] + (None,), needle)
         same_error(what + " (backward)", attn._cpp_backward, attn._backward_ctypes, (xe, ye, dye) + opts, needle)
     same_error("empty scores", attn._cpp_forward, attn._forward_ctypes,
-               (xe[:0], None, None, 1.0, 0.0, False, -1, 16), "bad shape")
+               (xe[:0], None, None, 1.0, 0.0, False, -1, 16, None), "bad shape")
+    be = attn._additive(None, torch.randn(32, device="cuda"), xe.shape, xe.device)
+    same_error("ALiBi and a bias tensor", attn._cpp_forward, attn._forward_ctypes,
+               (xe, None, torch.ones(3, device="cuda"), 1.0, 0.0, False, -1, 16, be), "one bias kind")
     print("the C++ attention calls: one each way, the ctypes path's results and errors bit for bit")
 else:
     why = ("SOFTMAX_TUNE_NO_CPP=1" if os.environ.get("SOFTMAX_TUNE_NO_CPP") == "1" else
@@ -316,7 +362,10 @@ else:
 try:
     x = torch.randn(2, 3, 16, 40, device="cuda")
     torch.library.opcheck(torch.ops.softmax_tune.attention_softmax.default,
-                          (x, kl2, torch.ones(3, device="cuda"), 0.5, 4.0, False, -1, 24),
+                          (x, kl2, torch.ones(3, device="cuda"), 0.5, 4.0, False, -1, 24, None),
+                          test_utils=("test_schema", "test_faketensor"))
+    torch.library.opcheck(torch.ops.softmax_tune.attention_softmax.default,
+                          (x, kl2, None, 0.5, 0.0, True, -1, 24, torch.randn(40, device="cuda").expand(x.shape)),
                           test_utils=("test_schema", "test_faketensor"))
     torch.library.opcheck(torch.ops.softmax_tune.attention_softmax_backward.default,
                           (x, torch.softmax(x, -1), torch.randn_like(x), None, 0.5, 4.0, True, 3, 24),
@@ -327,27 +376,36 @@ except Exception as e:  # noqa: BLE001
 
 
 # an eager attention against SDPA with the same mask, forward and q.grad
-def eager_attention(q, k, v, causal, lengths):
+def eager_attention(q, k, v, causal, lengths, bias=None):
     scores = q @ k.transpose(-2, -1)
-    p = softmax_tune.attention_softmax(scores, scale=q.shape[-1] ** -0.5, causal=causal, key_lengths=lengths)
+    p = softmax_tune.attention_softmax(scores, scale=q.shape[-1] ** -0.5, causal=causal, key_lengths=lengths,
+                                       bias=bias)
     return p @ v
 
 
 for dtype, tol in ((torch.float32, 2e-5), (torch.bfloat16, 2e-2)):
     B, H, S, D = 2, 4, 256, 64
-    for causal in (True, False):
+    for causal, padded, biased in ((True, False, False), (False, True, False), (True, True, False),
+                                   (False, False, True)):
         q, k, v = (torch.randn(B, H, S, D, device="cuda").to(dtype).requires_grad_() for _ in range(3))
-        lengths = None if causal else torch.tensor([S, 77], dtype=torch.int32, device="cuda")
-        mask = None if causal else (torch.arange(S, device="cuda") < lengths.long()[:, None])[:, None, None, :]
-        out = eager_attention(q, k, v, causal, lengths)
+        lengths = torch.tensor([S, 77], dtype=torch.int32, device="cuda") if padded else None
+        mask = (torch.arange(S, device="cuda") < lengths.long()[:, None])[:, None, None, :] if padded else None
+        if padded and causal:   # SDPA takes one: the causal mask joins the bool one
+            mask = mask & torch.ones(S, S, dtype=torch.bool, device="cuda").tril()
+        bias = torch.randn(1, H, S, S, device="cuda").to(dtype) if biased else None
+        if biased:   # an additive mask, the scores' dtype, -inf in places (no row all -inf)
+            bias[..., 1:, 0] = -math.inf
+            mask = bias
+        out = eager_attention(q, k, v, causal, lengths, bias)
         go = torch.randn_like(out)
         gq = torch.autograd.grad(out, q, go)[0]
-        ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+        ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and not padded)
         rq = torch.autograd.grad(ref, q, go)[0]
-        what = "eager attention %s %s vs SDPA" % (str(dtype)[6:], "causal" if causal else "key padding")
+        what = "eager attention %s %s vs SDPA" % (str(dtype)[6:], "causal" * causal + " key padding" * padded +
+                                                   " additive mask" * biased)
         scale_o, scale_g = ref.float().abs().max().item(), rq.float().abs().max().item()
         expect((out.float() - ref.float()).abs().max().item() <= tol * max(1.0, scale_o), what + ": out")
         expect((gq.float() - rq.float()).abs().max().item() <= tol * 4 * max(1.0, scale_g), what + ": q.grad")
-print("eager attention against SDPA: causal and key padding, float32 and bfloat16")
+print("eager attention against SDPA: causal, key padding, both, an additive mask; float32 and bfloat16")
 
 finish("test_python_attn")

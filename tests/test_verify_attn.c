@@ -1,9 +1,11 @@
 /*
 ** test_verify_attn.c — the verifier of attention_softmax (verify_attn.h with verify.h's
 ** vr_bounds, tuner/attn.c's tune_check_rows_attn): right outputs pass and wrong ones do not, for
-** every dtype, every mask kind, with and without ALiBi and a softcap, with a scale, on scores of
+** every dtype, every mask kind, with and without ALiBi, a bias tensor (-inf in places, a query
+** row all -inf) and a softcap, with a scale, on scores of
 ** the sizes attention meets (|x| up to 30, some rows up to 300), Q > K rows that see nothing, and
-** padding with key lengths 0..K (the tuner's).
+** padding with key lengths 0..K (the tuner's), alone and with causal and window (their
+** ranges' intersection, checked row by row).
 **   fill:  test_gpu --attn's float32 problems on scores drawn as the tuner's fill (fill.cu) draws
 **          them (rows of |x| up to 3, 12, 40 and 1000, and 4 around +-1e4): both right outputs
 **          pass, and every row's middle visible element moved by 8 ulps and 2^-12 of itself (the
@@ -44,6 +46,7 @@ static void f32_row(const Prob *pb, const tune_AttnRef *o, const double *x, int6
     float v = (float)x[c] * o->p.scale;
     if (o->p.softcap > 0.f) v = o->p.softcap * tanhf(v * (1.f / o->p.softcap));
     if (o->slopes) v -= o->slopes[row / o->p.q % o->p.h] * fabsf((float)(d - c));
+    if (o->bias && c >= lo && c < hi) v += o->bias[am_bias_row(&o->p, row) + c];
     z[c] = c >= lo && c < hi ? v : -INFINITY;
     m = z[c] > m ? z[c] : m;
   }
@@ -93,9 +96,12 @@ static void run(const Prob *pb)
   double *x = malloc((size_t)n * sizeof *x), *ref = malloc((size_t)pb->k * sizeof *ref);
   void *xs = malloc((size_t)n * 4), *out = malloc((size_t)n * 4);
   int *len = malloc((size_t)pb->b * sizeof *len);
-  float *slopes = malloc((size_t)pb->h * sizeof *slopes);
-  tune_AttnRef o = { .mask = pb->mask, .lengths = len, .slopes = pb->bias ? slopes : NULL };
+  float *slopes = malloc((size_t)pb->h * sizeof *slopes), *bias = malloc((size_t)(pb->q * pb->k) * sizeof *bias);
+  tune_AttnRef o = { .mask = pb->mask, .lengths = len, .slopes = pb->bias == GEN_BIAS_ALIBI ? slopes : NULL,
+                     .bias = pb->bias == GEN_BIAS_TENSOR ? bias : NULL };
   tune_attn_params(&p, &pb->o, &o.p);
+  o.p.bias_sq = pb->k;   /* the tuner's [Q, K], broadcast over B and H */
+  for (int64_t i = 0; i < pb->q * pb->k; i++) bias[i] = am_fill_bias(i, pb->k);
   for (int64_t b = 0; b < pb->b; b++) len[b] = am_fill_length(b, pb->k);
   for (int64_t h = 0; h < pb->h; h++) slopes[h] = am_fill_slope(h, pb->h);
   double kind = 0.;
@@ -134,7 +140,29 @@ static void run(const Prob *pb)
           (long long)want, (long long)c.first_bad, c.max_err);
     if (pb->fill && maker <= RIGHT_F32) middles_caught(pb, &o, xs, out, what);
   }
-  free(x), free(ref), free(xs), free(out), free(len), free(slopes);
+  free(x), free(ref), free(xs), free(out), free(len), free(slopes), free(bias);
+}
+
+/* Key padding with causal and window sees the intersection of their ranges, each row of every
+** kind (offsets either way, rows that see nothing): a reading of attn_mask.h apart from its own. */
+static void padding_intersects(void)
+{
+  const long long B = 5, Q = 7, K = 11;
+  int len[5] = { 11, 0, 3, 9, 14 };   /* 14: past K, clamped */
+  for (int mask = GEN_MASK_PADDING_CAUSAL; mask <= GEN_MASK_PADDING_CAUSAL_WINDOW; mask++)
+    for (long long off = -9; off <= 12; off += 3) {
+      const AttnParams p = { .q = Q, .h = 1, .offset = off, .window = 2 };
+      for (long long r = 0; r < B * Q; r++) {
+        long long lo, hi, lo1, hi1, lo2, hi2;
+        am_range(mask, &p, len, K, r, &lo, &hi);
+        am_range(mask & ~GEN_MASK_PADDING, &p, len, K, r, &lo1, &hi1);
+        am_range(GEN_MASK_PADDING, &p, len, K, r, &lo2, &hi2);
+        const long long a = lo1 > lo2 ? lo1 : lo2, b = hi1 < hi2 ? hi1 : hi2;
+        CHECK(hi - lo == (b > a ? b - a : 0) && (hi <= lo || (lo == a && hi == b)),
+              "mask %s offset %lld row %lld: [%lld, %lld), want [%lld, %lld) and [%lld, %lld)", gen_mask_name(mask), off, r,
+              lo, hi, lo1, hi1, lo2, hi2);
+      }
+    }
 }
 
 /* st_check_attn compiles for every mask kind, each bias in turn, dtypes and archs alternating. */
@@ -168,7 +196,7 @@ int main(void)
     for (int mask = 0; mask < GEN_NMASK; mask++)
       for (int bias = 0; bias < GEN_NBIAS; bias++)
         for (int cap = 0; cap < 2; cap++) {
-          const int windowed = mask == GEN_MASK_WINDOW || mask == GEN_MASK_CAUSAL_WINDOW;
+          const int windowed = (mask & GEN_MASK_WINDOW) != 0;
           Prob pb = { 3, 2, 24, 300 + 37 * mask, dt, mask, bias, { 24, 2, TUNE_ATTN_AUTO, windowed ? 40 : -1, 0.125f, cap ? 20.f : 0.f }, 0 };
           run(&pb);
           pb.q = pb.o.q = 40, pb.k = 33, pb.o.window = windowed ? 5 : -1, pb.o.scale = 1.3f;   /* Q > K: rows that see nothing */
@@ -176,6 +204,7 @@ int main(void)
         }
   Prob wide = { 2, 1, 4, 20000, GEN_F32, GEN_MASK_CAUSAL, GEN_BIAS_ALIBI, { 4, 1, TUNE_ATTN_AUTO, -1, 0.0883883f, 30.f }, 0 };
   run(&wide);
+  padding_intersects();
   aux_compiles();
   static const Prob FILL[] = {   /* test_gpu --attn's float32 problems, fill's scores */
     { 1, 1, 128, 64, GEN_F32, GEN_MASK_CAUSAL, 0, { 128, 1, TUNE_ATTN_AUTO, -1, 1.f, 0.f }, 1 },
@@ -183,6 +212,8 @@ int main(void)
     { 1, 1, 64, 64, GEN_F32, GEN_MASK_NONE, 0, { 64, 1, TUNE_ATTN_AUTO, -1, 2.f, 0.f }, 1 },
     { 1, 2, 37, 1000, GEN_F32, GEN_MASK_CAUSAL, 0, { 37, 2, TUNE_ATTN_AUTO, -1, 0.3f, 30.f }, 1 },
     { 1, 1, 5, 1, GEN_F32, GEN_MASK_CAUSAL, 0, { 5, 1, TUNE_ATTN_AUTO, -1, 1.f, 0.f }, 1 },
+    { 2, 2, 37, 1000, GEN_F32, GEN_MASK_NONE, GEN_BIAS_TENSOR, { 37, 2, TUNE_ATTN_AUTO, -1, 0.3f, 30.f }, 1 },
+    { 2, 2, 4, 20000, GEN_F32, GEN_MASK_PADDING, GEN_BIAS_TENSOR, { 4, 2, TUNE_ATTN_AUTO, -1, 0.0883883f, 0.f }, 1 },
   };
   for (int seed = 0; seed < 8; seed++)
     for (size_t i = 0; i < sizeof FILL / sizeof FILL[0]; i++) run(&FILL[i]);

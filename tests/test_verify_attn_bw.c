@@ -126,7 +126,7 @@ int main(void)
   for (int dt = 0; dt < GEN_NDTYPE; dt++)
     for (int mask = 0; mask < GEN_NMASK; mask++)
       for (int cap = 0; cap < 2; cap++) {
-        const int windowed = mask == GEN_MASK_WINDOW || mask == GEN_MASK_CAUSAL_WINDOW;
+        const int windowed = (mask & GEN_MASK_WINDOW) != 0;
         Prob pb = { 3, 2, 24, 300 + 37 * mask, dt, mask, { 24, 2, TUNE_ATTN_AUTO, windowed ? 40 : -1, 0.125f, cap ? 20.f : 0.f } };
         run(&pb);
         pb.q = pb.o.q = 40, pb.k = 33, pb.o.window = windowed ? 5 : -1, pb.o.scale = 1.3f;   /* Q > K: rows that see nothing */

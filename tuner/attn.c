@@ -27,7 +27,7 @@ void tune_attn_defaults(tune_AttnOptions *o)
 
 int tune_attn_check(const gen_Problem *p, const tune_AttnOptions *o, char *err, size_t errlen)
 {
-  const int windowed = p->mask == GEN_MASK_WINDOW || p->mask == GEN_MASK_CAUSAL_WINDOW;
+  const int windowed = (p->mask & GEN_MASK_WINDOW) != 0;
   if (o->q < 1 || o->h < 1 || o->q > p->rows || p->rows % o->q || (p->rows / o->q) % o->h)
     return snprintf(err, errlen, "bad attention shape: Q %lld and H %lld must divide rows %lld (rows = B*H*Q)",
                     (long long)o->q, (long long)o->h, (long long)p->rows), 2;
@@ -35,8 +35,8 @@ int tune_attn_check(const gen_Problem *p, const tune_AttnOptions *o, char *err, 
     return snprintf(err, errlen, "mask %s needs a window >= 0 (its left width), got %lld", gen_mask_name(p->mask),
                     (long long)o->window), 2;
   if (!windowed && o->window >= 0)
-    return snprintf(err, errlen, "a window (%lld) is for the masks window and causal_window, not %s", (long long)o->window,
-                    gen_mask_name(p->mask)), 2;
+    return snprintf(err, errlen, "a window (%lld) is for the masks with a window (window, causal_window, padding_window, ...), not %s",
+                    (long long)o->window, gen_mask_name(p->mask)), 2;
   if (o->window < -1) return snprintf(err, errlen, "bad window %lld: expected a width >= 0", (long long)o->window), 2;
   if (!isfinite(o->scale)) return snprintf(err, errlen, "bad scale %g: expected a finite number", o->scale), 2;
   if (!isfinite(o->softcap) || o->softcap < 0.f)
@@ -82,7 +82,8 @@ int64_t tune_attn_visible(const gen_Problem *p, const AttnParams *a)
 /* Row r's score at key c from input v, and its part before the bias. */
 static double score(const tune_AttnRef *o, int64_t r, long long d, int64_t c, double v, double *part)
 {
-  const double b = o->slopes ? -(double)o->slopes[r / o->p.q % o->p.h] * fabs((double)(d - c)) : 0.;
+  const double b = o->slopes ? -(double)o->slopes[r / o->p.q % o->p.h] * fabs((double)(d - c))
+                   : o->bias ? (double)o->bias[am_bias_row(&o->p, r) + c] : 0.;
   return vr_attn_z(v, o->p.scale, o->p.softcap, b, part);
 }
 

@@ -62,12 +62,12 @@ struct tune_Gpu {
   int attn_bw;              /* attention_softmax_backward: also the scores x (ax) */
   tune_AttnOptions aopt;
   AttnParams aparams;
-  CUdeviceptr lengths, slopes, ax;
+  CUdeviceptr lengths, slopes, ax, tbias;   /* tbias: the bias tensor [Q, K] (bias kind tensor) */
   gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
   char cubins[4096];        /* the kept cubins' folder (cache_compile), "" for none */
   int ptx_arch;             /* tune_gpu_ptx: configs compiled as PTX for compute_<ptx_arch>, or 0 */
   CUmodule auxmod;
-  CUfunction fill, fill_ce, fill_attn, check, floor;
+  CUfunction fill, fill_ce, fill_attn, fill_bias, check, floor;
   Slot *slots;
   int nslots;
   uint64_t seed;
@@ -168,7 +168,8 @@ static void teardown(tune_Gpu *g)
   if (g->flush) d->cuMemFree(g->flush);
   if (g->res) d->cuMemFree(g->res);
   if (g->ws) d->cuMemFree(g->ws);
-  CUdeviceptr *ce[] = { &g->labels, &g->weight, &g->loss, &g->lse, &g->scale, &g->flag, &g->lengths, &g->slopes, &g->ax };
+  CUdeviceptr *ce[] = { &g->labels, &g->weight, &g->loss, &g->lse, &g->scale, &g->flag, &g->lengths, &g->slopes, &g->ax,
+                        &g->tbias };
   for (size_t i = 0; i < sizeof ce / sizeof *ce; i++)
     if (*ce[i]) d->cuMemFree(*ce[i]), *ce[i] = 0;
   if (g->stream) d->cuStreamDestroy(g->stream);
@@ -201,16 +202,18 @@ static CUresult alloc_ce(tune_Gpu *g)
   return CUDA_SUCCESS;
 }
 
-/* attention_softmax's key lengths [B] and slopes [H], and the params pointing at them as its
-** kinds read them. */
+/* attention_softmax's key lengths [B], slopes [H] and bias tensor [Q, K] (broadcast over B and
+** H), and the params pointing at them as its kinds read them. */
 static CUresult alloc_attn(tune_Gpu *g)
 {
   const size_t heads = (size_t)g->aparams.h, batches = (size_t)(g->p.rows / g->aparams.q) / heads;
   CUresult r;
   if ((r = g->drv.cuMemAlloc(&g->lengths, 4 * batches)) || (r = g->drv.cuMemAlloc(&g->slopes, 4 * heads)) ||
-      (g->attn_bw && (r = g->drv.cuMemAlloc(&g->ax, g->bytes))))
+      (g->attn_bw && (r = g->drv.cuMemAlloc(&g->ax, g->bytes))) ||
+      (g->p.bias == GEN_BIAS_TENSOR && (r = g->drv.cuMemAlloc(&g->tbias, 4 * (size_t)(g->aparams.q * g->p.cols)))))
     return r;
-  g->aparams.key_lengths = g->p.mask == GEN_MASK_PADDING ? g->lengths : 0;
+  g->aparams.bias = g->tbias, g->aparams.bias_sb = g->aparams.bias_sh = 0, g->aparams.bias_sq = g->tbias ? g->p.cols : 0;
+  g->aparams.key_lengths = g->p.mask & GEN_MASK_PADDING ? g->lengths : 0;
   g->aparams.slopes = g->p.bias == GEN_BIAS_ALIBI ? g->slopes : 0;
   return CUDA_SUCCESS;
 }
@@ -247,6 +250,7 @@ static int setup(tune_Gpu *g, char *err, size_t errlen)
       (r = d->cuModuleGetFunction(&g->fill, g->auxmod, (g->ce || g->attn) && !g->attn_bw ? "st_fill" : g->op->fill)) ||
       (g->ce && (r = d->cuModuleGetFunction(&g->fill_ce, g->auxmod, g->op->fill))) ||
       (g->attn && (r = d->cuModuleGetFunction(&g->fill_attn, g->auxmod, "st_fill_attn"))) ||
+      (g->tbias && (r = d->cuModuleGetFunction(&g->fill_bias, g->auxmod, "st_fill_attn_bias"))) ||
       (r = d->cuModuleGetFunction(&g->check, g->auxmod, g->op->check)) ||
       (floors[g->op->floor] && (r = d->cuModuleGetFunction(&g->floor, g->auxmod, floors[g->op->floor]))))
     return cu_msg(g, "cannot load the fill and check kernels", r, err, errlen), 1;
@@ -265,7 +269,7 @@ int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslo
   g->attn_bw = p->op == GEN_ATTN_BW;
   if (g->attn) {   /* an entry verified again comes with the defaults: a window mask gets a window */
     tune_AttnOptions a = g->aopt;
-    if ((p->mask == GEN_MASK_WINDOW || p->mask == GEN_MASK_CAUSAL_WINDOW) && a.window < 0) a.window = p->cols / 8;
+    if (p->mask & GEN_MASK_WINDOW && a.window < 0) a.window = p->cols / 8;
     if (tune_attn_check(p, &a, err, errlen)) return 1;
     tune_attn_params(p, &a, &g->aparams);
   }
@@ -412,11 +416,13 @@ static CUresult fresh_input(tune_Gpu *g)
   void *args[] = { &g->in, &rows, &seed, &specials }, *args_bw[] = { &g->in, &g->in2, &rows, &seed, &specials };
   void *args_ce[] = { &g->labels, &g->weight, &rows, &seed, &g->params };
   long long batches = g->attn ? rows / g->aparams.q / g->aparams.h : 0, heads = g->aparams.h;
-  void *args_attn[] = { &g->lengths, &g->slopes, &batches, &heads };
+  long long nbias = g->attn ? g->aparams.q * g->p.cols : 0;
+  void *args_attn[] = { &g->lengths, &g->slopes, &batches, &heads }, *args_bias[] = { &g->tbias, &nbias };
   void *args_attn_bw[] = { &g->ax, &g->in, &g->in2, &rows, &seed, &g->aparams };
   if (g->ce || g->attn) specials = 0;   /* a loss needs finite logits; attention's rule is for finite scores */
   /* the key lengths first: the backward's fill reads them */
   CUresult r = g->attn ? d->cuLaunchKernel(g->fill_attn, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_attn, NULL) : CUDA_SUCCESS;
+  if (!r && g->tbias) r = d->cuLaunchKernel(g->fill_bias, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_bias, NULL);
   if (!r) r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->attn_bw ? args_attn_bw : g->bw ? args_bw : args, NULL);
   if (!r && g->ce) r = d->cuLaunchKernel(g->fill_ce, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_ce, NULL);
   if (!r && g->own_labels)
@@ -674,27 +680,29 @@ static int selftest_ce(tune_Gpu *g, char *err, size_t errlen)
 }
 
 /* attention_softmax's inputs on the host for the CPU rule: the scores and output, and the key
-** lengths and slopes as the GPU drew them (read back, not recomputed). */
+** lengths, slopes and bias tensor as the GPU drew them (read back, not recomputed). */
 typedef struct AttnHost {
   void *x, *y;
   int *lengths;
-  float *slopes;
+  float *slopes, *bias;
   tune_AttnRef o;
 } AttnHost;
 
-static void attn_host_free(AttnHost *h) { free(h->x), free(h->y), free(h->lengths), free(h->slopes); }
+static void attn_host_free(AttnHost *h) { free(h->x), free(h->y), free(h->lengths), free(h->slopes), free(h->bias); }
 
 static CUresult attn_host_read(tune_Gpu *g, AttnHost *h)
 {
   const size_t heads = (size_t)g->aparams.h, batches = (size_t)(g->p.rows / g->aparams.q) / heads;
   CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+  const size_t nbias = g->tbias ? 4 * (size_t)(g->aparams.q * g->p.cols) : 0;
   if (!h->x && !((h->x = malloc(g->bytes)) && (h->y = malloc(g->bytes)) && (h->lengths = malloc(4 * batches)) &&
-                 (h->slopes = malloc(4 * heads))))
+                 (h->slopes = malloc(4 * heads)) && (h->bias = malloc(nbias ? nbias : 4))))
     return r;
   if ((r = wait(g, 20.)) || (r = g->drv.cuMemcpyDtoH(h->x, g->in, g->bytes)) || (r = g->drv.cuMemcpyDtoH(h->y, g->out, g->bytes)) ||
-      (r = g->drv.cuMemcpyDtoH(h->lengths, g->lengths, 4 * batches)) || (r = g->drv.cuMemcpyDtoH(h->slopes, g->slopes, 4 * heads)))
+      (r = g->drv.cuMemcpyDtoH(h->lengths, g->lengths, 4 * batches)) || (r = g->drv.cuMemcpyDtoH(h->slopes, g->slopes, 4 * heads)) ||
+      (nbias && (r = g->drv.cuMemcpyDtoH(h->bias, g->tbias, nbias))))
     return r;
-  h->o = (tune_AttnRef){ g->aparams, g->p.mask, h->lengths, g->aparams.slopes ? h->slopes : NULL };
+  h->o = (tune_AttnRef){ g->aparams, g->p.mask, h->lengths, g->aparams.slopes ? h->slopes : NULL, nbias ? h->bias : NULL };
   return CUDA_SUCCESS;
 }
 

@@ -60,14 +60,16 @@ void tune_check_rows_ce(const void *x, const void *labels, int labels64, const v
                         int dtype, int64_t cols, int64_t r0, int64_t r1, const tune_CeRef *o, uint32_t poison, tune_Check *c);
 
 /* attention_softmax (GEN_ATTN; templates/attn.cu has the math, attn_mask.h the masks): a row's
-** launch block, mask kind (GEN_MASK_*) and, on the host, the key lengths [B] (padding) and
-** ALiBi slopes [H] (NULL: no bias). */
+** launch block, mask kind (GEN_MASK_*) and, on the host, the key lengths [B] (padding), ALiBi
+** slopes [H] (NULL: no ALiBi) and the bias tensor (NULL: none; indexed by the block's strides
+** with attn_mask.h's am_bias_row). */
 #include "attn_params.h"
 typedef struct tune_AttnRef {
   AttnParams p;
   int mask;
   const int *lengths;
   const float *slopes;
+  const float *bias;
 } tune_AttnRef;
 /* Row `row`'s float64 reference from its inputs x (as loaded): masked elements and scores of
 ** -inf 0, a row seeing no finite score 0, a NaN or +inf score the row NaN. */

@@ -212,7 +212,8 @@ def config_cross_entropy(device, dtype, grad, rows, cols):
 
 class AttnOptions(ctypes.Structure):   # st_attn_options
     _fields_ = [("scale", ctypes.c_float), ("softcap", ctypes.c_float), ("causal", _INT), ("causal_offset", _I64),
-                ("window", _I64), ("key_lengths", _PTR), ("alibi_slopes", _PTR)]
+                ("window", _I64), ("key_lengths", _PTR), ("alibi_slopes", _PTR), ("bias", _PTR),
+                ("bias_stride_b", _I64), ("bias_stride_h", _I64), ("bias_stride_q", _I64)]
 
 
 def _attn_lib():

@@ -11,9 +11,11 @@ register_autograd) run. Both launch on torch's current stream with no host sync,
 capture them, and both reach the library through run_forward and run_backward: one C++ call each
 (softmax_tune._C's attention_forward and attention_backward) where the C++ ops are built, else
 ctypes (_lib.attention); the option checks, the autograd and the custom ops stay in Python. The
-forward saves its output (and the scores only under a softcap: the gradient needs them there).
-Other inputs (CPU, float64, a mask or bias tensor) run _reference, the same math in torch, with
-one warning."""
+forward saves its output (and the scores only under a softcap: the gradient needs them there). A
+mask or bias tensor becomes one float32 additive tensor (_additive: a bool mask as 0 / -inf),
+broadcast by strides (bias kind tensor); the gradient needs no more (y is 0 where it is -inf).
+Other inputs (CPU, float64, a tensor with alibi_slopes) run reference, the same
+math in torch, with one warning."""
 
 import math
 import warnings
@@ -39,22 +41,30 @@ def _warn_once(why):
 
 # ---- the kernels ----
 
-def _launch(x, y, dy, dx, kl, slopes, scale, softcap, causal, window, offset):
+def _options(scale, softcap, causal, window, offset, kl, slopes, bias):
+    """st_attn_options; bias: float32 [B, H, Q, K] with a key stride of 1 (an expanded view: strides
+    0 broadcast)."""
+    return _lib.AttnOptions(scale, softcap, int(causal), offset, window, kl.data_ptr() if kl is not None else None,
+                            slopes.data_ptr() if slopes is not None else None,
+                            *((bias.data_ptr(),) + bias.stride()[:3] if bias is not None else (None, 0, 0, 0)))
+
+
+def _launch(x, y, dy, dx, kl, slopes, scale, softcap, causal, window, offset, bias=None):
     """st_attention_softmax (dy None) or its backward on contiguous CUDA tensors, current stream."""
-    opts = _lib.AttnOptions(scale, softcap, int(causal), offset, window, kl.data_ptr() if kl is not None else None,
-                            slopes.data_ptr() if slopes is not None else None)
+    opts = _options(scale, softcap, causal, window, offset, kl, slopes, bias)
     device = device_of(y)
     _lib.attention(device, DTYPES[y.dtype], opts, x.data_ptr() if x is not None else None, y.data_ptr(),
                    dy.data_ptr() if dy is not None else None, dx.data_ptr() if dx is not None else None,
                    tuple(y.shape), _stream(device))
 
 
-def run_forward(x, kl, slopes, scale, softcap, causal, window, offset):
-    """y [B, H, Q, K] of scores x [B, H, Q, K] (any strides: copied when not contiguous): the C++ call
-    where softmax_tune._C has it (None: a library without the attention kernels, or tensors not for
-    it), else ctypes."""
-    y = _cpp_forward(x, kl, slopes, scale, softcap, causal, window, offset) if _cpp_forward is not None else None
-    return y if y is not None else _forward_ctypes(x, kl, slopes, scale, softcap, causal, window, offset)
+def run_forward(x, kl, slopes, scale, softcap, causal, window, offset, bias=None):
+    """y [B, H, Q, K] of scores x [B, H, Q, K] (any strides: copied when not contiguous) and the
+    additive tensor bias (_additive's, or None): the C++ call where softmax_tune._C has it (None: a
+    library without the attention kernels, or tensors not for it), else ctypes."""
+    args = (x, kl, slopes, scale, softcap, causal, window, offset, bias)
+    y = _cpp_forward(*args) if _cpp_forward is not None else None
+    return y if y is not None else _forward_ctypes(*args)
 
 
 def run_backward(x, y, dy, kl, scale, softcap, causal, window, offset):
@@ -64,11 +74,13 @@ def run_backward(x, y, dy, kl, scale, softcap, causal, window, offset):
     return dx if dx is not None else _backward_ctypes(x, y, dy, kl, scale, softcap, causal, window, offset)
 
 
-def _forward_ctypes(x, kl, slopes, scale, softcap, causal, window, offset):
+def _forward_ctypes(x, kl, slopes, scale, softcap, causal, window, offset, bias=None):
     """run_forward through ctypes."""
     x = x.contiguous()
     y = torch.empty_like(x)
-    _launch(x, y, None, None, kl, slopes, scale, softcap, causal, window, offset)
+    if bias is not None and bias.stride(3) != 1:   # the kernel reads it with a key stride of 1
+        bias = bias.contiguous()
+    _launch(x, y, None, None, kl, slopes, scale, softcap, causal, window, offset, bias)
     return y
 
 
@@ -89,20 +101,21 @@ def _save(ctx, x, y, kl, args):
 
 
 def _grad(ctx, grad, backward):
+    """dx, and no gradient for the other inputs (the bias tensor's is refused up front)."""
     x, y, kl = ctx.saved_tensors
-    return (backward(x, y, grad, kl, *ctx.args),) + (None,) * 7
+    return (backward(x, y, grad, kl, *ctx.args),) + (None,) * 8
 
 
 # ---- the custom ops (torch.compile) ----
 
 @torch.library.custom_op("softmax_tune::attention_softmax", mutates_args=())
 def attn_op(x: torch.Tensor, key_lengths: Optional[torch.Tensor], alibi_slopes: Optional[torch.Tensor], scale: float,
-            softcap: float, causal: bool, window: int, offset: int) -> torch.Tensor:
-    return run_forward(x, key_lengths, alibi_slopes, scale, softcap, causal, window, offset)
+            softcap: float, causal: bool, window: int, offset: int, bias: Optional[torch.Tensor]) -> torch.Tensor:
+    return run_forward(x, key_lengths, alibi_slopes, scale, softcap, causal, window, offset, bias)
 
 
 @attn_op.register_fake
-def _(x, key_lengths, alibi_slopes, scale, softcap, causal, window, offset):
+def _(x, key_lengths, alibi_slopes, scale, softcap, causal, window, offset, bias):
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
@@ -118,7 +131,7 @@ def _(x, y, dy, key_lengths, scale, softcap, causal, window, offset):
 
 
 def _setup(ctx, inputs, output):
-    _save(ctx, inputs[0], output, inputs[1], tuple(inputs[3:]))
+    _save(ctx, inputs[0], output, inputs[1], tuple(inputs[3:8]))
 
 
 attn_op.register_autograd(lambda ctx, grad: _grad(ctx, grad, attn_bw_op), setup_context=_setup)
@@ -129,8 +142,8 @@ class _Eager(torch.autograd.Function):
     No double backward (once_differentiable raises)."""
 
     @staticmethod
-    def forward(ctx, x, kl, slopes, scale, softcap, causal, window, offset):
-        y = run_forward(x, kl, slopes, scale, softcap, causal, window, offset)
+    def forward(ctx, x, kl, slopes, scale, softcap, causal, window, offset, bias):
+        y = run_forward(x, kl, slopes, scale, softcap, causal, window, offset, bias)
         _save(ctx, x, y, kl, (scale, softcap, causal, window, offset))
         return y
 
@@ -202,9 +215,6 @@ def _check_options(scale, softcap, causal, window, causal_offset, key_lengths, s
         raise _bad("window must be None or an int in [0, 2^40] (a left width), got %r" % (window,))
     if causal_offset is not None and (not isinstance(causal_offset, int) or abs(causal_offset) > OFFSET_MAX):
         raise _bad("causal_offset must be None (K - Q) or an int within 2^40 either way, got %r" % (causal_offset,))
-    if key_lengths is not None and (causal or window is not None):
-        raise _bad("key_lengths together with causal or window: the library does not take padding with those masks "
-                   "yet (pass one mask kind, or a bool mask= tensor, which runs in torch)")
     _, _, Q, K = shape
     return float(scale), float(softcap or 0.0), -1 if window is None else window, K - Q if causal_offset is None \
         else causal_offset
@@ -260,6 +270,27 @@ def _check_tensor(name, t, shape):
                                                                                           list(shape)))
     if name == "bias" and not t.is_floating_point():
         raise _bad("bias must be a float tensor, got %s" % t.dtype)
+    if name == "mask" and not (t.dtype == torch.bool or t.is_floating_point()):
+        raise _bad("mask must be a bool (True: seen) or float (added) tensor, got %s" % t.dtype)
+
+
+def _additive(mask, bias, shape, device):
+    """mask and bias as the one float32 tensor the kernel adds (bias kind tensor): a bool mask as 0
+    where seen and -inf elsewhere, a float one as it is, the bias added (one float32 rounding when
+    both are float); expanded to shape [B, H, Q, K] with a key stride of 1 (a view: stride 0 where
+    it broadcasts, a copy only along K where it broadcasts over K). None without either."""
+    t = None if bias is None else bias.to(device=device, dtype=torch.float32)
+    if mask is not None:
+        m = mask.to(device)
+        m = torch.zeros(m.shape, dtype=torch.float32, device=device).masked_fill(~m, -math.inf) \
+            if m.dtype == torch.bool else m.to(torch.float32)
+        t = m if t is None else t + m
+    if t is None:
+        return None
+    t = t[(None,) * (4 - t.dim())]
+    if t.shape[-1] != shape[-1] or t.stride(-1) != 1:
+        t = t.expand(*t.shape[:-1], shape[-1]).contiguous()
+    return t.expand(shape)
 
 
 def _as4d(scores):
@@ -276,12 +307,15 @@ def attention_softmax(scores, *, scale=1.0, softcap=None, causal=False, window=N
     """softmax over the last dim of mask(bias + softcap(scale * scores)) for scores [B, H, Q, K] (or
     [H, Q, K]), in scores' dtype. Query q's diagonal is d = q + causal_offset (default K - Q);
     causal: keys k <= d; window=W: keys k >= d - W (with causal: FlashAttention's window (W, 0));
-    key_lengths (int [B]): keys k < key_lengths[b] (not with causal or window); alibi_slopes ([H]):
+    key_lengths (int [B]): keys k < key_lengths[b] (with causal or window too: both); alibi_slopes ([H]):
     -slope[h] * |d - k| added; softcap: softcap * tanh(z / softcap). Masked outputs are 0, and a
-    row that sees no key is all zeros (torch's softmax gives NaN). mask ([B or 1, H or 1, Q, K],
-    bool True = seen, or float added) and bias (float, added) run in torch (a warning). CUDA
-    float32/float16/bfloat16 scores run the library; others the same math in torch. With CUDA
-    key_lengths the values are not checked (a host sync): the kernel clamps them to [0, K]."""
+    row that sees no key is all zeros (torch's softmax gives NaN). mask ([B or 1, H or 1, Q or 1,
+    K or 1], bool True = seen, or float added) and bias (float, added, after the softcap) run in
+    the kernel as one float32 additive tensor (-inf masks), read where the other masks leave a
+    key visible; no gradient for them (one that requires grad is refused). CUDA
+    float32/float16/bfloat16 scores run the library; others (and a mask or bias tensor together
+    with alibi_slopes) the same math in torch (a warning). With CUDA key_lengths the values are not
+    checked (a host sync): the kernel clamps them to [0, K]."""
     x = _as4d(scores)
     B, H, Q, K = x.shape
     scale, softcap, window, offset = _check_options(scale, softcap, causal, window, causal_offset, key_lengths, x.shape)
@@ -291,14 +325,18 @@ def attention_softmax(scores, *, scale=1.0, softcap=None, causal=False, window=N
     _check_tensor("bias", bias, x.shape)
     if x.numel() == 0:
         return scores * 0
+    tensors = mask is not None or bias is not None
     why = ("scores on the CPU" if not x.is_cuda else "scores of %s" % x.dtype if x.dtype not in DTYPES else
-           "a mask tensor" if mask is not None else "a bias tensor" if bias is not None else None)
+           "a mask or bias tensor with alibi_slopes" if tensors and slopes is not None else None)
     if why:
         _warn_once(why)
         y = reference(x, scale, softcap, causal, window if window >= 0 else None, kl, slopes, offset,
                       None if mask is None else mask.to(x.device), None if bias is None else bias.to(x.device))
         return y.to(scores.dtype).reshape(scores.shape)
-    args = (kl, slopes, scale, softcap, bool(causal), window, offset)
+    for name, t in (("mask", mask), ("bias", bias)):
+        if t is not None and t.requires_grad and torch.is_grad_enabled():
+            raise _bad("%s requires grad: the kernel gives no gradient for the mask and bias tensors (detach it)" % name)
+    args = (kl, slopes, scale, softcap, bool(causal), window, offset, _additive(mask, bias, x.shape, x.device))
     if torch.compiler.is_compiling():
         y = attn_op(x, *args)
     elif torch.is_grad_enabled() and x.requires_grad:
@@ -309,16 +347,17 @@ def attention_softmax(scores, *, scale=1.0, softcap=None, causal=False, window=N
 
 
 def config(scores, backward=False, *, causal=False, window=None, key_lengths=None, alibi_slopes=None,
-           causal_offset=None, softcap=None):
+           causal_offset=None, softcap=None, mask=None, bias=None):
     """The config string of the kernel attention_softmax (backward=True: its gradient) runs for
-    these CUDA scores and mask and bias kinds (key_lengths and alibi_slopes: any tensor of the
-    right shape on the scores' device)."""
+    these CUDA scores and mask and bias kinds (key_lengths, alibi_slopes, mask and bias: any tensor
+    of the right shape on the scores' device)."""
     x = _as4d(scores)
     if not x.is_cuda or x.dtype not in DTYPES or x.numel() == 0:
         raise _bad("config of non-empty CUDA float32/float16/bfloat16 scores, got %s %s" % (x.device, x.dtype))
     _, softcap, window, offset = _check_options(1.0, softcap, causal, window, causal_offset, key_lengths, x.shape)
     kl = _key_lengths(key_lengths, x.shape[0], x.shape[3], x.device)
     slopes = _slopes(alibi_slopes, x.shape[1], x.device)
-    opts = _lib.AttnOptions(1.0, softcap, int(causal), offset, window, kl.data_ptr() if kl is not None else None,
-                            slopes.data_ptr() if slopes is not None else None)
+    _check_tensor("mask", mask, x.shape)
+    _check_tensor("bias", bias, x.shape)
+    opts = _options(1.0, softcap, causal, window, offset, kl, slopes, _additive(mask, bias, x.shape, x.device))
     return _lib.config_attention(device_of(x), DTYPES[x.dtype], opts, tuple(x.shape), backward)

@@ -438,10 +438,18 @@ at::Tensor eager_cross_entropy_train(const at::Tensor &x, const at::Tensor &x2, 
 /* ---- attention_softmax's eager calls (attention.py run_forward, run_backward; undefined tensors
 ** come back as None: the ctypes path then runs, and gives its result or its error) ---- */
 
+/* A bias tensor as attention.py's _additive makes it: float32 [B, H, Q, K] of x's shape on its
+** device, a key stride of 1 (an expanded view: strides 0 where it broadcasts); or absent. */
+bool bias_fits(const std::optional<at::Tensor> &t, const at::Tensor &x) {
+  return !t.has_value() || !t->defined() ||
+         (t->scalar_type() == at::kFloat && t->device() == x.device() && t->sizes() == x.sizes() && t->stride(3) == 1);
+}
+
 /* The options as attention.py's ctypes path fills them (_lib.AttnOptions); kl int32 [B] and slopes
-** float32 [H] that fits(), or absent. */
+** float32 [H] that fits(), a bias that bias_fits(), or absent. */
 st_attn_options attn_options(const std::optional<at::Tensor> &kl, const std::optional<at::Tensor> &slopes,
-                             double scale, double softcap, bool causal, int64_t window, int64_t offset) {
+                             double scale, double softcap, bool causal, int64_t window, int64_t offset,
+                             const std::optional<at::Tensor> &bias = std::nullopt) {
   st_attn_options o{};   // a field added later: 0
   o.scale = static_cast<float>(scale);
   o.softcap = static_cast<float>(softcap);
@@ -450,22 +458,29 @@ st_attn_options attn_options(const std::optional<at::Tensor> &kl, const std::opt
   o.window = window;
   o.key_lengths = data_or_null<int>(kl);
   o.alibi_slopes = data_or_null<float>(slopes);
+  if (bias.has_value() && bias->defined()) {
+    o.bias = bias->data_ptr<float>();
+    o.bias_stride_b = bias->stride(0);
+    o.bias_stride_h = bias->stride(1);
+    o.bias_stride_q = bias->stride(2);
+  }
   return o;
 }
 
-/* y of scores x [B, H, Q, K] (copied when not contiguous) through st_attention_softmax on the
-** current stream, no host sync; undefined when the library lacks it or the tensors are not for it. */
+/* y of scores x [B, H, Q, K] (copied when not contiguous) and the additive bias tensor (or
+** none) through st_attention_softmax on the current stream, no host sync; undefined when the
+** library lacks it or the tensors are not for it. */
 at::Tensor eager_attention(const at::Tensor &x, const std::optional<at::Tensor> &kl,
                            const std::optional<at::Tensor> &slopes, double scale, double softcap, bool causal,
-                           int64_t window, int64_t offset) {
-  if (!supported(x) || x.dim() != 4 || !fits(kl, x, at::kInt) || !fits(slopes, x, at::kFloat))
+                           int64_t window, int64_t offset, const std::optional<at::Tensor> &bias) {
+  if (!supported(x) || x.dim() != 4 || !fits(kl, x, at::kInt) || !fits(slopes, x, at::kFloat) || !bias_fits(bias, x))
     return at::Tensor();
   st_ctx *ctx = bound(x, lib_attn);
   if (ctx == nullptr)
     return at::Tensor();
   at::Tensor xc = x.contiguous();
   at::Tensor y = at::empty_like(xc);
-  st_attn_options o = attn_options(kl, slopes, scale, softcap, causal, window, offset);
+  st_attn_options o = attn_options(kl, slopes, scale, softcap, causal, window, offset, bias);
   launch(lib_attn, ctx, xc, dtype_of(xc), &o, xc.data_ptr(), y.data_ptr(), xc.size(0), xc.size(1), xc.size(2),
          xc.size(3));
   return y;
