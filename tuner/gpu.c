@@ -790,17 +790,21 @@ static CUresult attn_bw_host_read(tune_Gpu *g, AttnBwHost *h)
   return r;
 }
 
-/* The visible element of row `row` whose dx is largest in magnitude (its bound is the narrowest
-** relative to it); -1 if the row sees nothing. */
-static int64_t attn_bw_shown(tune_Gpu *g, const AttnBwHost *h, int64_t row)
+/* The visible element of an ordinary row whose dx is largest in magnitude (its bound is the
+** narrowest relative to it), else `shown`'s: a row that sees one key has dx 0 throughout, which
+** no planted move can leave within its bound. -1 if no row sees anything. */
+static int64_t attn_bw_shown(tune_Gpu *g, const AttnBwHost *h, const int64_t shown[2])
 {
   long long lo, hi;
-  int64_t at = -1;
-  double big = -1.;
-  am_range(g->p.mask, &g->aparams, h->a.lengths, g->p.cols, row, &lo, &hi);
-  for (long long c = lo; c < hi; c++) {
-    const double v = fabs(tune_load(h->a.y, g->p.dtype, row * g->p.cols + c));
-    if (v > big) big = v, at = row * g->p.cols + c;
+  int64_t at = shown[0] < 0 ? -1 : shown[0] * g->p.cols + shown[1];
+  double big = 0.;
+  for (int64_t r = 0; r < g->p.rows; r++) {
+    am_range(g->p.mask, &g->aparams, h->a.lengths, g->p.cols, r, &lo, &hi);
+    if (hi - lo < 2 || !ordinary_row(g, &h->a, r, lo, hi)) continue;
+    for (long long c = lo; c < hi; c++) {
+      const double v = fabs(tune_load(h->a.y, g->p.dtype, r * g->p.cols + c));
+      if (v > big) big = v, at = r * g->p.cols + c;
+    }
   }
   return at;
 }
@@ -829,7 +833,7 @@ static int selftest_attn_bw(tune_Gpu *g, char *err, size_t errlen)
   AttnBwHost h = { 0 };
   CheckOut co;
   CUresult r = attn_bw_host_read(g, &h);
-  if (!r) attn_elements(g, &h.a, hidden, shown), at = shown[0] < 0 ? -1 : attn_bw_shown(g, &h, shown[0]);
+  if (!r) attn_elements(g, &h.a, hidden, shown), at = attn_bw_shown(g, &h, shown);
   const double v = at < 0 ? 0. : tune_load(h.a.y, g->p.dtype, at);
   for (int k = 0; k < 4 && !r; k++) {
     /* nothing visible to move, or (mask none) nothing hidden */
