@@ -22,7 +22,7 @@ lane_a() { run test_gpu_attn 300 .carry/test_gpu --attn; run test_gpu_attn_bw 30
            while [ ! -e /tmp/built ]; do sleep 2; done; run test_python_attn 400 python3 tests/test_python_attn.py
            SOFTMAX_TUNE_NO_CPP=1 run test_python_attn_ctypes 300 python3 tests/test_python_attn.py; }
 # import softmax_tune after torch, best of 5 fresh processes, with the fusion pass and without
-import_cost() { for fuse in 1 0; do for i in 1 2 3 4 5; do SOFTMAX_TUNE_FUSE=$fuse python3 -c \
+import_cost() { for fuse in 1 0; do for i in 1 2 3 4 5; do PYTHONPATH=python SOFTMAX_TUNE_FUSE=$fuse python3 -c \
   "import time, torch; t = time.perf_counter(); import softmax_tune; print(f'{(time.perf_counter() - t) * 1e3:.1f}')"
   done | sort -n | head -1 | sed "s/^/import softmax_tune ms, SOFTMAX_TUNE_FUSE=$fuse: /"; done; }
 rm -f /tmp/built
