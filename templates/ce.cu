@@ -51,45 +51,31 @@ __device__ __forceinline__ i64 label_of(const CeParams &p, const void *labels, i
   return p.labels64 ? ((const i64 *)labels)[row] : (i64)((const int *)labels)[row];
 }
 
-// A row's label, its class weight, the gradient's factor and (for `lead`) the label's logit, read
-// when the row starts: their round trips then overlap the row's loads instead of following its
-// reduction. y is -1 when ignored or bad (outside [0, COLS)).
-struct Label { int y; bool bad; float w, scale, zy; };
-
-__device__ __forceinline__ Label label_load(const CeParams &p, const void *labels, i64 row)
-{
-  Label l;
-  const i64 y = label_of(p, labels, row);
-  const bool ignored = y == p.ignore;
-  l.bad = !ignored && (y < 0 || y >= COLS);
-  l.y = ignored || l.bad ? -1 : (int)y;
-  l.w = l.y < 0 ? 0.f : p.weight ? ((const float *)p.weight)[l.y] : 1.f;
-  l.scale = p.scale ? *(const float *)p.scale : 1.f;
-  l.zy = 0.f;
-  return l;
-}
-
-// The row's scalars from its statistics and label; `lead`, the one thread of the row that writes
-// them, writes lse and the loss (l.zy, the label's logit, read by it after the row's loads).
+// The row's scalars from its statistics; `lead`, the one thread of the row that writes them,
+// writes lse and the loss (the label's logit read again from x: one cached load a row).
 template <bool CAP>
-__device__ __forceinline__ Row row_of(const CeParams &p, const Label &l, i64 row, MST all, bool lead, float *loss, float *lse)
+__device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, const elem_t *x, i64 row, MST all, bool lead,
+                                      float *loss, float *lse)
 {
   Row r;
   r.cap = p.softcap;
   r.icap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
   r.lse = all.m + logf(all.s);
-  const float eps = p.smoothing;
-  r.y = l.y;
-  r.wl = (1.f - eps) * l.w;
-  r.b = l.scale * r.wl;
-  r.c = r.y < 0 ? 0.f : l.scale * eps / COLS;
-  r.a = r.y < 0 ? 0.f : r.b + l.scale * (eps + 2.f * p.zloss * r.lse);
+  const i64 y = label_of(p, labels, row);
+  const bool ignored = y == p.ignore, bad = !ignored && (y < 0 || y >= COLS);
+  const float w = ignored || bad ? 0.f : p.weight ? ((const float *)p.weight)[y] : 1.f;
+  const float scale = p.scale ? *(const float *)p.scale : 1.f, eps = p.smoothing;
+  r.y = ignored || bad ? -1 : (int)y;
+  r.wl = (1.f - eps) * w;
+  r.b = scale * r.wl;
+  r.c = r.y < 0 ? 0.f : scale * eps / COLS;
+  r.a = r.y < 0 ? 0.f : r.b + scale * (eps + 2.f * p.zloss * r.lse);
   if (lead) {
     lse[row] = r.lse;
     if (r.y >= 0)
-      loss[row] = r.wl * (r.lse - capz<CAP>(l.zy, r.cap, r.icap)) + eps * (r.lse - all.t / COLS) + p.zloss * r.lse * r.lse;
-    else loss[row] = l.bad ? __int_as_float(0x7fc00000) : 0.f;
-    if (l.bad && p.flag) atomicOr((int *)p.flag, 1);
+      loss[row] = r.wl * (r.lse - capz<CAP>(load1(x + r.y), r.cap, r.icap)) + eps * (r.lse - all.t / COLS) + p.zloss * r.lse * r.lse;
+    else loss[row] = bad ? __int_as_float(0x7fc00000) : 0.f;
+    if (bad && p.flag) atomicOr((int *)p.flag, 1);
   }
   return r;
 }
@@ -261,18 +247,14 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 % if split > 1 then
     begin = (int)(rank * $(CV)), end = min(g.nv, begin + $(CV));
 % end
-    const bool lead = live && rank == 0 && lane == 0;
-    Label l = label_load(p, labels, live ? row : 0);
     float e[EDGE_SLOTS];
     edge_load(x, g, lane, edges, e);
+    MST mine = edge_stats<CAP>(e, g, lane, edges, cap, icap);
 % if hold ~= "none" then
     held_t v[HELD];
     hold_load<true>(x + g.h, begin, end, lane, live, v);
-    if (lead && l.y >= 0) l.zy = load1(x + l.y);
-    MST mine = body_stats<CAP>(v, begin, end, lane, live, cap, icap, smooth, edge_stats<CAP>(e, g, lane, edges, cap, icap));
+    mine = body_stats<CAP>(v, begin, end, lane, live, cap, icap, smooth, mine);
 % else
-    if (lead && l.y >= 0) l.zy = load1(x + l.y);
-    MST mine = edge_stats<CAP>(e, g, lane, edges, cap, icap);
     for (int base = begin; base < end; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
       load_step<false, false>(x + g.h, base, end, lane, live, v);
@@ -283,7 +265,7 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 % if split > 1 then
     all = cluster_fold(all, slot, &shared_all, k);
 % end
-    const Row r = row_of<CAP>(p, l, live ? row : 0, all, lead, loss, lse);
+    const Row r = row_of<CAP>(p, labels, x, live ? row : 0, all, live && rank == 0 && lane == 0, loss, lse);
 % if not LOSS_ONLY then
     #pragma unroll
     for (int i = 0; i < EDGE; i++) {

@@ -66,7 +66,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     for _, split in ipairs({ 2, 4, 8, 16 }) do   -- a cluster per row
       if split <= P.cluster and P.cols * P.es >= 16 * KB then
         local cv = (nv + split - 1) // split
-        for _, threads in ipairs({ 128, 256, 512, 1024 }) do   -- 128: more rows in flight a SM
+        for _, threads in ipairs({ 256, 512, 1024 }) do
           if threads <= cv then held(list, P, threads, cv, 1, split, vec) end
         end
       end

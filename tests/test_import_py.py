@@ -3,8 +3,8 @@
 import-time code run against a stand-in torch (unittest.mock: any attribute, any call), so a name
 error, a bad decorator use or a missing export at module level fails here and not first on a GPU
 machine; the public names exported; attention_softmax's option checks (pure Python: scale,
-softcap, window, causal_offset, padding with causal or window) refuse with one-line ValueErrors.
-The GPU behaviour is tests/test_python*.py's."""
+softcap, window, causal_offset, padding with causal or window) refuse with one-line ValueErrors;
+fusion.py's pass set at its first arm(), not at import. The GPU behaviour is tests/test_python*.py's."""
 
 import os
 import sys
@@ -57,5 +57,24 @@ for args, needle in bad:
         msg = str(e)
         expect(needle in msg and "\n" not in msg and msg.startswith("softmax_tune.attention_softmax: "),
                "%r: message %r lacks %r" % (args, msg, needle))
+# fusion.py: nothing of Inductor imported with the package (its config costs seconds); the pass is
+# set at the first arm() (the op's fake kernel, under torch.compile), once, and never over a
+# pass the user set.
+from softmax_tune import fusion  # noqa: E402
+import types  # noqa: E402
+
+expect(not any(m.startswith("torch._inductor") for m in sys.modules), "import softmax_tune imported torch._inductor")
+expect(softmax_tune.compile_fusion is True and not fusion._armed, "the pass is wanted, and not set at import")
+inductor = types.ModuleType("torch._inductor")
+inductor.config = types.SimpleNamespace(pre_grad_custom_pass=None)
+sys.modules["torch._inductor"] = inductor
+fusion.arm()
+expect(inductor.config.pre_grad_custom_pass is fusion.swap_fusable, "arm() did not set the pass")
+inductor.config.pre_grad_custom_pass = mine = object()
+fusion.arm()
+expect(inductor.config.pre_grad_custom_pass is mine, "a second arm() replaced the user's pass")
+fusion._armed, inductor.config.pre_grad_custom_pass = False, mine
+fusion.arm()
+expect(inductor.config.pre_grad_custom_pass is mine, "arm() replaced a pass the user set first")
 print("test_import_py: %d failures" % failures)
 sys.exit(1 if failures else 0)

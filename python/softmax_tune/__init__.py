@@ -25,8 +25,9 @@ autograd.Function whose backward runs the same backward kernel). Where the C++ o
 with their autograd in C++, and an eager call is one C++ call (cpp_ops is then True); else the
 ops are Python's and the library is called through ctypes (SOFTMAX_TUNE_NO_CPP=1 forces that).
 Under torch.compile with Inductor, a softmax whose every use is elementwise (softmax(x) * 2) is
-handed back to torch.softmax so that Inductor fuses it with those uses (softmax_tune/fusion.py;
-compile_fusion says whether that pass is on; SOFTMAX_TUNE_FUSE=0 turns it off).
+handed back to torch.softmax so that Inductor fuses it with those uses (softmax_tune/fusion.py,
+set at the first trace of the op, not at import; compile_fusion says whether that pass is wanted;
+SOFTMAX_TUNE_FUSE=0 turns it off).
 Shapes nobody tuned are recorded: softmax_tune.untuned() lists them, write_untuned("shapes.txt")
 writes them for `softmax-tune --shapes shapes.txt`, and one warning at exit says how many
 (SOFTMAX_TUNE_WARN=each: also one per problem as it comes; =none: none).
@@ -44,7 +45,7 @@ __all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "Untu
 library_path = _lib.library_path
 cpp_ops = _native.C is not None   # the C++ ops serve (else Python's custom ops and ctypes)
 _cpp = _native.C
-compile_fusion = fusion.install()   # Inductor: a softmax of elementwise uses only becomes torch's (fusion.py)
+compile_fusion = fusion.install()   # Inductor: a softmax of elementwise uses only becomes torch's (fusion.py, at the first trace)
 untuned = _lib.untuned
 UntunedWarning = _lib.UntunedWarning
 

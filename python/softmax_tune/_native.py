@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from . import _lib
+from . import _lib, fusion
 
 
 def _load():
@@ -64,6 +64,7 @@ if C is not None:
 
     @torch.library.register_fake("softmax_tune::softmax")
     def _(x, log):
+        fusion.arm()   # Inductor's pre-grad pass, set at the first trace (fusion.py)
         return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
     @torch.library.register_fake("softmax_tune::softmax_backward")

@@ -11,9 +11,12 @@ softmax (through views: movedim, transpose, ...) is elementwise, this pass swaps
 torch.softmax / torch.log_softmax before Inductor sees the graph. A softmax that feeds a matmul,
 a reduction or the graph's output keeps our kernel, forward and backward.
 
-It is Inductor's pre-grad custom pass (torch._inductor.config.pre_grad_custom_pass), set when the
-package loads unless the user has set that pass already (theirs stays; ours is then off), or
-SOFTMAX_TUNE_FUSE=0. `swapped` counts the nodes swapped in this process (for tests).
+It is Inductor's pre-grad custom pass (torch._inductor.config.pre_grad_custom_pass), set the first
+time torch.compile traces our op (its fake kernel calls arm(): dynamo runs it before Inductor's
+passes), unless the user has set that pass already (theirs stays; ours is then off), or
+SOFTMAX_TUNE_FUSE=0. Not when the package loads: importing Inductor's config costs seconds (4 s
+on an H100 host), which `import softmax_tune` should not. `swapped` counts the nodes swapped in
+this process (for tests).
 """
 
 import operator
@@ -82,14 +85,27 @@ def swap_fusable(graph):
         swapped += 1
 
 
+_wanted = False   # install(): the pass is wanted (SOFTMAX_TUNE_FUSE is not 0); arm() sets it once
+_armed = False
+
+
 def install():
-    """Set the pass as Inductor's pre-grad custom pass; whether it is ours now."""
-    if os.environ.get("SOFTMAX_TUNE_FUSE") == "0":
-        return False
+    """Whether the pass will be set at the first trace of our op (arm()); nothing imported here."""
+    global _wanted
+    _wanted = os.environ.get("SOFTMAX_TUNE_FUSE") != "0"
+    return _wanted
+
+
+def arm():
+    """Set the pass as Inductor's pre-grad custom pass, once, where it is wanted and the user has
+    set none; called by the softmax op's fake kernels, so only under torch.compile."""
+    global _armed
+    if _armed or not _wanted:
+        return
+    _armed = True
     try:
         from torch._inductor import config
     except Exception:  # noqa: BLE001  (no Inductor in this torch: nothing to fuse with)
-        return False
+        return
     if config.pre_grad_custom_pass is None:
         config.pre_grad_custom_pass = swap_fusable
-    return config.pre_grad_custom_pass is swap_fusable
