@@ -66,7 +66,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     for _, split in ipairs({ 2, 4, 8, 16 }) do   -- a cluster per row
       if split <= P.cluster and P.cols * P.es >= 16 * KB then
         local cv = (nv + split - 1) // split
-        for _, threads in ipairs({ 256, 512, 1024 }) do
+        for _, threads in ipairs({ 128, 256, 512, 1024 }) do   -- 128: more rows in flight a SM
           if threads <= cv then held(list, P, threads, cv, 1, split, vec) end
         end
       end
@@ -131,7 +131,6 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     if cfg then
       v.template = "ce.cu"
       v.kernel = "st_cross_entropy"
-      v.minb = 1   -- a row's scalars and statistics take registers softmax's budget leaves out: no cap
     end
     return v
   end
