@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ce_pin.sh — on the GPU machine (prediction 66): each line of lab/ce_pin.txt (shape dtype config)
 # pinned (--config: verified, timed, stored) and benched against the copy in the same process, for
-# softmax and cross_entropy with .carry, and cross_entropy with .carry_old. One table under $OUT.
+# softmax (unless PIN_SOFTMAX=0) and cross_entropy with .carry, and cross_entropy with .carry_old.
+# One table under $OUT.
 set -u
 out=${OUT:-/tmp/st_out}
 mkdir -p "$out"
@@ -17,6 +18,7 @@ one() {   # one CARRY OP SHAPE DTYPE CONFIG
   printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$d" "$s" "$c" "$op" "${b% *}" "$fl" "${b#* }" "$cfg" >>"$out/pinned.tsv"
 }
 grep -v "^#" lab/ce_pin.txt | while read -r s d cfg; do
-  one .carry softmax "$s" "$d" "$cfg"; one .carry cross_entropy "$s" "$d" "$cfg"; one .carry_old cross_entropy "$s" "$d" "$cfg"
+  [ "${PIN_SOFTMAX:-1}" = 0 ] || one .carry softmax "$s" "$d" "$cfg"
+  one .carry cross_entropy "$s" "$d" "$cfg"; one .carry_old cross_entropy "$s" "$d" "$cfg"
 done
 cat "$out/pinned.tsv"

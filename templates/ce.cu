@@ -12,7 +12,9 @@
 // Knobs: threads, rows (split=1: a group of G = threads/rows threads per row), items, vec, reduce,
 //        hint, passes (1: the row held in registers, hold=reg as floats or hold=packed as 16-bit
 //        words; 2: hold=none, statistics in one read, outputs in a second), split (> 1: a cluster
-//        of `split` blocks per row, xchg=dsmem, each holding a part; they swap (max, sum, sum of z)).
+//        of `split` blocks per row, xchg=dsmem, each holding a part; every warp posts its (max, sum,
+//        sum of z) to every block by remote stores on an mbarrier, as split.cu's pairs: no
+//        block-wide reduction and no cluster barrier a row).
 // Regime: a group's registers (short rows), a block's, a cluster's (up to 16 blocks: 256000 bf16
 //         columns), and two reads beyond them or without clusters (before sm_90).
 % team = split > 1 and threads or G
@@ -183,38 +185,55 @@ __device__ __forceinline__ void held_out(const H *v, int begin, int end, int lan
 }
 
 % if split > 1 then
-__device__ __forceinline__ void cluster_sync()
+% include("ring.cu")
+% ring_barriers("cluster")   -- the posts come from the cluster's other blocks
+// A row's statistics as one block's warp posts them (16 bytes: one remote vector store).
+struct __align__(16) Post { float m, s, t, unused; };
+#define POSTS $(threads // 32)
+
+__device__ __forceinline__ u32 rank_of() { return blockIdx.x % S; }   // a cluster's blocks are consecutive
+
+// This block's two post barriers set up, then until every block of the cluster has done so (no
+// block may post into one whose barriers are not set up yet).
+__device__ __forceinline__ void cluster_begin(u64 *got)
 {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  if (threadIdx.x < 2) bar_init(&got[threadIdx.x], 1);
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// The statistics block `rank` of this cluster posted in its slot (same offset in every block).
-__device__ __forceinline__ MST remote(const MST *slot, u32 rank)
+// t into `slot` of block `rank` of this cluster by a remote store that completes its 16 bytes on
+// that block's barrier `got` (the same offsets in every block): no cluster barrier a row.
+__device__ __forceinline__ void post_remote(Post *slot, u64 *got, u32 rank, MST t)
 {
-  u32 a;
-  MST v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((u32)__cvta_generic_to_shared(slot)), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v.m) : "r"(a));
-  asm volatile("ld.shared::cluster.f32 %0, [%1 + 4];" : "=f"(v.s) : "r"(a));
-  asm volatile("ld.shared::cluster.f32 %0, [%1 + 8];" : "=f"(v.t) : "r"(a));
-  return v;
+  u32 rs, rb;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rs) : "r"(smem_addr(slot)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(smem_addr(got)), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];"
+               :: "r"(rs), "r"(__float_as_uint(t.m)), "r"(__float_as_uint(t.s)), "r"(__float_as_uint(t.t)), "r"(0u), "r"(rb)
+               : "memory");
 }
 
-// The row's statistics from every block's: each posts its own, one cluster barrier, and the
-// first warp folds the S posts for the block. Posts alternate by row parity k: a block posts
-// row k+2 only after every block passed row k+1's barrier, so after it read row k's posts.
-__device__ __forceinline__ MST cluster_fold(MST t, MST (*slot)[1], MST *all, u32 k)
+// The row's statistics from every warp of every block: each warp posts its own to every block
+// (lane r to block r) and waits for all S * POSTS of its block's slots, folded in one fixed order,
+// so every thread of every block gets the same bits. Slots and barriers alternate by row parity k:
+// a block posts row k+2 only after every warp of every block posted row k+1, which each does
+// after it folded row k, so a slot is never written while it is read.
+__device__ __forceinline__ MST exchange(MST t, Post (*slots)[S * POSTS], u64 *got, u32 k)
 {
-  if (threadIdx.x == 0) slot[k & 1][0] = t;
-  cluster_sync();
-  if (threadIdx.x < 32) {
-    MST v = threadIdx.x < S ? remote(slot[k & 1], threadIdx.x) : MST{ NEG_INF, 0.f, 0.f };
-    v = lanes_reduce<32>(v, OpMST());
-    if (threadIdx.x == 0) *all = v;
+  // the posts may land before this expect (the tx-count runs below zero until it): the phase
+  // still cannot complete without thread 0's arrival
+  if (threadIdx.x == 0) bar_expect(&got[k & 1], S * POSTS * sizeof(Post));
+  if (threadIdx.x % 32 < S) post_remote(&slots[k & 1][rank_of() * POSTS + threadIdx.x / 32], &got[k & 1], threadIdx.x % 32, t);
+  bar_wait(&got[k & 1], (k >> 1) & 1);
+  const int lane = threadIdx.x % 32;
+  MST a = { NEG_INF, 0.f, 0.f };
+  for (int r = lane; r < S * POSTS; r += 32) {
+    const Post p = slots[k & 1][r];
+    a = combine3(a, MST{ p.m, p.s, p.t });
   }
-  __syncthreads();
-  return *all;
+  return lanes_reduce<32>(a, OpMST());
 }
 % end
 
@@ -225,10 +244,11 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
   const float cap = p.softcap, icap = CAP ? 1.f / cap : 0.f;
   const bool smooth = p.smoothing != 0.f;   // the sum of z is wanted
 % if split > 1 then
-  const u32 rank = blockIdx.x % S;   // a cluster's blocks are consecutive
+  const u32 rank = rank_of();
   const int lane = threadIdx.x;
-  __shared__ MST slot[2][1];
-  __shared__ MST shared_all;
+  __shared__ Post slots[2][S * POSTS];
+  __shared__ __align__(8) u64 got[2];
+  cluster_begin(got);
   u32 k = 0;
   for (i64 row = blockIdx.x / S; row < rows; row += gridDim.x / S, k++) {
     const bool live = true, edges = rank == 0;   // block 0 also owns the unaligned head and tail
@@ -261,9 +281,10 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
       mine = body_stats<CAP>(v, base, end, lane, live, cap, icap, smooth, mine);
     }
 % end
-    MST all = group_reduce(mine, OpMST());
 % if split > 1 then
-    all = cluster_fold(all, slot, &shared_all, k);
+    const MST all = exchange(warp_reduce(mine, OpMST()), slots, got, k);
+% else
+    const MST all = group_reduce(mine, OpMST());
 % end
     const Row r = row_of<CAP>(p, labels, x, live ? row : 0, all, live && rank == 0 && lane == 0, loss, lse);
 % if not LOSS_ONLY then
@@ -285,9 +306,8 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
     held_out<CAP>(v, begin, end, lane, live, r, y, g);
 % end
   }
-% if split > 1 then
-  cluster_sync();   // no block leaves while another may still read its posts
-% end
+  // no block leaves while a post may still come: every block of a cluster takes the same rows,
+  // and each waited for all of its last row's posts
 }
 
 // Two entry points: without a softcap, and with one ($(kernel)_cap, whose tanhf takes registers
