@@ -312,7 +312,7 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 
 // Two entry points: without a softcap, and with one ($(kernel)_cap, whose tanhf takes registers
 // the other need not give up: one kernel holding both spilled). The register cap (minb blocks a
-// SM) is the first's alone: the softcap's spilled under it, and the tuner refuses a module that spills.
+// SM) is the first's alone: the softcap instance's tanhf spilled under it.
 % for _, cap in ipairs({ false, true }) do
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and not cap and ", " .. minb or ""))
 $(kernel .. (cap and "_cap" or ""))(const elem_t *in, const void *labels, elem_t *out, float *loss, float *lse, i64 rows, void *ws,
