@@ -3,13 +3,15 @@
 # tune the cross-entropy ops on the five LLM-head shapes (bf16 and f32; fwd_bwd is op
 # cross_entropy against a copy of the logits, loss_only cross_entropy_loss against a read of
 # them), then time each winner through the runtime (softmax-tune bench: the mean's factor
-# included). $CE_SHAPES, $CE_DTYPES and $CE_OPS narrow it. Logs under $OUT (or /tmp/st_out).
+# included). $CE_SHAPES, $CE_DTYPES and $CE_OPS narrow it; $CARRY names another packed build (an A/B).
+# Logs under $OUT (or /tmp/st_out).
 set -u
 out=${OUT:-/tmp/st_out}
 mkdir -p "$out" /tmp/st_ce
-export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+c=${CARRY:-.carry}
+export LD_LIBRARY_PATH=$PWD/$c/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export SOFTMAX_TUNE_CACHE=${SOFTMAX_TUNE_CACHE:-/tmp/st_cache.db}
-B=.carry/softmax-tune
+B=$c/softmax-tune
 printf "dtype\tshape\top\ttune_s\twinner_frac\tbench_us\tfloor_us\tbench_frac\tconfig\n" | tee "$out/ce_run.tsv"
 for op in ${CE_OPS:-cross_entropy cross_entropy_loss}; do
   for d in ${CE_DTYPES:-bf16 f32}; do
