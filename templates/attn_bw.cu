@@ -152,8 +152,8 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
     store_step(dx + g.h, 0, g.nv, lane, live, vy);
 % else
     // the sum over the body vectors that hold a visible key
-    const int jlo = r.lo <= g.h ? 0 : min((r.lo - g.h) / VEC, g.nv);
-    const int jhi = r.hi <= g.h ? jlo : max(jlo, min((r.hi - g.h + VEC - 1) / VEC, g.nv));
+    int jlo, jhi;
+    vis_span(g, r.lo, r.hi, &jlo, &jhi);
     float a = dots<EDGE>(ey, ed);
     for (int base = jlo; base < jhi; base += ITEMS * TEAM) {
       float vy[ITEMS * VEC], vd[ITEMS * VEC];
