@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ce_pin.sh — on the GPU machine (prediction 66): each line of lab/ce_pin.txt (shape dtype config)
+# ce_pin.sh — on the GPU machine (predictions 66, 69): each line of $PIN_LIST (default lab/ce_pin.txt; shape dtype config)
 # pinned (--config: verified, timed, stored) and benched against the copy in the same process, for
 # softmax (unless PIN_SOFTMAX=0) and cross_entropy with .carry, and cross_entropy with .carry_old.
 # One table under $OUT.
@@ -17,7 +17,7 @@ one() {   # one CARRY OP SHAPE DTYPE CONFIG
   fl=$(grep -E "^copy" /tmp/pinb.log | awk '{print $(NF-2)}'); b=$(grep -E "^softmax-tune" /tmp/pinb.log | awk '{print $2, $4}')
   printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$d" "$s" "$c" "$op" "${b% *}" "$fl" "${b#* }" "$cfg" >>"$out/pinned.tsv"
 }
-grep -v "^#" lab/ce_pin.txt | while read -r s d cfg; do
+grep -v "^#" "${PIN_LIST:-lab/ce_pin.txt}" | while read -r s d cfg; do
   [ "${PIN_SOFTMAX:-1}" = 0 ] || one .carry softmax "$s" "$d" "$cfg"
   one .carry cross_entropy "$s" "$d" "$cfg"; one .carry_old cross_entropy "$s" "$d" "$cfg"
 done

@@ -45,6 +45,7 @@ struct Row {
   float lse, a, c, b;   // dz = a p - c - b [j == y], scale folded in
   float wl;             // (1 - eps) W, the label's share of the loss
   int y;                // the label's column, -1 when there is none (ignored or bad)
+  bool bad;             // a label outside [0, cols) that is not ignore_index
   float cap, icap;
 };
 
@@ -53,32 +54,25 @@ __device__ __forceinline__ i64 label_of(const CeParams &p, const void *labels, i
   return p.labels64 ? ((const i64 *)labels)[row] : (i64)((const int *)labels)[row];
 }
 
-// The row's scalars from its statistics; `lead`, the one thread of the row that writes them,
-// writes lse and the loss (the label's logit read again from x: one cached load a row).
+// The row's scalars from its log-sum-exp: the label, its weight and the scale read here. Pure, so
+// row_end calls it again after the row's stores rather than hold its fields through them.
 template <bool CAP>
-__device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, const elem_t *x, i64 row, MST all, bool lead,
-                                      float *loss, float *lse)
+__device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, i64 row, float lse)
 {
   Row r;
   r.cap = p.softcap;
   r.icap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
-  r.lse = all.m + logf(all.s);
+  r.lse = lse;
   const i64 y = label_of(p, labels, row);
   const bool ignored = y == p.ignore, bad = !ignored && (y < 0 || y >= COLS);
   const float w = ignored || bad ? 0.f : p.weight ? ((const float *)p.weight)[y] : 1.f;
   const float scale = p.scale ? *(const float *)p.scale : 1.f, eps = p.smoothing;
   r.y = ignored || bad ? -1 : (int)y;
+  r.bad = bad;
   r.wl = (1.f - eps) * w;
   r.b = scale * r.wl;
   r.c = r.y < 0 ? 0.f : scale * eps / COLS;
   r.a = r.y < 0 ? 0.f : r.b + scale * (eps + 2.f * p.zloss * r.lse);
-  if (lead) {
-    lse[row] = r.lse;
-    if (r.y >= 0)
-      loss[row] = r.wl * (r.lse - capz<CAP>(load1(x + r.y), r.cap, r.icap)) + eps * (r.lse - all.t / COLS) + p.zloss * r.lse * r.lse;
-    else loss[row] = bad ? __int_as_float(0x7fc00000) : 0.f;
-    if (bad && p.flag) atomicOr((int *)p.flag, 1);
-  }
   return r;
 }
 
@@ -165,23 +159,40 @@ __device__ __forceinline__ MST edge_stats(const float *e, Geo g, int lane, bool 
   return a;
 }
 
-// dx of the held vectors [begin, end) (or a streamed step's), written at y's body; the label's
-// vector, one in a row, computed again with its term.
+// dx of the held vectors [begin, end) (or a streamed step's), written at y's body, the label's
+// element without its term (row_end writes it again).
 template <bool CAP, class H>
-__device__ __forceinline__ void held_out(const H *v, int begin, int end, int lane, bool live, const Row &r, elem_t *y, Geo g)
+__device__ __forceinline__ void held_out(const H *v, int begin, int end, int lane, bool live, const Row &r, elem_t *yb)
 {
   each_vector(v, begin, end, lane, live, [&](int, int j, bool in, const float *xv) {
     float o[VEC];
-    const int c0 = g.h + j * VEC;
     #pragma unroll
     for (int q = 0; q < VEC; q++) o[q] = grad<CAP>(r, xv[q], false);
-    if ((unsigned)(r.y - c0) < (unsigned)VEC) {
-      #pragma unroll
-      for (int q = 0; q < VEC; q++)
-        if (c0 + q == r.y) o[q] = grad<CAP>(r, xv[q], true);
-    }
-    if (in) stv<false>(y + c0, o);
+    if (in) stv<false>(yb + j * VEC, o);
   });
+}
+
+// After the row's stores (which wrote the label's body element without its term): the row's
+// scalars again (row_of), then `lead` writes lse, the loss (the label's logit read again: one
+// cached load a row) and the flag, and the thread whose vector [begin, end) held the label writes
+// its element again with its term (after its own first store of it).
+template <bool CAP>
+__device__ __forceinline__ void row_end(const CeParams &p, const void *labels, const elem_t *x, elem_t *y, i64 row, float lse,
+                                        float t, bool lead, int begin, int end, int lane, bool live, float *loss, float *lses)
+{
+  const Row r = row_of<CAP>(p, labels, row, lse);
+  if (lead) {
+    lses[row] = r.lse;
+    if (r.y >= 0)
+      loss[row] = r.wl * (r.lse - capz<CAP>(load1(x + r.y), r.cap, r.icap)) + p.smoothing * (r.lse - t / COLS) +
+                  p.zloss * r.lse * r.lse;
+    else loss[row] = r.bad ? __int_as_float(0x7fc00000) : 0.f;
+    if (r.bad && p.flag) atomicOr((int *)p.flag, 1);
+  }
+% if not LOSS_ONLY then
+  const int h = geometry(x).h, j = (r.y - h) / VEC;
+  if (live && r.y >= h && j >= begin && j < end && (j - begin) % TEAM == lane) store1(y + r.y, grad<CAP>(r, load1(x + r.y), true));
+% end
 }
 
 % if split > 1 then
@@ -286,8 +297,9 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 % else
     const MST all = group_reduce(mine, OpMST());
 % end
-    const Row r = row_of<CAP>(p, labels, x, live ? row : 0, all, live && rank == 0 && lane == 0, loss, lse);
+    const float rlse = all.m + logf(all.s);
 % if not LOSS_ONLY then
+    const Row r = row_of<CAP>(p, labels, live ? row : 0, rlse);
     #pragma unroll
     for (int i = 0; i < EDGE; i++) {
       const int k = i * TEAM + lane, col = edge_pos(g, k);
@@ -300,11 +312,12 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
     for (int base = begin; base < end; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
       load_step<false, true>(x + g.h, base, end, lane, live, v);
-      held_out<CAP>(v, base, end, lane, live, r, y, g);
+      held_out<CAP>(v, base, end, lane, live, r, y + g.h);
     }
 % else
-    held_out<CAP>(v, begin, end, lane, live, r, y, g);
+    held_out<CAP>(v, begin, end, lane, live, r, y + g.h);
 % end
+    row_end<CAP>(p, labels, x, y, live ? row : 0, rlse, all.t, live && rank == 0 && lane == 0, begin, end, lane, live, loss, lse);
   }
   // no block leaves while a post may still come: every block of a cluster takes the same rows,
   // and each waited for all of its last row's posts
