@@ -10,6 +10,24 @@
 #define R $(R)
 #define MASK $((mask:find("causal") and 1 or 0) + (mask:find("window") and 2 or 0) + (mask:find("padding") and 4 or 0))
 
+// The key of this thread's edge slot i (common.cu's edge_load), -1 where it has none.
+__device__ __forceinline__ int edge_key(Geo g, int lane, bool live, int i)
+{
+  const int k = i * TEAM + lane;
+  return live && k < g.h + g.t ? edge_pos(g, k) : -1;
+}
+
+// This thread's N scalars e stored at the keys key(i) of their slots (-1: none).
+template <int N, class Key>
+__device__ __forceinline__ void scalars_store(elem_t *y, Key key, const float *e)
+{
+  #pragma unroll
+  for (int i = 0; i < N; i++) {
+    const int c = key(i);
+    if (c >= 0) store1(y + c, e[i]);
+  }
+}
+
 // The body vectors [*jlo, *jhi) of a row of geometry g that hold a visible key of [lo, hi).
 __device__ __forceinline__ void vis_span(Geo g, int lo, int hi, int *jlo, int *jhi)
 {

@@ -282,27 +282,13 @@ __device__ __forceinline__ void edge_load(const elem_t *x, Geo g, int lane, bool
   }
 }
 
-// The key of this thread's edge slot i (edge_load's), -1 where it has none.
-__device__ __forceinline__ int edge_key(Geo g, int lane, bool live, int i)
-{
-  const int k = i * TEAM + lane;
-  return live && k < g.h + g.t ? edge_pos(g, k) : -1;
-}
-
-// This thread's N scalars e stored at the keys key(i) of their slots (-1: none).
-template <int N, class Key>
-__device__ __forceinline__ void scalars_store(elem_t *y, Key key, const float *e)
-{
-  #pragma unroll
-  for (int i = 0; i < N; i++) {
-    const int c = key(i);
-    if (c >= 0) store1(y + c, e[i]);
-  }
-}
-
 __device__ __forceinline__ void edge_store(elem_t *y, Geo g, int lane, bool live, const float *e)
 {
-  scalars_store<EDGE>(y, [&](int i) { return edge_key(g, lane, live, i); }, e);
+  #pragma unroll
+  for (int i = 0; i < EDGE; i++) {
+    const int k = i * TEAM + lane;
+    if (live && k < g.h + g.t) store1(y + edge_pos(g, k), e[i]);
+  }
 }
 
 // ITEMS vectors starting at body vector `base`: vector base + i*TEAM + lane into slot i (N
