@@ -212,24 +212,13 @@ __device__ __forceinline__ void pairs_loop(const elem_t *in, elem_t *out, i64 ro
     float v[ITEMS * VEC], e[PEDGE_SLOTS];
     int c[PEDGE_SLOTS];   // the edge slots' keys: kept, not the rows' geometry
     pair_keys(a, b, lane, c);
-    const int nab = a.n + b.n;
     zero_masked(ya, yb, a, b, lane);
-    {
-      const elem_t *const pa = row_base(xa, a.g, 0, lane), *const pb = row_base(xb, b.g, a.n, lane);
+    pair_load<true>(xa, xb, a, b, lane, v, NEG_INF, [&](int i, float *f) {   // a full visible vector's scores
+      const bool inb = slot_b(i, lane, a.n);
+      const int c0 = slot_key(a, b, lane, i);   // its first key in its row
       #pragma unroll
-      for (int i = 0; i < ITEMS; i++) {
-        const bool inb = slot_b(i, lane, a.n);
-        if (slot_ok(i, lane, nab)) {   // a full visible vector, at key c0 of its row
-          const int c0 = (inb ? b.g.h - a.n * VEC : a.g.h) + (i * TEAM + lane) * VEC;
-          ldv<false, true>((inb ? pb : pa) + i * TEAM * VEC, v + i * VEC);
-          #pragma unroll
-          for (int q = 0; q < VEC; q++) v[i * VEC + q] = seen_score<CAP>(pick(inb, sa, sb), v[i * VEC + q], c0 + q);
-        } else {
-          #pragma unroll
-          for (int q = 0; q < VEC; q++) v[i * VEC + q] = NEG_INF;
-        }
-      }
-    }
+      for (int q = 0; q < VEC; q++) f[q] = seen_score<CAP>(pick(inb, sa, sb), f[q], c0 + q);
+    });
     #pragma unroll
     for (int i = 0; i < PEDGE; i++) {
       const bool inb = edge_b(i, lane, a.ne);
@@ -248,17 +237,13 @@ __device__ __forceinline__ void pairs_loop(const elem_t *in, elem_t *out, i64 ro
     for (int i = 0; i < PEDGE; i++) {
       const bool inb = edge_b(i, lane, a.ne);
       e[i] = ex(e[i], inb ? all.b.m : all.a.m) * (inb ? kb : ka);
-      scalars_store<1>(inb ? yb : ya, [&](int) { return c[i]; }, e + i);
     }
+    pair_edges_store(ya, yb, a.ne, lane, c, e);
     const float fa = ex(mine.a.m, all.a.m) * ka, fb = ex(mine.b.m, all.b.m) * kb;
-    elem_t *const pa = row_base(ya, a.g, 0, lane), *const pb = row_base(yb, b.g, a.n, lane);
-    #pragma unroll
-    for (int i = 0; i < ITEMS; i++) {
-      const bool inb = slot_b(i, lane, a.n);
+    pair_store(ya, yb, a, b, lane, v, [&](int i, float *f) {
       #pragma unroll
-      for (int q = 0; q < VEC; q++) v[i * VEC + q] *= inb ? fb : fa;
-      if (slot_ok(i, lane, nab)) stv<false>((inb ? pb : pa) + i * TEAM * VEC, v + i * VEC);
-    }
+      for (int q = 0; q < VEC; q++) f[q] *= slot_b(i, lane, a.n) ? fb : fa;
+    });
   });
 }
 

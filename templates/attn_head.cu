@@ -1,7 +1,8 @@
 % -- attn_head.cu — what both attention kernels (attn.cu, attn_bw.cu) start with: the common
 % -- pieces for a group of G threads a row, the launch block, the masks (attn_mask.h), R rows a
 % -- block and the mask kind as a constant (so a kind's kernel has no code of the others'); with
-% -- pair=mirror, the pairing of causal rows (their slots, edge elements, zeroing, two reductions).
+% -- pair=mirror, the pairing of causal rows for both (their slots' and edge elements' loads and
+% -- stores, zeroing, two reductions).
 % team = G
 % include("common.cu")
 % include("attn_params.h")
@@ -108,6 +109,67 @@ __device__ __forceinline__ bool slot_ok(int i, int lane, int nab) { return i * T
 template <class T>
 __device__ __forceinline__ T *row_base(T *t, Geo g, int first, int lane) { return t + g.h + (i64)(lane - first) * VEC; }
 
+// The address of this lane's slot i in a tensor of the pair's rows (ta row A's, tb row B's).
+template <class T>
+__device__ __forceinline__ T *slot_at(T *ta, T *tb, const Half &a, const Half &b, int lane, int i)
+{
+  return (slot_b(i, lane, a.n) ? row_base(tb, b.g, a.n, lane) : row_base(ta, a.g, 0, lane)) + i * TEAM * VEC;
+}
+
+// The key in its row of the first element of this lane's slot i.
+__device__ __forceinline__ int slot_key(const Half &a, const Half &b, int lane, int i)
+{
+  return (slot_b(i, lane, a.n) ? b.g.h - a.n * VEC : a.g.h) + (i * TEAM + lane) * VEC;
+}
+
+// This lane's slots of a tensor of the pair's rows: their full visible vectors, each then f(i, its
+// VEC values) (in the loop: ptxas spills 4 bytes at 64 registers when a second loop does it), `dead`
+// in the rest.
+template <bool FINAL, class F>
+__device__ __forceinline__ void pair_load(const elem_t *ta, const elem_t *tb, const Half &a, const Half &b, int lane, float *v,
+                                          float dead, F f)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    if (slot_ok(i, lane, a.n + b.n)) {
+      ldv<false, FINAL>(slot_at(ta, tb, a, b, lane, i), v + i * VEC);
+      f(i, v + i * VEC);
+    } else {
+      #pragma unroll
+      for (int q = 0; q < VEC; q++) v[i * VEC + q] = dead;
+    }
+  }
+}
+
+// And f(i, its VEC values) of each stored there (the full visible vectors).
+template <class F>
+__device__ __forceinline__ void pair_store(elem_t *ta, elem_t *tb, const Half &a, const Half &b, int lane, float *v, F f)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    if (!slot_ok(i, lane, a.n + b.n)) continue;
+    f(i, v + i * VEC);
+    stv<false>(slot_at(ta, tb, a, b, lane, i), v + i * VEC);
+  }
+}
+
+// This lane's edge elements of a tensor of the pair's rows (keys c, pair_keys): its row's element
+// c[i] where seen(i), else `dead`; nea: row A's edge elements.
+template <class Seen>
+__device__ __forceinline__ void pair_edges(const elem_t *ta, const elem_t *tb, int nea, int lane, const int *c, Seen seen,
+                                           float *e, float dead)
+{
+  #pragma unroll
+  for (int i = 0; i < PEDGE; i++) e[i] = seen(i) ? load1((edge_b(i, lane, nea) ? tb : ta) + c[i]) : dead;
+}
+
+// e stored at those keys, masked ones included (every edge slot with a key).
+__device__ __forceinline__ void pair_edges_store(elem_t *ta, elem_t *tb, int nea, int lane, const int *c, const float *e)
+{
+  #pragma unroll
+  for (int i = 0; i < PEDGE; i++) scalars_store<1>(edge_b(i, lane, nea) ? tb : ta, [&](int) { return c[i]; }, e + i);
+}
+
 // Zeros in both rows' body vectors that hold no visible key ([m, nv) of each), over the group's lanes.
 __device__ __forceinline__ void zero_masked(elem_t *ya, elem_t *yb, const Half &a, const Half &b, int lane)
 {
@@ -129,6 +191,19 @@ template <class T> __device__ __forceinline__ Two<T> shfl_0(Two<T> v) { return {
 template <int W, class T, class Op>
 __device__ __forceinline__ Two<T> lanes_reduce(Two<T> v, OpTwo<Op>) { return { lanes_reduce<W>(v.a, Op()), lanes_reduce<W>(v.b, Op()) }; }
 
+// Values f(i) of N slots added to their rows' sums sa and sb, slot i row B's where inb(i).
+template <int N, class F, class InB>
+__device__ __forceinline__ void two_add(F f, InB inb, float &sa, float &sb)
+{
+  #pragma unroll
+  for (int i = 0; i < N; i++) {
+    const float s = f(i);
+    const bool b = inb(i);
+    sa += b ? 0.f : s;
+    sb += b ? s : 0.f;
+  }
+}
+
 // The two rows' maxima folded over N slots of W values v, slot i row B's where inb(i).
 template <int N, int W, class InB>
 __device__ __forceinline__ void two_max(const float *v, InB inb, Two<MS> &t)
@@ -146,12 +221,6 @@ __device__ __forceinline__ void two_max(const float *v, InB inb, Two<MS> &t)
 template <int N, int W, bool keep, class InB>
 __device__ __forceinline__ void two_sum(float *v, InB inb, Two<MS> &t)
 {
-  #pragma unroll
-  for (int i = 0; i < N; i++) {
-    const bool b = inb(i);
-    const float s = exp_sum<W, keep>(v + i * W, b ? t.b.m : t.a.m);
-    t.a.s += b ? 0.f : s;
-    t.b.s += b ? s : 0.f;
-  }
+  two_add<N>([&](int i) { return exp_sum<W, keep>(v + i * W, inb(i) ? t.b.m : t.a.m); }, inb, t.a.s, t.b.s);
 }
 % end
