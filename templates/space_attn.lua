@@ -15,11 +15,12 @@
 --        second (masked vectors written as zeros, not read): rows no block holds, any length
 -- The backward's are the same two: y and dy of the row held in registers (2 * items * vec values
 -- a thread) with one read, or a sum pass over the visible vectors and a second read for dx.
--- pair=mirror (the forward's, mask=causal, rows a multiple of K): twins of the row family's
+-- pair=mirror (both ops, 16-bit, mask=causal, rows a multiple of K): twins of the row family's
 -- reduce=shfl configs whose group holds two mirrored rows (query q and Q-1-q: K + 1 visible keys
--- together) in the slots of one, so twice the bytes in flight where a causal row sees half its
--- keys on average; where the launch's offset is not 0 or Q != K the kernel runs one row a group.
--- Its launch covers 2 * rows rows a block. A config string names pair last, and only as mirror.
+-- together) in the slots of one (the backward: y and dy of both), so twice the bytes in flight
+-- where a causal row sees half its keys on average; where the launch's offset is not 0 or Q != K
+-- the kernel runs one row a group. Its launch covers 2 * rows rows a block. A config string
+-- names pair last, and only as mirror.
 -- Not yet: clusters and split rows (split > 1), packed words.
 
 return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuristic) and helpers
@@ -34,14 +35,14 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- cols % vec == vec - 1 (vec=1 included), whatever the rows' alignments (counted over all).
   local function mirror_slots(P, vec) return P.cols // vec + (P.cols % vec == vec - 1 and 1 or 0) end
 
-  -- Whether P's hold=reg configs come with pair=mirror twins: 16-bit causal rows, and Q == K
-  -- possible (P knows rows = B*H*Q and K only: rows a multiple of K). Not float32: its causal rows
-  -- reach 0.98-0.99 of the masked floor alone (H100), and its twins spill at the cap (NVRTC sm_90,
-  -- 4096 causal, 256 threads items=8: 32 bytes).
-  local function mirrored(P) return P.mask == "causal" and P.es == 2 and P.rows % P.cols == 0 and width(P) == 1 end
+  -- Whether P's hold=reg configs come with pair=mirror twins (either op): 16-bit causal rows, and
+  -- Q == K possible (P knows rows = B*H*Q and K only: rows a multiple of K). Not float32: its
+  -- forward's causal rows reach 0.98-0.99 of the masked floor alone (H100), and its twins spill at
+  -- the cap (NVRTC sm_90, 4096 causal, 256 threads items=8: 32 bytes).
+  local function mirrored(P) return P.mask == "causal" and P.es == 2 and P.rows % P.cols == 0 end
 
   -- pair=mirror's blocks per SM, its __launch_bounds__: those of fits()'s budget (values + 32
-  -- registers a thread), which the plain row reaches; uncapped, ptxas spends more registers on the
+  -- registers a thread, values counting y and dy in the backward), which the plain row reaches; uncapped, ptxas spends more registers on the
   -- two rows' state and fewer blocks fit (bf16 4096 causal, 256 threads items=4: 80 registers,
   -- 3 blocks; capped 64 with no spill, 4), so the pair would hold no more bytes in flight.
   local function mirror_minb(cfg, P)
@@ -64,7 +65,6 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     end
     if cfg.pair == "mirror" then
       if P.mask ~= "causal" then return "pair=mirror pairs causal rows (mask=causal)" end
-      if width(P) == 2 then return "attention_softmax_backward has no pair=mirror yet" end
       if cfg.hold ~= "reg" then return "pair=mirror holds two rows in registers (passes=1 hold=reg)" end
       local slots = mirror_slots(P, cfg.vec)
       if cfg.items * (cfg.threads // cfg.rows) < slots then
@@ -88,7 +88,10 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- A hold=reg config for G = threads/rows threads a row, and its pair=mirror twin where its
   -- register cap (mirror_minb) leaves room for the pair's state: NVRTC 13.0 (sm_90, bf16 4096 and
   -- 8192 causal) gives the twins 56 registers at least, 64 at 32 values, 114 at 64 (the plain
-  -- rows 40, 64, 95). reduce=shfl only: smem's twins spill at the cap.
+  -- rows 40, 64, 95). The backward's twins (y and dy: 2 * items * vec values), bf16 and f16, 1024,
+  -- 4096 and 8192 causal: 52-64 registers at 16 values, 64 at 32 (cap 64), 108-122 at 64 (cap
+  -- 128), none spilling; 128 threads items=4 (64 values, cap 102 at 5 blocks) would spill 4 bytes
+  -- and is not offered (the plain rows 91-96). reduce=shfl only: smem's twins spill at the cap.
   local function reg(list, P, cfg)
     push(list, P, cfg)
     if not mirrored(P) or cfg.reduce ~= "shfl" then return end
