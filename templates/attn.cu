@@ -9,9 +9,11 @@
 // Knobs: the forward's row family (split=1): threads, rows (a group of G = threads/rows threads per
 //        row), items, vec, reduce, hint; passes=1 hold=reg (the row's scores held in registers as
 //        floats) or passes=2 hold=none (statistics in one read, outputs in a second); mask and bias,
-//        the kinds (constants here, so a kind's kernel has no code of the others').
+//        the kinds (constants here, so a kind's kernel has no code of the others'); pair=mirror
+//        (mask=causal, hold=reg): a group holds query q's row and Q-1-q's in one row's registers
+//        (attn_head.cu), where the launch's offset is 0 and Q == K, else one row a group.
 // The softcap is a launch argument: the kernel runs its rows through one of two instances of the
-// row loop, chosen once, so no element pays for a branch on it.
+// row loop (or of the pairs' loop), chosen once, so no element pays for a branch on it.
 % include("attn_head.cu")
 
 // What turns a row's inputs into scores: its visible keys [lo, hi), diagonal d and ALiBi slope.
@@ -42,9 +44,9 @@ __device__ __forceinline__ Scores scores_of(const AttnParams &p, i64 row)
   return r;
 }
 
-// The score of input x at key c; -inf where c is masked.
+// The score of input x at visible key c.
 template <bool CAP>
-__device__ __forceinline__ float score(const Scores &r, float x, int c)
+__device__ __forceinline__ float seen_score(const Scores &r, float x, int c)
 {
   float z = x * r.scale;
   if (CAP) z = r.cap * tanhf(z * r.icap);
@@ -52,11 +54,16 @@ __device__ __forceinline__ float score(const Scores &r, float x, int c)
   z -= r.slope * fabsf((float)(r.d - c));
 % end
 % if bias == "tensor" then
-  if (c < r.lo || c >= r.hi) return NEG_INF;
-  return z + r.t[c];
-% else
-  return c >= r.lo && c < r.hi ? z : NEG_INF;
+  z += r.t[c];
 % end
+  return z;
+}
+
+// The score of input x at key c; -inf where c is masked.
+template <bool CAP>
+__device__ __forceinline__ float score(const Scores &r, float x, int c)
+{
+  return c >= r.lo && c < r.hi ? seen_score<CAP>(r, x, c) : NEG_INF;
 }
 
 // The scores of the VEC keys from c0: one vector load where all are visible, single loads of the
@@ -91,16 +98,23 @@ __device__ __forceinline__ void slot_scores(const elem_t *x, Geo g, int base, in
   }
 }
 
-// This thread's edge scores (edge_load's slots), -inf where masked or absent.
+// This thread's N scalar scores at the keys key(i) of their slots (-1: none), -inf where masked
+// or absent.
+template <int N, bool CAP, class Key>
+__device__ __forceinline__ void scalar_scores(const elem_t *x, Key key, const Scores &r, float *e)
+{
+  #pragma unroll
+  for (int i = 0; i < N; i++) {
+    const int c = key(i);
+    e[i] = c >= 0 && c >= r.lo && c < r.hi ? score<CAP>(r, load1(x + c), c) : NEG_INF;
+  }
+}
+
+// This thread's edge scores (edge_load's slots).
 template <bool CAP>
 __device__ __forceinline__ void edge_scores(const elem_t *x, Geo g, int lane, bool live, const Scores &r, float *e)
 {
-  #pragma unroll
-  for (int i = 0; i < EDGE; i++) {
-    const int k = i * TEAM + lane, c = edge_pos(g, k);
-    const bool seen = live && k < g.h + g.t && c >= r.lo && c < r.hi;
-    e[i] = seen ? score<CAP>(r, load1(x + c), c) : NEG_INF;
-  }
+  scalar_scores<EDGE, CAP>(x, [&](int i) { return edge_key(g, lane, live, i); }, r, e);
 }
 
 // The factor of the outputs from the row's (max, sum): 0 for a row that sees no finite score.
@@ -145,8 +159,8 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
     store_step(y + g.h, 0, g.nv, lane, live, v);
 % else
     // pass 1 over the body vectors that hold a visible key
-    const int jlo = r.lo <= g.h ? 0 : min((r.lo - g.h) / VEC, g.nv);
-    const int jhi = r.hi <= g.h ? jlo : max(jlo, min((r.hi - g.h + VEC - 1) / VEC, g.nv));
+    int jlo, jhi;
+    vis_span(g, r.lo, r.hi, &jlo, &jhi);
     MS a = { me, exp_sum<EDGE, false>(e, me) };
     for (int base = jlo; base < jhi; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
@@ -169,9 +183,81 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
   }
 }
 
+% if pair == "mirror" then
+// Row B's scores where b, else row A's: field by field, as selects (a struct picked by reference
+// would be kept in local memory).
+__device__ __forceinline__ Scores pick(bool b, const Scores &sa, const Scores &sb)
+{
+  Scores r;
+  r.lo = b ? sb.lo : sa.lo, r.hi = b ? sb.hi : sa.hi, r.d = b ? sb.d : sa.d;
+  r.slope = b ? sb.slope : sa.slope, r.scale = sa.scale, r.cap = sa.cap, r.icap = sa.icap;
+% if bias == "tensor" then
+  r.t = b ? sb.t : sa.t;
+% end
+  return r;
+}
+
+// pair=mirror: a group's two mirrored rows (attn_head.cu) at once, one read of their visible keys
+// into the slots of one row; both rows' masked vectors zeroed first (no value is held then: ptxas
+// keeps the zeroing's state through the reduction otherwise, 16 registers more).
+template <bool CAP>
+__device__ __forceinline__ void pairs_loop(const elem_t *in, elem_t *out, i64 rows, const AttnParams &p)
+{
+  const int lane = threadIdx.x % $(G);
+  for_pairs(rows, p.q, [&](i64 ra, i64 rb, bool live, bool liveb) {
+    const elem_t *xa = in + ra * COLS, *xb = in + rb * COLS;
+    elem_t *ya = out + ra * COLS, *yb = out + rb * COLS;
+    const Scores sa = scores_of(p, ra), sb = scores_of(p, rb);
+    const Half a = half_of(geometry(xa), sa.hi, live), b = half_of(geometry(xb), sb.hi, liveb);
+    float v[ITEMS * VEC], e[PEDGE_SLOTS];
+    int c[PEDGE_SLOTS];   // the edge slots' keys: kept, not the rows' geometry
+    pair_keys(a, b, lane, c);
+    zero_masked(ya, yb, a, b, lane);
+    pair_load<true>(xa, xb, a, b, lane, v, NEG_INF, [&](int i, float *f) {   // a full visible vector's scores
+      const bool inb = slot_b(i, lane, a.n);
+      const int c0 = slot_key(a, b, lane, i);   // its first key in its row
+      #pragma unroll
+      for (int q = 0; q < VEC; q++) f[q] = seen_score<CAP>(pick(inb, sa, sb), f[q], c0 + q);
+    });
+    #pragma unroll
+    for (int i = 0; i < PEDGE; i++) {
+      const bool inb = edge_b(i, lane, a.ne);
+      scalar_scores<1, CAP>(inb ? xb : xa, [&](int) { return c[i]; }, pick(inb, sa, sb), e + i);
+    }
+    const auto body_b = [&](int i) { return slot_b(i, lane, a.n); };
+    const auto edges_b = [&](int i) { return edge_b(i, lane, a.ne); };
+    Two<MS> mine = { { NEG_INF, 0.f }, { NEG_INF, 0.f } };
+    two_max<ITEMS, VEC>(v, body_b, mine);
+    two_max<PEDGE, 1>(e, edges_b, mine);
+    two_sum<ITEMS, VEC, true>(v, body_b, mine);   // v: exp(z - its row's max)
+    two_sum<PEDGE, 1, false>(e, edges_b, mine);
+    const Two<MS> all = group_reduce(mine, OpTwo<OpMS>());
+    const float ka = row_factor(all.a), kb = row_factor(all.b);
+    #pragma unroll
+    for (int i = 0; i < PEDGE; i++) {
+      const bool inb = edge_b(i, lane, a.ne);
+      e[i] = ex(e[i], inb ? all.b.m : all.a.m) * (inb ? kb : ka);
+    }
+    pair_edges_store(ya, yb, a.ne, lane, c, e);
+    const float fa = ex(mine.a.m, all.a.m) * ka, fb = ex(mine.b.m, all.b.m) * kb;
+    pair_store(ya, yb, a, b, lane, v, [&](int i, float *f) {
+      #pragma unroll
+      for (int q = 0; q < VEC; q++) f[q] *= slot_b(i, lane, a.n) ? fb : fa;
+    });
+  });
+}
+
+% end
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
 $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws, const AttnParams p)
 {
+% if pair == "mirror" then
+  if (pairable(rows, p)) {
+    if (p.softcap > 0.f) pairs_loop<true>(in, out, rows, p);
+    else pairs_loop<false>(in, out, rows, p);
+    return;
+  }
+% end
   if (p.softcap > 0.f) rows_loop<true>(in, out, rows, p);
   else rows_loop<false>(in, out, rows, p);
 }

@@ -8,9 +8,11 @@
 // Knobs: the forward's row family (split=1): threads, rows (a group of G = threads/rows threads
 //        per row), items, vec, reduce, hint; passes=1 hold=reg (y and dy held in registers as
 //        floats, one read) or passes=2 hold=none (the sum over the visible vectors, then y and dy
-//        read again for dx); mask (a constant here).
+//        read again for dx); mask (a constant here); pair=mirror (mask=causal, hold=reg): a group
+//        holds y and dy of query q's row and of Q-1-q's in one row's registers (attn_head.cu), where
+//        the launch's offset is 0 and Q == K, else one row a group.
 // The softcap is a launch argument: the kernel runs its rows through one of two instances of the
-// row loop, chosen once.
+// row loop (or of the pairs' loop), chosen once.
 % include("attn_head.cu")
 
 // A row's visible keys [lo, hi) and the factor's constants.
@@ -152,8 +154,8 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
     store_step(dx + g.h, 0, g.nv, lane, live, vy);
 % else
     // the sum over the body vectors that hold a visible key
-    const int jlo = r.lo <= g.h ? 0 : min((r.lo - g.h) / VEC, g.nv);
-    const int jhi = r.hi <= g.h ? jlo : max(jlo, min((r.hi - g.h + VEC - 1) / VEC, g.nv));
+    int jlo, jhi;
+    vis_span(g, r.lo, r.hi, &jlo, &jhi);
     float a = dots<EDGE>(ey, ed);
     for (int base = jlo; base < jhi; base += ITEMS * TEAM) {
       float vy[ITEMS * VEC], vd[ITEMS * VEC];
@@ -173,9 +175,65 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
   }
 }
 
+% if pair == "mirror" then
+// dx of a visible element, dx_of's: k * y * (dy - s), r for the factor's constants (every row's).
+template <bool CAP>
+__device__ __forceinline__ float dx_seen(const Vis &r, float y, float d, float s, float x) { return y * (d - s) * factor<CAP>(r, x); }
+
+// pair=mirror: a group's two mirrored rows (attn_head.cu) at once: y and dy of their full visible
+// vectors in the slots of one row, the rest edge elements; both rows' masked dx zeroed first, as
+// attn.cu's. x read under CAP only, a vector at a time as dx is made.
+template <bool CAP>
+__device__ __forceinline__ void pairs_loop(const elem_t *x, const elem_t *y, const elem_t *dy, elem_t *dx, i64 rows,
+                                           const AttnParams &p)
+{
+  const int lane = threadIdx.x % $(G);
+  for_pairs(rows, p.q, [&](i64 ra, i64 rb, bool live, bool liveb) {
+    const i64 oa = ra * COLS, ob = rb * COLS;
+    const Vis va = vis_of(p, ra), vb = vis_of(p, rb);
+    const Half a = half_of(geometry(y + oa), va.hi, live), b = half_of(geometry(y + ob), vb.hi, liveb);
+    int c[PEDGE_SLOTS];   // the edge slots' keys
+    pair_keys(a, b, lane, c);
+    zero_masked(dx + oa, dx + ob, a, b, lane);
+    const auto body_b = [&](int i) { return slot_b(i, lane, a.n); };
+    const auto edges_b = [&](int i) { return edge_b(i, lane, a.ne); };
+    const auto seen = [&](int i) {   // whether edge slot i holds a visible key (fields picked, not a Vis)
+      return c[i] >= 0 && c[i] >= (edges_b(i) ? vb.lo : va.lo) && c[i] < (edges_b(i) ? vb.hi : va.hi);
+    };
+    const auto none = [](int, float *) {};
+    float vy[ITEMS * VEC], vd[ITEMS * VEC], ey[PEDGE_SLOTS], ed[PEDGE_SLOTS], xe[PEDGE_SLOTS];
+    pair_load<true>(y + oa, y + ob, a, b, lane, vy, 0.f, none);
+    pair_load<true>(dy + oa, dy + ob, a, b, lane, vd, 0.f, none);
+    pair_edges(y + oa, y + ob, a.ne, lane, c, seen, ey, 0.f);
+    pair_edges(dy + oa, dy + ob, a.ne, lane, c, seen, ed, 0.f);
+    Two<float> s = { 0.f, 0.f };
+    two_add<ITEMS>([&](int i) { return dots<VEC>(vy + i * VEC, vd + i * VEC); }, body_b, s.a, s.b);
+    two_add<PEDGE>([&](int i) { return dots<1>(ey + i, ed + i); }, edges_b, s.a, s.b);
+    s = group_reduce(s, OpTwo<OpSum>());
+    pair_store(dx + oa, dx + ob, a, b, lane, vy, [&](int i, float *f) {   // dx in place of y, every key visible
+      float vx[VEC] = {};
+      if (CAP) ldv<false, true>(slot_at(x + oa, x + ob, a, b, lane, i), vx);
+      #pragma unroll
+      for (int q = 0; q < VEC; q++) f[q] = dx_seen<CAP>(va, f[q], vd[i * VEC + q], body_b(i) ? s.b : s.a, vx[q]);
+    });
+    pair_edges(x + oa, x + ob, a.ne, lane, c, [&](int i) { return CAP && seen(i); }, xe, 0.f);
+    #pragma unroll
+    for (int i = 0; i < PEDGE; i++) ey[i] = seen(i) ? dx_seen<CAP>(va, ey[i], ed[i], edges_b(i) ? s.b : s.a, xe[i]) : 0.f;
+    pair_edges_store(dx + oa, dx + ob, a.ne, lane, c, ey);
+  });
+}
+
+% end
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
 $(kernel)(const elem_t *x, const elem_t *y, const elem_t *dy, elem_t *dx, i64 rows, void *ws, const AttnParams p)
 {
+% if pair == "mirror" then
+  if (pairable(rows, p)) {
+    if (p.softcap > 0.f) pairs_loop<true>(x, y, dy, dx, rows, p);
+    else pairs_loop<false>(x, y, dy, dx, rows, p);
+    return;
+  }
+% end
   if (p.softcap > 0.f) rows_loop<true>(x, y, dy, dx, rows, p);
   else rows_loop<false>(x, y, dy, dx, rows, p);
 }

@@ -85,13 +85,16 @@ M.knobs = {
 }
 
 -- attention_softmax's own knobs (space_attn.lua): its mask and bias kinds, which its config strings
--- name after the others; no other op's do.
+-- name after the others, and pair, named last and only when it is not `omit` (so a config string
+-- without it means pair=none, as every one before it did); no other op's do.
 M.attn_knobs = {
   { name = "mask", values = { "none", "causal", "window", "causal_window", "padding", "padding_causal",
                                 "padding_window", "padding_causal_window" },
     doc = "attention_softmax only: the keys a row sees (attn_mask.h); masked keys are not read, written as 0" },
   { name = "bias", values = { "none", "alibi", "tensor" },
     doc = "attention_softmax only: ALiBi, -slope[h] * |q + offset - k| added; or a float32 tensor [B|1, H|1, Q|1, K] added" },
+  { name = "pair",  values = { "none", "mirror" }, omit = "none",
+    doc = "attention_softmax only, mask=causal hold=reg: mirror, a group holds query q's row and query Q-1-q's (Q == K, offset 0; else one row a group)" },
 }
 
 -- hold values that keep the row (or a block's part) in registers: items must cover it
@@ -186,7 +189,7 @@ function M.format(cfg)
   local t = {}
   for i, k in ipairs(M.knobs) do t[i] = k.name .. "=" .. tostring(cfg[k.name]) end
   for _, k in ipairs(M.attn_knobs) do
-    if cfg[k.name] ~= nil then t[#t + 1] = k.name .. "=" .. tostring(cfg[k.name]) end
+    if cfg[k.name] ~= nil and cfg[k.name] ~= k.omit then t[#t + 1] = k.name .. "=" .. tostring(cfg[k.name]) end
   end
   return table.concat(t, ",")
 end
@@ -613,9 +616,11 @@ for name, at in pairs({ check = 2, enumerate = 1, full = 1, heuristic = 1, launc
   M[name] = function(...)
     local op = select(at, ...).op
     if M.ATTN[op] then return attn(...) end
-    if name == "check" and (select(1, ...).mask ~= nil or select(1, ...).bias ~= nil) then
+    local cfg = select(1, ...)
+    if name == "check" and (cfg.mask ~= nil or cfg.bias ~= nil) then
       return "mask and bias are knobs of attention_softmax only"
     end
+    if name == "check" and cfg.pair ~= nil then return "pair is a knob of attention_softmax only" end
     if M.BACKWARD[op] then return bw(...) end
     if M.CE[op] then return ce(...) end
     return fwd(...)

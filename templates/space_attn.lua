@@ -15,6 +15,12 @@
 --        second (masked vectors written as zeros, not read): rows no block holds, any length
 -- The backward's are the same two: y and dy of the row held in registers (2 * items * vec values
 -- a thread) with one read, or a sum pass over the visible vectors and a second read for dx.
+-- pair=mirror (both ops, 16-bit, mask=causal, rows a multiple of K): twins of the row family's
+-- reduce=shfl configs whose group holds two mirrored rows (query q and Q-1-q: K + 1 visible keys
+-- together) in the slots of one (the backward: y and dy of both), so twice the bytes in flight
+-- where a causal row sees half its keys on average; where the launch's offset is not 0 or Q != K
+-- the kernel runs one row a group. Its launch covers 2 * rows rows a block. A config string
+-- names pair last, and only as mirror.
 -- Not yet: clusters and split rows (split > 1), packed words.
 
 return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuristic) and helpers
@@ -23,6 +29,25 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
 
   -- values a thread holds per element slot: the scores (forward), y and dy (backward)
   local function width(P) return P.op == "attention_softmax_backward" and 2 or 1 end
+
+  -- pair=mirror: body vector slots a group needs for two mirrored rows' full visible vectors
+  -- (their partly visible ones are edge elements): at most a row's NVMAX, one more where
+  -- cols % vec == vec - 1 (vec=1 included), whatever the rows' alignments (counted over all).
+  local function mirror_slots(P, vec) return P.cols // vec + (P.cols % vec == vec - 1 and 1 or 0) end
+
+  -- Whether P's hold=reg configs come with pair=mirror twins (either op): 16-bit causal rows, and
+  -- Q == K possible (P knows rows = B*H*Q and K only: rows a multiple of K). Not float32: its
+  -- forward's causal rows reach 0.98-0.99 of the masked floor alone (H100), and its twins spill at
+  -- the cap (NVRTC sm_90, 4096 causal, 256 threads items=8: 32 bytes).
+  local function mirrored(P) return P.mask == "causal" and P.es == 2 and P.rows % P.cols == 0 end
+
+  -- pair=mirror's blocks per SM, its __launch_bounds__: those of fits()'s budget (values + 32
+  -- registers a thread, values counting y and dy in the backward), which the plain row reaches; uncapped, ptxas spends more registers on the
+  -- two rows' state and fewer blocks fit (bf16 4096 causal, 256 threads items=4: 80 registers,
+  -- 3 blocks; capped 64 with no spill, 4), so the pair would hold no more bytes in flight.
+  local function mirror_minb(cfg, P)
+    return math.max(1, math.min(P.threads_sm // cfg.threads, 65536 // (cfg.threads * (width(P) * cfg.items * cfg.vec + 32))))
+  end
 
   function A.check(cfg, P)
     if cfg.mask ~= P.mask or cfg.bias ~= P.bias then
@@ -38,6 +63,16 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     if cfg.hold == "reg" and width(P) * cfg.items * cfg.vec > 64 then
       return string.format("hold=reg holds y and dy: %d values per thread (max 64)", 2 * cfg.items * cfg.vec)
     end
+    if cfg.pair == "mirror" then
+      if P.mask ~= "causal" then return "pair=mirror pairs causal rows (mask=causal)" end
+      if cfg.hold ~= "reg" then return "pair=mirror holds two rows in registers (passes=1 hold=reg)" end
+      local slots = mirror_slots(P, cfg.vec)
+      if cfg.items * (cfg.threads // cfg.rows) < slots then
+        return string.format("pair=mirror needs %d vector slots a group (items=%d)", slots,
+                             (slots + cfg.threads // cfg.rows - 1) // (cfg.threads // cfg.rows))
+      end
+      if cfg.rows > 512 then return "pair=mirror covers 2*rows rows a block (rows <= 512)" end
+    end
     return nil
   end
 
@@ -50,6 +85,26 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return A.list(P, H.vecs(P)[1])
   end
 
+  -- A hold=reg config for G = threads/rows threads a row, and its pair=mirror twin where its
+  -- register cap (mirror_minb) leaves room for the pair's state: NVRTC 13.0 (sm_90, bf16 4096 and
+  -- 8192 causal) gives the twins 56 registers at least, 64 at 32 values, 114 at 64 (the plain
+  -- rows 40, 64, 95). The backward's twins (y and dy: 2 * items * vec values), bf16 and f16, 1024,
+  -- 4096 and 8192 causal: 52-64 registers at 16 values, 64 at 32 (cap 64), 108-122 at 64 (cap
+  -- 128), none spilling; 128 threads items=4 (64 values, cap 102 at 5 blocks) would spill 4 bytes
+  -- and is not offered (the plain rows 91-96). reduce=shfl only: smem's twins spill at the cap.
+  local function reg(list, P, cfg)
+    push(list, P, cfg)
+    if not mirrored(P) or cfg.reduce ~= "shfl" then return end
+    local twin = { pair = "mirror" }
+    for k, v in pairs(cfg) do twin[k] = v end
+    twin.items = (mirror_slots(P, cfg.vec) + cfg.threads // cfg.rows - 1) // (cfg.threads // cfg.rows)
+    local values = width(P) * twin.items * cfg.vec
+    local cap = math.min(255, 65536 // (cfg.threads * mirror_minb(twin, P)))
+    if H.fits(cfg.threads, values) and cap >= math.max(56, values + (values > 32 and 50 or 32)) then
+      push(list, P, twin)
+    end
+  end
+
   -- The space with vectors of vec elements.
   function A.list(P, vec)
     local list = {}
@@ -60,12 +115,12 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
         for _, threads in ipairs({ 128, 256, 512, 1024 }) do
           if threads >= G and (G >= 32 or threads <= 512) and H.fits(threads, width(P) * items * vec) then
             for _, hint in ipairs({ "none", "stream" }) do
-              push(list, P, { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "reg",
-                              rows = threads // G, split = 1, xchg = "none", hint = hint })
+              reg(list, P, { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "reg",
+                             rows = threads // G, split = 1, xchg = "none", hint = hint })
             end
             if G > 1 then
-              push(list, P, { threads = threads, items = items, vec = vec, reduce = "smem", passes = 1, hold = "reg",
-                              rows = threads // G, split = 1, xchg = "none", hint = "none" })
+              reg(list, P, { threads = threads, items = items, vec = vec, reduce = "smem", passes = 1, hold = "reg",
+                             rows = threads // G, split = 1, xchg = "none", hint = "none" })
             end
           end
         end
@@ -114,7 +169,9 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   end
 
   function A.launch(cfg, P)
-    return H.launch(cfg, P)
+    local l = H.launch(cfg, P)
+    if cfg.pair == "mirror" then l.rows_per_block = 2 * cfg.rows end   -- a group's two rows: half the blocks
+    return l
   end
 
   function A.vars(cfg, P)
@@ -123,6 +180,8 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     if cfg then
       v.template = width(P) == 2 and "attn_bw.cu" or "attn.cu"
       v.kernel = "st_" .. P.op
+      v.pair = cfg.pair or "none"
+      if v.pair == "mirror" then v.minb = mirror_minb(cfg, P) end
     end
     return v
   end

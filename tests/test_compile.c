@@ -217,6 +217,21 @@ static void add_attn(gen_State *g, int all, int op)
           if (!all && c % 2 == 0) add_job(g, &p, rule);
           gen_free_list(list, n);
         }
+    /* pair=mirror, offered where Q == K may hold (rows a multiple of cols), for both ops: a causal
+    ** problem of 4 x cols rows for each length, its mirror configs (all, or those the sample lacks) */
+    for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
+      gen_Problem p = { .rows = 4 * cols[c], .cols = cols[c], .dtype = (int)(c % GEN_NDTYPE), .op = op, .mask = GEN_MASK_CAUSAL,
+                        .arch = arch };
+      char **list;
+      int n;
+      if (gen_space(g, &p, &list, &n)) {
+        CHECK(0, "%s", gen_error(g));
+        continue;
+      }
+      for (int i = 0; i < n; i++)
+        if (strstr(list[i], "pair=mirror") && (all || cover_adds(&cover, list[i]) || c == 3)) add_job(g, &p, list[i]);
+      gen_free_list(list, n);
+    }
   }
 }
 

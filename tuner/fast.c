@@ -2,11 +2,11 @@
 ** fast.c — the fast sweep's pick (see tune.h): the space ranked by a prior fitted offline on
 ** full sweeps (fast_prior.h, made by lab/fast_sim.py), and cut to the `keep` best-ranked
 ** configs plus the best-ranked one of each family (passes, hold, row or split; the ring with
-** claimed parts, xchg=claim, apart), so that no family goes untried. A config's score is the
-** sum, over its features (family, threads, threads per row, bytes per access, hint, reduce,
-** split, blocks per wave, values per thread), of the mean log(time / best) the full sweeps saw
-** for it in the problem's regime (row bytes by 4x, rows <= 64, <= 8192 or more), else over all
-** regimes. Lower is better.
+** claimed parts, xchg=claim, and attention's pair=mirror apart), so that no family goes untried.
+** A config's score is the sum, over its features (family, threads, threads per row, bytes per
+** access, hint, reduce, split, blocks per wave, values per thread), of the mean log(time / best)
+** the full sweeps saw for it in the problem's regime (row bytes by 4x, rows <= 64, <= 8192 or
+** more), else over all regimes. Lower is better.
 */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +21,7 @@
 typedef struct Knobs {
   int threads, items, vec, passes, rows, split;
   char reduce[8], hold[8], xchg[8], hint[8];
+  int mirror;               /* pair=mirror (attention_softmax; a config without pair is none) */
 } Knobs;
 
 /* floor(log2(x)) for x >= 1 (0 below), as the script's lg(). */
@@ -56,6 +57,8 @@ static int knob_int(const char *s, const char *name, int *v)
 
 static int parse(const char *s, Knobs *k)
 {
+  char pair[8];
+  k->mirror = knob(s, "pair", pair, sizeof pair) && strcmp(pair, "mirror") == 0;   /* optional: absent is none */
   return knob_int(s, "threads", &k->threads) && knob_int(s, "items", &k->items) && knob_int(s, "vec", &k->vec) &&
          knob_int(s, "passes", &k->passes) && knob_int(s, "rows", &k->rows) && knob_int(s, "split", &k->split) &&
          knob(s, "reduce", k->reduce, sizeof k->reduce) && knob(s, "hold", k->hold, sizeof k->hold) &&
@@ -134,6 +137,7 @@ static int family_of(const Knobs *k)
   int h = 0;
   while (h < 8 && strcmp(HOLDS[h], k->hold) != 0) h++;
   if (strcmp(k->xchg, "claim") == 0) return 32;   /* a family of its own: one is always tried */
+  if (k->mirror) return 33;                        /* pair=mirror too (scored as its twin) */
   return (h * 2 + (k->passes == 2)) * 2 + (k->split > 1);
 }
 
