@@ -178,19 +178,28 @@ __device__ __forceinline__ void held_out(const H *v, int begin, int end, int lan
   });
 }
 
-// The label's body element written again with its term, by the thread whose vector held it (so
-// after its first store), the label and its weight read again: neither holds a register while
-// the row's vectors go out.
-template <bool CAP>
-__device__ __forceinline__ void label_out(const CeParams &p, const void *labels, const elem_t *in, elem_t *y, i64 row,
-                                          int begin, int end, int lane, bool live, Row r, Geo g)
+// The label's dx, from the held vector that holds it (this thread's, if any) and before the row's
+// stores: in place, the logits are the gradient once they ran.
+template <bool CAP, class H>
+__device__ __forceinline__ void label_grad(const H *v, int begin, int end, int lane, bool live, const Row &r, Geo g, float &dxl)
+{
+  each_vector(v, begin, end, lane, live, [&](int, int j, bool in, const float *xv) {
+    const int c0 = g.h + j * VEC;
+    #pragma unroll
+    for (int q = 0; q < VEC; q++)
+      if (in && c0 + q == r.y) dxl = grad<CAP>(r, xv[q], true);
+  });
+}
+
+// dxl (label_grad's) written over the label's body element by the thread whose vector held it,
+// after its own first store of it; the label read again, so it holds no register through them.
+__device__ __forceinline__ void label_out(const CeParams &p, const void *labels, elem_t *y, i64 row, int begin, int end,
+                                          int lane, bool live, Geo g, float dxl)
 {
   const i64 t = label_of(p, labels, row);
   const i64 j = (t - g.h) / VEC;
   if (!live || t == p.ignore || t < g.h || t >= COLS || j >= end || j < begin || (j - begin) % TEAM != lane) return;
-  const float scale = p.scale ? *(const float *)p.scale : 1.f;
-  r.b = scale * ((1.f - p.smoothing) * (p.weight ? ((const float *)p.weight)[t] : 1.f));   // row_of's rounding
-  store1(y + t, grad<CAP>(r, load1(in + row * p.stride + t), true));
+  store1(y + t, dxl);
 }
 
 % if split > 1 then
@@ -305,17 +314,23 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 % end
 % if LOSS_ONLY then
     (void)y;
+% else
+    float dxl = 0.f;
+% end
+% if LOSS_ONLY then
 % elseif hold == "none" then
     for (int base = begin; base < end; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
       load_step<false, true>(x + g.h, base, end, lane, live, v);
+      label_grad<CAP>(v, base, end, lane, live, r, g, dxl);
       held_out<CAP>(v, base, end, lane, live, r, y, g);
     }
 % else
+    label_grad<CAP>(v, begin, end, lane, live, r, g, dxl);
     held_out<CAP>(v, begin, end, lane, live, r, y, g);
 % end
 % if not LOSS_ONLY then
-    label_out<CAP>(p, labels, in, y, live ? row : 0, begin, end, lane, live, r, g);
+    label_out(p, labels, y, live ? row : 0, begin, end, lane, live, g, dxl);
 % end
   }
   // no block leaves while a post may still come: every block of a cluster takes the same rows,

@@ -97,7 +97,12 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     if not mirrored(P) or cfg.reduce ~= "shfl" then return end
     local twin = { pair = "mirror" }
     for k, v in pairs(cfg) do twin[k] = v end
-    twin.items = (mirror_slots(P, cfg.vec) + cfg.threads // cfg.rows - 1) // (cfg.threads // cfg.rows)
+    local G = cfg.threads // cfg.rows
+    twin.items = (mirror_slots(P, cfg.vec) + G - 1) // G
+    -- groups of 64 threads or more: the pair's edge elements (attn_head.cu's PEDGE, 6 vec - 4 over
+    -- the group) are then one a thread; smaller groups' twins spilled at the cap (NVRTC sm_90, bf16
+    -- causal: 1000 columns, G=32: 72 bytes; 64 columns, G=4: 232 bytes)
+    if G < 64 then return end
     local values = width(P) * twin.items * cfg.vec
     local cap = math.min(255, 65536 // (cfg.threads * mirror_minb(twin, P)))
     if H.fits(cfg.threads, values) and cap >= math.max(56, values + (values > 32 and 50 or 32)) then

@@ -78,6 +78,9 @@ static const AttnCase ATTN_CASES[] = {
   { { 4 * 2 * 40, 777, GEN_F32, GEN_ATTN }, GEN_MASK_PADDING_CAUSAL_WINDOW, GEN_BIAS_ALIBI, { 40, 2, 0, 31, 0.5f, 20.f } },
   { { 3 * 2 * 4, 20000, GEN_BF16, GEN_ATTN }, GEN_MASK_PADDING_CAUSAL, GEN_BIAS_ALIBI, { 4, 2, AUTO, -1, 0.0883883f, 0.f } },
   { { 3 * 128, 64, GEN_F32, GEN_ATTN }, GEN_MASK_PADDING_CAUSAL, 0, { 128, 1, AUTO, -1, 1.f, 0.f } },   /* Q > K */
+  /* Q == K causal 16-bit: pair=mirror's twins (two rows a group), an odd Q's middle row alone */
+  { { 2 * 1 * 1024, 1024, GEN_BF16, GEN_ATTN }, GEN_MASK_CAUSAL, 0, { 1024, 1, AUTO, -1, 0.125f, 0.f } },
+  { { 1 * 2 * 1023, 1023, GEN_F16, GEN_ATTN }, GEN_MASK_CAUSAL, 0, { 1023, 2, AUTO, -1, 0.125f, 0.f } },
   /* a bias tensor [Q, K] (the tuner's: -inf in places, query row 1 all -inf) with the masks */
   { { 2 * 3 * 64, 64, GEN_BF16, GEN_ATTN }, GEN_MASK_CAUSAL, GEN_BIAS_TENSOR, { 64, 3, AUTO, -1, 0.125f, 0.f } },
   { { 2 * 2 * 37, 1000, GEN_F32, GEN_ATTN }, GEN_MASK_NONE, GEN_BIAS_TENSOR, { 37, 2, AUTO, -1, 0.3f, 30.f } },
@@ -104,6 +107,8 @@ static const AttnCase ATTN_BW_CASES[] = {
   { { 4 * 2 * 40, 777, GEN_F32, GEN_ATTN_BW }, GEN_MASK_PADDING_CAUSAL_WINDOW, 0, { 40, 2, 0, 31, 0.5f, 20.f } },
   { { 3 * 2 * 4, 20000, GEN_BF16, GEN_ATTN_BW }, GEN_MASK_PADDING_CAUSAL, 0, { 4, 2, AUTO, -1, 0.0883883f, 0.f } },
   { { 3 * 128, 64, GEN_F32, GEN_ATTN_BW }, GEN_MASK_PADDING_CAUSAL, 0, { 128, 1, AUTO, -1, 1.f, 0.f } },   /* Q > K */
+  { { 2 * 1 * 1024, 1024, GEN_BF16, GEN_ATTN_BW }, GEN_MASK_CAUSAL, 0, { 1024, 1, AUTO, -1, 0.125f, 0.f } },   /* pair=mirror */
+  { { 1 * 2 * 1023, 1023, GEN_F16, GEN_ATTN_BW }, GEN_MASK_CAUSAL, 0, { 1023, 2, AUTO, -1, 0.125f, 20.f } },
 };
 
 /* Small, ragged shapes for compute-sanitizer: cols 1, 7, 1000, 4099, 128256 and split rows. */
