@@ -178,17 +178,41 @@ __device__ __forceinline__ void held_out(const H *v, int begin, int end, int lan
   });
 }
 
-// The label's dx, from the held vector that holds it (this thread's, if any) and before the row's
-// stores: in place, the logits are the gradient once they ran.
+// Held element e (slot e / VEC, element e % VEC) by selects, no indexed registers: floats, or
+// the word that holds it, unpacked alone.
+__device__ __forceinline__ float held_at(const float *v, int e)
+{
+  float x = 0.f;
+  #pragma unroll
+  for (int k = 0; k < ITEMS * VEC; k++) x = k == e ? v[k] : x;
+  return x;
+}
+% if words then
+__device__ __forceinline__ float held_at(const u32 *w, int e)
+{
+  u32 x = 0u;
+  #pragma unroll
+  for (int k = 0; k < ITEMS * NW; k++)   // selp by asm: a select chain over an index became a stack copy
+    asm("{ .reg .pred p; setp.eq.s32 p, %2, %3; selp.b32 %0, %1, %0, p; }" : "+r"(x) : "r"(w[k]), "r"(k), "r"(e / PER_WORD));
+  float f[PER_WORD];
+  unpack(x, f);
+  float r = f[0];
+  #pragma unroll
+  for (int k = 1; k < PER_WORD; k++)
+    asm("{ .reg .pred p; setp.eq.s32 p, %2, %3; selp.f32 %0, %1, %0, p; }" : "+f"(r) : "f"(f[k]), "r"(k), "r"(e % PER_WORD));
+  return r;
+}
+% end
+
+// The label's dx, from the held vector that holds it (this thread's, if any: body vector j in
+// slot i) and before the row's stores: in place, the logits are the gradient once they ran. One
+// exp, in the one thread that holds the label.
 template <bool CAP, class H>
 __device__ __forceinline__ void label_grad(const H *v, int begin, int end, int lane, bool live, const Row &r, Geo g, float &dxl)
 {
-  each_vector(v, begin, end, lane, live, [&](int, int j, bool in, const float *xv) {
-    const int c0 = g.h + j * VEC;
-    #pragma unroll
-    for (int q = 0; q < VEC; q++)
-      if (in && c0 + q == r.y) dxl = grad<CAP>(r, xv[q], true);
-  });
+  const int j = (r.y - g.h) / VEC, i = (j - begin) / TEAM;
+  if (!live || r.y < g.h || j < begin || j >= end || (j - begin) % TEAM != lane || i >= ITEMS) return;
+  dxl = grad<CAP>(r, held_at(v, i * VEC + (r.y - g.h) % VEC), true);
 }
 
 // dxl (label_grad's) written over the label's body element by the thread whose vector held it,
