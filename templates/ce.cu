@@ -340,20 +340,17 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
     (void)y;
 % else
     float dxl = 0.f;
-% end
-% if LOSS_ONLY then
-% elseif hold == "none" then
+%   if hold == "none" then
     for (int base = begin; base < end; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
       load_step<false, true>(x + g.h, base, end, lane, live, v);
       label_grad<CAP>(v, base, end, lane, live, r, g, dxl);
       held_out<CAP>(v, base, end, lane, live, r, y, g);
     }
-% else
+%   else
     label_grad<CAP>(v, begin, end, lane, live, r, g, dxl);
     held_out<CAP>(v, begin, end, lane, live, r, y, g);
-% end
-% if not LOSS_ONLY then
+%   end
     label_out(p, labels, y, live ? row : 0, begin, end, lane, live, g, dxl);
 % end
   }
