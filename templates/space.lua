@@ -345,6 +345,12 @@ local function vecs(P)
 end
 
 local POW2 = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 }
+
+-- Blocks of `threads` a SM that `regs` registers a thread allow (1 at least, the SM's thread limit
+-- at most): the register caps' minb (__launch_bounds__), here and in the op spaces.
+local function blocks(P, threads, regs)
+  return math.max(1, math.min(P.threads_sm // threads, 65536 // (threads * regs)))
+end
 local WS_GROUPS = 8192   -- counters at the front of an xchg=global workspace: groups at most
 
 -- hold=packed twins of a register-held shape (f16, bf16): raw words take half the registers,
@@ -569,7 +575,7 @@ function M.vars(cfg, P)
     v.words = cfg.hold == "packed" or (MIXED[cfg.hold] == true and P.es == 2 and v.VB >= 4)
     -- registers of values most live: packed, the held words; mix and ahead, a streamed step's floats
     local live = cfg.hold == "packed" and cfg.items * cfg.vec * P.es // 4 or v.words and cfg.items * cfg.vec
-    if live then v.minb = math.max(1, math.min(P.threads_sm // cfg.threads, 65536 // (cfg.threads * (live + 32)))) end
+    if live then v.minb = blocks(P, cfg.threads, live + 32) end
   end
   return v
 end
@@ -606,7 +612,7 @@ local function missing(what)   -- a templates folder without that file (an older
   local function no() error("these templates have no " .. what, 0) end
   return function() return { check = no, enumerate = no, full = no, heuristic = no, launch = no, vars = no } end
 end
-local HELP = { check = M.check, launch = M.launch, vars = M.vars, heuristic = M.heuristic, fits = fits, vecs = vecs,
+local HELP = { check = M.check, launch = M.launch, vars = M.vars, heuristic = M.heuristic, fits = fits, vecs = vecs, blocks = blocks,
                POW2 = POW2, KB = KB, is_split = function(v) return isvalue(KNOB.split, v) end }
 local BW = (make_bw or missing("space_bw.lua: no backward ops"))(HELP)
 local CE = (make_ce or missing("space_ce.lua: no cross-entropy ops"))(HELP)

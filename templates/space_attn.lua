@@ -46,7 +46,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- two rows' state and fewer blocks fit (bf16 4096 causal, 256 threads items=4: 80 registers,
   -- 3 blocks; capped 64 with no spill, 4), so the pair would hold no more bytes in flight.
   local function mirror_minb(cfg, P)
-    return math.max(1, math.min(P.threads_sm // cfg.threads, 65536 // (cfg.threads * (width(P) * cfg.items * cfg.vec + 32))))
+    return H.blocks(P, cfg.threads, width(P) * cfg.items * cfg.vec + 32)
   end
 
   function A.check(cfg, P)

@@ -134,7 +134,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
       -- float rows held in registers: capped as softmax caps words, at the blocks a SM that the
       -- held values + 24 registers allow (space.lua's vars set the cap of packed rows)
       if cfg.hold == "reg" and P.es == 4 then
-        v.minb = math.max(1, math.min(P.threads_sm // cfg.threads, 65536 // (cfg.threads * (cfg.items * cfg.vec + 24))))
+        v.minb = H.blocks(P, cfg.threads, cfg.items * cfg.vec + 24)
       end
     end
     return v
