@@ -96,11 +96,13 @@ typedef struct st_ce_options {
   float softcap;            /* > 0: logits become softcap * tanh(x / softcap) first (Gemma 2) */
   const float *weight;      /* device float[cols]: class weights, or NULL */
   int64_t row_stride;       /* elements from one row of logits to the next; 0: cols */
-  int *bad_label;           /* device int, or NULL: set nonzero when a label is outside [0, cols)
-                            ** and not ignore_index (that row's loss is NaN in any case) */
-  float *reduced;           /* device float, or NULL: the rows' losses reduced as `reduction` says
-                            ** (sum or mean, torch's; summed in double in a fixed order), by one
-                            ** more small kernel after the loss kernel */
+  int *bad_label;           /* int the GPU can write (device memory, or mapped pinned host memory),
+                            ** or NULL: set to 1 when a label is outside [0, cols) and not
+                            ** ignore_index (that row's loss is NaN in any case) */
+  void *reduced;            /* device float (or dtype, below), or NULL: the rows' losses reduced as
+                            ** `reduction` says (sum or mean, torch's; summed in double in a fixed
+                            ** order), by one more small kernel after the loss kernel */
+  int reduced_in_dtype;     /* nonzero: *reduced is written in dtype (the logits'), not float32 */
 } st_ce_options;
 
 /* The defaults: ignore_index -100, reduction mean, nothing else. */

@@ -51,6 +51,7 @@ struct st_ctx {
   char path[4096];
   cache_Key base;           /* the key's GPU, driver, NVRTC and templates fields */
   st_miss miss;
+  int no_pdl;               /* SOFTMAX_TUNE_NO_PDL set: no programmatic dependent launch */
   int stale_said;           /* the default table's staleness was said */
   void (*log)(void *, const char *);
   void *log_ud;
@@ -92,7 +93,14 @@ const char *st_error(const st_ctx *ctx)
 
 const char *st_version(void)
 {
-  return "0.1.0";
+  return "0.2.0";
+}
+
+/* Whether environment variable name is set to something other than "" or "0". */
+static int env_set(const char *name)
+{
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
 }
 
 static st_miss miss_policy(const st_options *o)
@@ -132,6 +140,7 @@ st_status st_open_ex(st_ctx **ctx, int device, const char *path, const st_option
   if (!(c = calloc(1, sizeof *c))) return fail(ST_ENOMEM, "st_open: out of memory");
   pthread_mutex_init(&c->mu, NULL);
   c->miss = miss_policy(o);
+  c->no_pdl = env_set("SOFTMAX_TUNE_NO_PDL");
   c->log = o ? o->log : NULL;
   c->log_ud = o ? o->log_ud : NULL;
   if (tune_driver_load(&c->drv, err, sizeof err) || tune_device(&c->drv, device, &c->dev, err, sizeof err))
@@ -532,8 +541,8 @@ static st_status check_ce(st_ctx *c, st_dtype dtype, const void *logits, const v
     return fail(ST_EINVAL, "st_cross_entropy: pointers not aligned to their elements");
   if (grad && grad == logits && stride != cols)
     return fail(ST_EINVAL, "st_cross_entropy: the gradient in place of the logits needs row_stride == cols");
-  if (o->reduced && (o->reduction == ST_REDUCE_NONE || (uintptr_t)o->reduced % 4u))
-    return fail(ST_EINVAL, "st_cross_entropy: reduced needs reduction sum or mean and a float-aligned pointer");
+  if (o->reduced && (o->reduction == ST_REDUCE_NONE || (uintptr_t)o->reduced % (uintptr_t)(o->reduced_in_dtype ? es : 4)))
+    return fail(ST_EINVAL, "st_cross_entropy: reduced needs reduction sum or mean and a pointer aligned to its type");
   return ST_OK;
 }
 
@@ -549,13 +558,28 @@ static CUresult mean_factor(st_ctx *c, const Memo *m, const void *labels, int64_
   return r;
 }
 
-/* *reduced = the rows' losses reduced as torch does (st_ce_reduce: one block). */
+/* Whether launches may use programmatic dependent launch: sm_90 and up, not SOFTMAX_TUNE_NO_PDL. */
+static int pdl(const st_ctx *c) { return c->dev.arch >= 90 && !c->no_pdl; }
+
+/* *reduced = the rows' losses reduced as torch does (st_ce_reduce: one block, in the logits'
+** dtype when elem), launched to start early on sm_90+ (it waits for the loss kernel itself). */
 static CUresult reduce_loss(st_ctx *c, const Memo *m, const float *loss, const void *labels, int64_t rows, CeParams *p,
-                            int mean, float *reduced, CUstream s)
+                            int mean, int elem, void *reduced, CUstream s)
 {
   long long n = rows;
-  void *args[] = { (void *)&loss, (void *)&labels, &n, p, &mean, &reduced };
-  return c->drv.cuLaunchKernel(m->reduce, 1, 1, 1, 1024, 1, 1, 0, s, args, NULL);
+  void *args[] = { (void *)&loss, (void *)&labels, &n, p, &mean, &elem, &reduced };
+  CUlaunchAttribute attr;
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = 1024, cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = s;
+  memset(&attr, 0, sizeof attr);   /* it waits for the loss kernel itself (griddepcontrol.wait) */
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = pdl(c);
+  return c->drv.cuLaunchKernelEx(&cfg, m->reduce, args, NULL);
 }
 
 st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const void *labels, st_index lt, void *grad,
@@ -583,7 +607,8 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
   if (o.reduced && !m.reduce) r = CUDA_ERROR_NOT_FOUND;   /* a cubin of templates before st_ce_reduce */
   if (!r && grad && mean) r = mean_factor(c, &m, labels, rows, &p, (CUstream)stream);
   if (!r) r = tune_launch(&c->drv, o.softcap > 0.f ? m.fn_cap : m.fn, &m.launch, &a, m.resident, (CUstream)stream);
-  if (!r && o.reduced) r = reduce_loss(c, &m, loss, labels, rows, &p, mean, o.reduced, (CUstream)stream);
+  if (!r && o.reduced)
+    r = reduce_loss(c, &m, loss, labels, rows, &p, mean, o.reduced_in_dtype != 0, o.reduced, (CUstream)stream);
   leave(c, push);
   if (r) return fail(ST_ECUDA, "st_cross_entropy launch (%s): %s", m.config, tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;

@@ -40,10 +40,23 @@ __device__ __forceinline__ MST shfl_0(MST v) { return MST{ shfl_0(v.m), shfl_0(v
 // so no element pays for a branch on it).
 template <bool CAP> __device__ __forceinline__ float capz(float x, float cap, float icap) { return CAP ? cap * tanhf(x * icap) : x; }
 
+// Programmatic dependent launch (sm_90 and up; elsewhere, or in a launch without it, nothing to
+// do): wait until the kernel before this one in the stream has finished and its writes show.
+// Only st_ce_reduce waits: in the loss kernel the wait cost about 0.7 us a block even with
+// nothing to wait for (f32 1024x256000: 795 us against 755, H100), more than an early start of
+// it after st_ce_count saves.
+__device__ __forceinline__ void grid_wait()
+{
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // What a row's outputs need, once its statistics are in.
 struct Row {
   float lse, a, c, b;   // dz = a p - c - b [j == y], scale folded in
   float wl;             // (1 - eps) W, the label's share of the loss
+  float l0;             // the loss without the label's term: eps (lse - mean z) + zloss lse^2
   int y;                // the label's column, -1 when there is none (ignored or bad)
   float cap, icap;
 };
@@ -53,11 +66,21 @@ __device__ __forceinline__ i64 label_of(const CeParams &p, const void *labels, i
   return p.labels64 ? ((const i64 *)labels)[row] : (i64)((const int *)labels)[row];
 }
 
+// The loss of a valid label y from its softcapped logit zy.
+__device__ __forceinline__ float label_loss(const CeParams &p, const Row &r, float zy)
+{
+  const float wl = (1.f - p.smoothing) * (p.weight ? ((const float *)p.weight)[r.y] : 1.f);   // r.wl, not held
+  return wl * (r.lse - zy) + r.l0;
+}
+
 // The row's scalars from its statistics; `lead`, the one thread of the row that writes them,
-// writes lse and the loss (the label's logit read again from x: one cached load a row).
+// writes lse and the loss, the label's logit read again from x (a cached load). With a gradient
+// it does so only for a label in the unaligned head or tail, which its own warp holds and has
+// not stored yet (rows_of's __syncwarp); a body label's loss comes from the thread holding its
+// logit (label_grad): in place, another block or warp may already have stored over it here.
 template <bool CAP>
 __device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, const elem_t *x, i64 row, MST all, bool lead,
-                                      float *loss, float *lse)
+                                      Geo g, float *loss, float *lse)
 {
   Row r;
   r.cap = p.softcap;
@@ -72,12 +95,18 @@ __device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, con
   r.b = scale * r.wl;
   r.c = r.y < 0 ? 0.f : scale * eps / COLS;
   r.a = r.y < 0 ? 0.f : r.b + scale * (eps + 2.f * p.zloss * r.lse);
+  r.l0 = eps * (r.lse - all.t / COLS) + p.zloss * r.lse * r.lse;
   if (lead) {
     lse[row] = r.lse;
-    if (r.y >= 0)
-      loss[row] = r.wl * (r.lse - capz<CAP>(load1(x + r.y), r.cap, r.icap)) + eps * (r.lse - all.t / COLS) + p.zloss * r.lse * r.lse;
-    else loss[row] = bad ? __int_as_float(0x7fc00000) : 0.f;
-    if (bad && p.flag) atomicOr((int *)p.flag, 1);
+% if LOSS_ONLY then
+    const bool here = true;
+    (void)g;
+% else
+    const bool here = r.y < g.h || r.y >= g.h + g.nv * VEC;
+% end
+    if (r.y >= 0 && here) loss[row] = r.wl * (r.lse - capz<CAP>(load1(x + r.y), r.cap, r.icap)) + r.l0;
+    if (r.y < 0) loss[row] = bad ? __int_as_float(0x7fc00000) : 0.f;
+    if (bad && p.flag) *(volatile int *)p.flag = 1;   // a plain store: the flag may be mapped host memory
   }
   return r;
 }
@@ -204,15 +233,26 @@ __device__ __forceinline__ float held_at(const u32 *w, int e)
 }
 % end
 
-// The label's dx, from the held vector that holds it (this thread's, if any: body vector j in
-// slot i) and before the row's stores: in place, the logits are the gradient once they ran. One
-// exp, in the one thread that holds the label.
-template <bool CAP, class H>
-__device__ __forceinline__ void label_grad(const H *v, int begin, int end, int lane, bool live, const Row &r, Geo g, float &dxl)
+// Whether column t is in a body vector among [begin, end) that this thread holds: vector
+// (t - h) / VEC, each lane's every TEAM-th from begin.
+__device__ __forceinline__ bool holds(i64 t, Geo g, int begin, int end, int lane, bool live)
 {
-  const int j = (r.y - g.h) / VEC, i = (j - begin) / TEAM;
-  if (!live || r.y < g.h || j < begin || j >= end || (j - begin) % TEAM != lane || i >= ITEMS) return;
-  dxl = grad<CAP>(r, held_at(v, i * VEC + (r.y - g.h) % VEC), true);
+  const i64 j = (t - g.h) / VEC;
+  return live && t >= g.h && j >= begin && j < end && (j - begin) % TEAM == lane;
+}
+
+// The label's dx and loss, from the held vector that holds it (this thread's, if any: slot i)
+// and before the row's stores: in place, the logits are the gradient once they ran. One exp, in
+// the one thread that holds the label.
+template <bool CAP, class H>
+__device__ __forceinline__ void label_grad(const H *v, int begin, int end, int lane, bool live, const CeParams &p, const Row &r,
+                                           Geo g, float *loss, float &dxl)
+{
+  const int i = ((r.y - g.h) / VEC - begin) / TEAM;
+  if (r.y < 0 || !holds(r.y, g, begin, end, lane, live) || i >= ITEMS) return;
+  const float x = held_at(v, i * VEC + (r.y - g.h) % VEC);
+  dxl = grad<CAP>(r, x, true);
+  *loss = label_loss(p, r, capz<CAP>(x, r.cap, r.icap));
 }
 
 // dxl (label_grad's) written over the label's body element by the thread whose vector held it,
@@ -221,9 +261,7 @@ __device__ __forceinline__ void label_out(const CeParams &p, const void *labels,
                                           int lane, bool live, Geo g, float dxl)
 {
   const i64 t = label_of(p, labels, row);
-  const i64 j = (t - g.h) / VEC;
-  if (!live || t == p.ignore || t < g.h || t >= COLS || j >= end || j < begin || (j - begin) % TEAM != lane) return;
-  store1(y + t, dxl);
+  if (t != p.ignore && t < COLS && holds(t, g, begin, end, lane, live)) store1(y + t, dxl);
 }
 
 % if split > 1 then
@@ -305,6 +343,7 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
     const elem_t *x = in + (live ? row : 0) * p.stride;
     elem_t *y = out + (live ? row : 0) * COLS;
     const Geo g = geometry(x);
+    const bool lead = live && rank == 0 && lane == 0;
     int begin = 0, end = g.nv;
 % if split > 1 then
     begin = (int)(rank * $(CV)), end = min(g.nv, begin + $(CV));
@@ -328,8 +367,9 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 % else
     const MST all = group_reduce(mine, OpMST());
 % end
-    const Row r = row_of<CAP>(p, labels, x, live ? row : 0, all, live && rank == 0 && lane == 0, loss, lse);
+    const Row r = row_of<CAP>(p, labels, x, live ? row : 0, all, lead, g, loss, lse);
 % if not LOSS_ONLY then
+    __syncwarp();   // the lead's load of an edge label before its warp's lanes store the edges
     #pragma unroll
     for (int i = 0; i < EDGE; i++) {
       const int k = i * TEAM + lane, col = edge_pos(g, k);
@@ -344,11 +384,11 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
     for (int base = begin; base < end; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
       load_step<false, true>(x + g.h, base, end, lane, live, v);
-      label_grad<CAP>(v, base, end, lane, live, r, g, dxl);
+      label_grad<CAP>(v, base, end, lane, live, p, r, g, loss + row, dxl);
       held_out<CAP>(v, base, end, lane, live, r, y, g);
     }
 %   else
-    label_grad<CAP>(v, begin, end, lane, live, r, g, dxl);
+    label_grad<CAP>(v, begin, end, lane, live, p, r, g, loss + row, dxl);
     held_out<CAP>(v, begin, end, lane, live, r, y, g);
 %   end
     label_out(p, labels, y, live ? row : 0, begin, end, lane, live, g, dxl);
@@ -407,27 +447,46 @@ extern "C" __global__ void __launch_bounds__(1024) st_ce_count(const void *label
 // of the rows not ignored (their count without weights): torch's sum or mean, 0 / 0 a NaN as
 // torch's. One block, in double, each thread's terms and the tree in a fixed order: the same
 // bits every run. It reads the labels itself, so it needs no scratch (a graph capture's first
-// call may run it).
+// call may run it). elem: *out in the logits' dtype, else float32.
 extern "C" __global__ void __launch_bounds__(1024) st_ce_reduce(const float *loss, const void *labels, i64 rows, CeParams p,
-                                                                int mean, float *out)
+                                                                int mean, int elem, void *out)
 {
+  grid_wait();   // the losses, from the kernel launched just before this one
   double t = 0., n = 0.;
   for (i64 i = threadIdx.x; i < rows; i += blockDim.x) {
     t += (double)loss[i];
     if (mean) n += row_weight(p, labels, i);
   }
   block_sums(t, n);
-  if (threadIdx.x == 0) *out = (float)(mean ? t / n : t);
+  if (threadIdx.x == 0 && elem) store1((elem_t *)out, (float)(mean ? t / n : t));
+  if (threadIdx.x == 0 && !elem) *(float *)out = (float)(mean ? t / n : t);
 }
 
 // The backward's step: the gradient [rows, COLS] (contiguous) the kernel wrote, times grad_output:
 // one scalar (1: nothing to do and no pass; read here, so no host sync) or one value a row
-// (per_row: reduction none). A grid-stride loop over the elements.
+// (per_row: reduction none). Grid-stride loops: a scalar's by vectors of VEC between scalar
+// ends up to the vectors' alignment, one value a row's by elements.
 extern "C" __global__ void __launch_bounds__(256) st_ce_scale(elem_t *grad, const elem_t *go, i64 rows, int per_row)
 {
   const float s = load1(go);
   if (!per_row && s == 1.f) return;
-  const i64 n = rows * COLS, step = (i64)gridDim.x * blockDim.x;
-  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
-    store1(grad + i, load1(grad + i) * (per_row ? load1(go + i / COLS) : s));
+  const i64 n = rows * COLS, step = (i64)gridDim.x * blockDim.x, first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (per_row) {
+    for (i64 i = first; i < n; i += step) store1(grad + i, load1(grad + i) * load1(go + i / COLS));
+    return;
+  }
+  const unsigned long long vb = VEC * sizeof(elem_t);   // a vector's bytes, its alignment
+  const i64 h = min(n, (i64)((vb - (unsigned long long)grad % vb) % vb / sizeof(elem_t)));
+  const i64 nv = (n - h) / VEC;
+  for (i64 i = first; i < nv; i += step) {
+    float v[VEC];
+    ldv<false, false>(grad + h + i * VEC, v);
+    #pragma unroll
+    for (int k = 0; k < VEC; k++) v[k] *= s;
+    stv<false>(grad + h + i * VEC, v);
+  }
+  for (i64 i = first; i < n - nv * VEC; i += step) {   // the head, then the tail
+    const i64 e = i < h ? i : nv * VEC + i;
+    store1(grad + e, load1(grad + e) * s);
+  }
 }

@@ -297,7 +297,7 @@ if softmax_tune.cpp_ops and ce._cpp is not None:
     for red in ("none", "sum", "mean"):
         for want in (False, True):
             what = "the C++ call, %s, grad %s" % (red, want)
-            got = ce._cpp(xc, tc, wc, -100, ce.REDUCTIONS[red], 0.0, 1e-3, 5.0, want, False, fc.dev)
+            got = ce._cpp(xc, tc, wc, -100, ce.REDUCTIONS[red], 0.0, 1e-3, 5.0, want, False, fc.tensor)
             ref = ce._run_ctypes(xc, tc, wc, -100, red, 0.0, 1e-3, 5.0, want, False, torch.cuda.current_device(), fc)
             if expect(got[0] is not None, "%s: did not serve" % what):
                 expect(got[0].dtype == xc.dtype and torch.equal(got[0], ref[0]),

@@ -186,11 +186,30 @@ def config(device, dtype, op, rows, cols, backward=False):
 class CeOptions(ctypes.Structure):   # st_ce_options
     _fields_ = [("ignore_index", _I64), ("reduction", _INT), ("label_smoothing", ctypes.c_float),
                 ("z_loss", ctypes.c_float), ("softcap", ctypes.c_float), ("weight", _PTR), ("row_stride", _I64),
-                ("bad_label", _PTR), ("reduced", _PTR)]
+                ("bad_label", _PTR), ("reduced", _PTR), ("reduced_in_dtype", _INT)]
+
+
+def ce_current(lib):
+    """Whether lib's st_cross_entropy is this package's: 0.2.0 and up (st_ce_options.reduced_in_dtype,
+    the bad-label flag in host memory)."""
+    if not hasattr(lib, "st_cross_entropy"):
+        return False
+    lib.st_version.restype = ctypes.c_char_p
+    return tuple(int(v) for v in lib.st_version().decode().split(".")[:2]) >= (0, 2)
+
+
+_ce_checked = []   # [lib] once _ce_lib found it current
 
 
 def _ce_lib():
-    return _needs("st_cross_entropy", "the cross-entropy kernels", "rebuild it")
+    lib = _needs("st_cross_entropy", "the cross-entropy kernels", "rebuild it")
+    if _ce_checked:
+        return lib
+    if not ce_current(lib):
+        raise RuntimeError("softmax_tune: the library at %s is older than this package's cross-entropy (0.2.0): "
+                           "rebuild it" % library_path())
+    _ce_checked.append(lib)
+    return lib
 
 
 def cross_entropy(device, dtype, logits, labels, label_type, grad, loss, lse, rows, cols, options, stream):

@@ -15,6 +15,7 @@ C++ call (softmax_tune._C) where the C++ ops are built, else ctypes (_lib.cross_
 custom ops and the bad-label flag's check stay in Python (_flagged).
 Other forms go to torch's F.cross_entropy with one warning (_fallback)."""
 
+import ctypes
 import math
 import warnings
 from typing import Optional, Tuple
@@ -43,14 +44,14 @@ def _warn_once(why):
 # ---- the bad-label flag: set by the kernel, read without a host sync ----
 
 class _Flag:
-    """A device int the kernel sets on a label outside [0, V), and its pinned host copy, read at
-    the next eager call once the copy is done (event.query(): never a wait)."""
+    """An int in pinned host memory that the kernel sets to 1 on a label outside [0, V) (mapped:
+    pinned memory is addressable from every GPU at its host address), read at the next eager call
+    (no copy, no wait). tensor: it, for the C++ call; value: it, read and written by the host."""
 
     def __init__(self, device):
-        self.dev = torch.zeros(1, dtype=torch.int32, device=device)
-        self.host = torch.zeros(1, dtype=torch.int32, pin_memory=True)
-        self.event = torch.cuda.Event()
-        self.pending = False
+        with torch.cuda.device(device):
+            self.tensor = torch.zeros(1, dtype=torch.int32, pin_memory=True)
+        self.value = ctypes.c_int.from_address(self.tensor.data_ptr())
 
 
 def _capturing():
@@ -70,19 +71,10 @@ def _bad_label_error(device):
 
 
 def _check_lazily(f, device):
-    """Raise for a bad label seen by an earlier call whose flag copy has landed (no sync)."""
-    if f.pending and f.event.query():
-        f.pending = False
-        if int(f.host[0]):
-            f.host.zero_()
-            f.dev.zero_()
-            raise _bad_label_error(device)
-
-
-def _copy_back(f):
-    f.host.copy_(f.dev, non_blocking=True)
-    f.event.record()
-    f.pending = True
+    """Raise for a bad label that an earlier call's kernel has already flagged (no sync)."""
+    if f.value.value:
+        f.value.value = 0
+        raise _bad_label_error(device)
 
 
 def check_labels(device=None):
@@ -93,9 +85,9 @@ def check_labels(device=None):
         want = torch.cuda.current_device()
     for d, f in list(_flags.items()):
         if want is None or d == want:
-            if int(f.dev.item()):
-                f.dev.zero_()
-                f.pending = False
+            torch.cuda.synchronize(d)
+            if f.value.value:
+                f.value.value = 0
                 raise _bad_label_error(d)
 
 
@@ -110,17 +102,13 @@ def _rows(x):
 
 
 def _flagged(x2, call):
-    """call(f, device) between the bad-label flag's checks: an earlier call's flag raised here (no
-    sync), and this call's flag copied back for a later one (not under a CUDA graph capture)."""
+    """call(f, device) after the bad-label flag's check: an earlier call's bad label raised here (no
+    sync; not under a CUDA graph capture)."""
     device = device_of(x2)
     f = _flag(device)
-    capturing = _capturing()
-    if not capturing:
+    if not _capturing():
         _check_lazily(f, device)
-    out = call(f, device)
-    if not capturing:
-        _copy_back(f)
-    return out
+    return call(f, device)
 
 
 def run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace=False):
@@ -132,7 +120,7 @@ def run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softca
     def call(f, device):
         # the C++ call (one host call; None: a library without st_cross_entropy, or not for it), else ctypes
         out = _cpp(x2, t1, weight, ignore_index, REDUCTIONS[reduction], label_smoothing, z_loss, softcap or 0.0,
-                   want_grad, inplace, f.dev) if _cpp is not None else None
+                   want_grad, inplace, f.tensor) if _cpp is not None else None
         if out is not None and out[0] is not None:
             return out[0], out[1]
         return _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad,
@@ -148,7 +136,7 @@ def _train(x, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, 
         return None
     t1 = t1.contiguous()
     return _flagged(x2, lambda f, device: _cpp_train(x, x2, t1, weight, ignore_index, REDUCTIONS[reduction],
-                                                     label_smoothing, z_loss, softcap or 0.0, f.dev))
+                                                     label_smoothing, z_loss, softcap or 0.0, f.tensor))
 
 
 def _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace,
@@ -158,15 +146,15 @@ def _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss
     loss = torch.empty(n, dtype=torch.float32, device=x2.device)
     lse = torch.empty(n, dtype=torch.float32, device=x2.device)
     grad = (x2 if inplace else torch.empty((n, v), dtype=x2.dtype, device=x2.device)) if want_grad else None
-    reduced = None if reduction == "none" else torch.empty((), dtype=torch.float32, device=x2.device)
+    reduced = None if reduction == "none" else torch.empty((), dtype=x2.dtype, device=x2.device)
     opts = _lib.CeOptions(ignore_index, REDUCTIONS[reduction], label_smoothing, z_loss, softcap or 0.0,
-                          weight.data_ptr() if weight is not None else None, x2.stride(0), f.dev.data_ptr(),
-                          reduced.data_ptr() if reduced is not None else None)
+                          weight.data_ptr() if weight is not None else None, x2.stride(0), f.tensor.data_ptr(),
+                          reduced.data_ptr() if reduced is not None else None, 1)
     _lib.cross_entropy(device, DTYPES[x2.dtype], x2.data_ptr(), t1.data_ptr(), _LABELS[t1.dtype],
                        grad.data_ptr() if grad is not None else None, loss.data_ptr(), lse.data_ptr(), n, v, opts,
                        _stream(device))
-    # the library reduced the loss as torch does (mean: over the rows not ignored, weighted)
-    return (loss if reduced is None else reduced).to(x2.dtype), grad
+    # the library reduced the loss as torch does (mean: over the rows not ignored, weighted), in x2's dtype
+    return (loss.to(x2.dtype) if reduced is None else reduced), grad
 
 
 # ---- backward: the saved gradient times grad_output, in place ----

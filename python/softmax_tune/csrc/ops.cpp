@@ -329,13 +329,15 @@ using CeResult = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 
 /* Whether logits x [N, V] (unit column stride, a row stride allowed), labels t [N] (contiguous
 ** int32 or int64 on x's device), weight (float32 [V] contiguous, or absent), reduction and flag
-** (the device int the kernel sets on a bad label) are for st_cross_entropy. */
+** (the int the kernel sets on a bad label: pinned host memory, cross_entropy.py's _Flag, or on
+** x's device) are for st_cross_entropy. */
 bool ce_fits(const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight, int64_t reduction,
              const at::Tensor &flag) {
   bool labels = (t.scalar_type() == at::kInt || t.scalar_type() == at::kLong) && t.is_contiguous() &&
                 t.device() == x.device();
   return supported(x) && x.dim() == 2 && x.stride(1) == 1 && labels && reduction >= ST_REDUCE_NONE &&
-         reduction <= ST_REDUCE_MEAN && flag.scalar_type() == at::kInt && flag.device() == x.device() &&
+         reduction <= ST_REDUCE_MEAN && flag.scalar_type() == at::kInt &&
+         (flag.is_cuda() ? flag.device() == x.device() : flag.is_pinned()) &&
          fits(weight, x, at::kFloat);
 }
 
@@ -349,7 +351,7 @@ CeResult ce_run(st_ctx *ctx, const at::Tensor &x, const at::Tensor &t, const std
   at::TensorOptions f32 = x.options().dtype(at::kFloat);
   at::Tensor loss = at::empty({n}, f32), lse = at::empty({n}, f32);
   at::Tensor grad = !want_grad ? at::Tensor() : inplace ? x : at::empty({n, v}, x.options());
-  at::Tensor reduced = reduction == ST_REDUCE_NONE ? at::Tensor() : at::empty(at::IntArrayRef(), f32);
+  at::Tensor reduced = reduction == ST_REDUCE_NONE ? at::Tensor() : at::empty(at::IntArrayRef(), x.options());
   st_ce_options o{};   // a field added later: 0
   o.ignore_index = ignore_index;
   o.reduction = static_cast<st_reduction>(reduction);
@@ -358,12 +360,13 @@ CeResult ce_run(st_ctx *ctx, const at::Tensor &x, const at::Tensor &t, const std
   o.softcap = static_cast<float>(softcap);
   o.weight = data_or_null<float>(weight);
   o.row_stride = x.stride(0);
-  o.bad_label = flag.data_ptr<int>();
-  o.reduced = reduced.defined() ? reduced.data_ptr<float>() : nullptr;
+  o.bad_label = flag.data_ptr<int>();   // pinned host memory: its address is the GPU's too
+  o.reduced = reduced.defined() ? reduced.data_ptr() : nullptr;
+  o.reduced_in_dtype = 1;
   launch(lib_ce, ctx, x, dtype_of(x), x.data_ptr(), t.data_ptr(), t.scalar_type() == at::kInt ? ST_I32 : ST_I64,
          grad.defined() ? grad.data_ptr() : nullptr, loss.data_ptr<float>(), lse.data_ptr<float>(), n, v, &o);
-  // the library reduced the loss as torch does (mean: over the rows not ignored, weighted)
-  return CeResult((reduced.defined() ? reduced : loss).to(x.scalar_type()), grad, lse);
+  // the library reduced the loss as torch does (mean: over the rows not ignored, weighted), in x's dtype
+  return CeResult(reduced.defined() ? reduced : loss.to(x.scalar_type()), grad, lse);
 }
 
 /* ce_run's result, all undefined when the library lacks st_cross_entropy or the tensors are not
