@@ -21,7 +21,7 @@ for op in ${CE_OPS:-cross_entropy cross_entropy_loss}; do
       $B --shape "$s" --dtype "$d" --op "$op" --quiet >"$log.tune" 2>&1
       t=$(( ($(date +%s%N) - start) / 1000000 ))
       $B bench --shape "$s" --dtype "$d" --op "$op" --reps 60 >"$log.bench" 2>&1
-      w=$(grep -E "^winner" "$log.tune" | awk '{print $8}')
+      w=$(grep -E "^winner" "$log.tune" | awk '{print $6}')
       cfg=$(grep -E "^winner" "$log.tune" | awk '{print $NF}')
       fl=$(grep -E "^(copy|read floor)" "$log.bench" | awk '{print $(NF-2)}')
       b=$(grep -E "^softmax-tune" "$log.bench" | awk '{print $2, $4}')
