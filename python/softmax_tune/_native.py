@@ -47,10 +47,10 @@ def _entry(lib, name):
 def _open(device):
     """For the C++ ops' first call on a CUDA device: (st_ctx, st_softmax, st_softmax_backward, st_error,
     the error a gradient gives without st_softmax_backward, st_cross_entropy, st_attention_softmax,
-    st_attention_softmax_backward, st_cross_entropy_scale), addresses as ints (0: the library lacks it; without
-    st_cross_entropy, or with one older than this package's, cross_entropy.py keeps its ctypes path, whose error says so, without the attention pair attention.py:
-    the ctypes path then gives its error; without st_cross_entropy_scale, cross-entropy's autograd
-    stays Python's)."""
+    st_attention_softmax_backward, st_cross_entropy_scale), addresses as ints (0: the library lacks it;
+    without st_cross_entropy, or with one older than this package's, cross_entropy.py keeps its
+    ctypes path, whose error says so; without the attention pair attention.py: the ctypes path then
+    gives its error; without st_cross_entropy_scale, cross-entropy's autograd stays Python's)."""
     ctx = _lib.context(device)
     lib = _lib._load()
     attn = hasattr(lib, "st_attention_softmax_backward")   # as _lib: the backward marks the attention kernels
