@@ -433,12 +433,31 @@ __device__ void block_sums(double &a, double &b)
   }
 }
 
+// a += f's first term and b += its second over rows i = threadIdx.x, + blockDim.x, ..., in that
+// order (the same bits as one row at a time), the terms of 8 rows loaded at once so that their
+// latencies overlap.
+template <class F>
+__device__ __forceinline__ void row_sums(i64 rows, F f, double &a, double &b)
+{
+  for (i64 i0 = threadIdx.x; i0 < rows; i0 += 8 * (i64)blockDim.x) {
+    double x[8], y[8];
+    #pragma unroll
+    for (int k = 0; k < 8; k++) {
+      const i64 i = i0 + k * (i64)blockDim.x;
+      x[k] = y[k] = 0.;
+      if (i < rows) f(i, x[k], y[k]);
+    }
+    #pragma unroll
+    for (int k = 0; k < 8; k++) a += x[k], b += y[k];
+  }
+}
+
 // The mean's factor: 1 / the sum over rows not ignored of their label's weight (their count
 // without weights), 0 when there is none. One block.
 extern "C" __global__ void __launch_bounds__(1024) st_ce_count(const void *labels, i64 rows, CeParams p, float *out)
 {
   double n = 0., unused = 0.;
-  for (i64 i = threadIdx.x; i < rows; i += blockDim.x) n += row_weight(p, labels, i);
+  row_sums(rows, [&](i64 i, double &w, double &) { w = row_weight(p, labels, i); }, n, unused);
   block_sums(n, unused);
   if (threadIdx.x == 0) *out = n > 0. ? (float)(1. / n) : 0.f;
 }
@@ -453,10 +472,7 @@ extern "C" __global__ void __launch_bounds__(1024) st_ce_reduce(const float *los
 {
   grid_wait();   // the losses, from the kernel launched just before this one
   double t = 0., n = 0.;
-  for (i64 i = threadIdx.x; i < rows; i += blockDim.x) {
-    t += (double)loss[i];
-    if (mean) n += row_weight(p, labels, i);
-  }
+  row_sums(rows, [&](i64 i, double &l, double &w) { l = (double)loss[i], w = mean ? row_weight(p, labels, i) : 0.; }, t, n);
   block_sums(t, n);
   if (threadIdx.x == 0 && elem) store1((elem_t *)out, (float)(mean ? t / n : t));
   if (threadIdx.x == 0 && !elem) *(float *)out = (float)(mean ? t / n : t);
