@@ -76,5 +76,20 @@ expect(inductor.config.pre_grad_custom_pass is mine, "a second arm() replaced th
 fusion._armed, inductor.config.pre_grad_custom_pass = False, mine
 fusion.arm()
 expect(inductor.config.pre_grad_custom_pass is mine, "arm() replaced a pass the user set first")
+# _lib.CeOptions laid out as the C struct st_ce_options (tests/test_runtime.c asserts the same
+# offsets in C), and the library built here new enough for this package's cross-entropy.
+import ctypes  # noqa: E402
+from softmax_tune import _lib  # noqa: E402
+
+want = {"ignore_index": 0, "reduction": 8, "label_smoothing": 12, "z_loss": 16, "softcap": 20, "weight": 24,
+        "row_stride": 32, "bad_label": 40, "reduced": 48, "reduced_in_dtype": 56}
+got = {name: getattr(_lib.CeOptions, name).offset for name, _ in _lib.CeOptions._fields_}
+expect(got == want and ctypes.sizeof(_lib.CeOptions) == 64, "CeOptions is not st_ce_options: %s" % got)
+try:
+    lib = _lib._load()
+except OSError as e:   # no library built next to the sources: said, not failed
+    print("test_import_py: the library not loaded (%s): its version not checked" % e)
+else:
+    expect(_lib.ce_current(lib), "the library built here is older than the package's cross-entropy")
 print("test_import_py: %d failures" % failures)
 sys.exit(1 if failures else 0)

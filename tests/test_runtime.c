@@ -6,6 +6,7 @@
 **                      aligned differently, and the miss policies heuristic, tune and error
 */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,13 @@
 #include "check.h"
 #include "softmax_tune.h"
 #include "tune.h"
+
+/* st_ce_options as python/softmax_tune/_lib.py's CeOptions lays it out (tests/test_import_py.py
+** holds the Python side to the same offsets): a field added on one side only fails a build or a test. */
+_Static_assert(sizeof(st_ce_options) == 64 && offsetof(st_ce_options, reduction) == 8 &&
+               offsetof(st_ce_options, weight) == 24 && offsetof(st_ce_options, bad_label) == 40 &&
+               offsetof(st_ce_options, reduced) == 48 && offsetof(st_ce_options, reduced_in_dtype) == 56,
+               "st_ce_options moved: change _lib.CeOptions and tests/test_import_py.py with it");
 
 static char dir[] = "/tmp/st_rtXXXXXX";
 static char db[512];
