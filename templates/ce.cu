@@ -55,7 +55,6 @@ __device__ __forceinline__ void grid_wait()
 // What a row's outputs need, once its statistics are in.
 struct Row {
   float lse, a, c, b;   // dz = a p - c - b [j == y], scale folded in
-  float wl;             // (1 - eps) W, the label's share of the loss
   float l0;             // the loss without the label's term: eps (lse - mean z) + zloss lse^2
   int y;                // the label's column, -1 when there is none (ignored or bad)
   float cap, icap;
@@ -66,33 +65,40 @@ __device__ __forceinline__ i64 label_of(const CeParams &p, const void *labels, i
   return p.labels64 ? ((const i64 *)labels)[row] : (i64)((const int *)labels)[row];
 }
 
+// Row's label as a column: -1 ignored, -2 outside [0, COLS) (a bad label).
+__device__ __forceinline__ int label_col(const CeParams &p, const void *labels, i64 row)
+{
+  const i64 y = label_of(p, labels, row);
+  return y == p.ignore ? -1 : y < 0 || y >= COLS ? -2 : (int)y;
+}
+
 // The loss of a valid label y from its softcapped logit zy.
 __device__ __forceinline__ float label_loss(const CeParams &p, const Row &r, float zy)
 {
-  const float wl = (1.f - p.smoothing) * (p.weight ? ((const float *)p.weight)[r.y] : 1.f);   // r.wl, not held
+  const float wl = (1.f - p.smoothing) * (p.weight ? ((const float *)p.weight)[r.y] : 1.f);   // not held in Row
   return wl * (r.lse - zy) + r.l0;
 }
 
-// The row's scalars from its statistics; `lead`, the one thread of the row that writes them,
-// writes lse and the loss, the label's logit read again from x (a cached load). With a gradient
+// The row's scalars from its statistics, its label's column y (label_col) and the mean's factor,
+// both loaded by rows_of before the statistics were in, so that their latency hides under the
+// row's loads and exchange; `lead`, the one thread of the row that writes them, writes lse and
+// the loss, the label's logit read again from x (a cached load). With a gradient
 // it does so only for a label in the unaligned head or tail, which its own warp holds and has
 // not stored yet (rows_of's __syncwarp); a body label's loss comes from the thread holding its
 // logit (label_grad): in place, another block or warp may already have stored over it here.
 template <bool CAP>
-__device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, const elem_t *x, i64 row, MST all, bool lead,
+__device__ __forceinline__ Row row_of(const CeParams &p, int y, float scale, const elem_t *x, i64 row, MST all, bool lead,
                                       Geo g, float *loss, float *lse)
 {
   Row r;
   r.cap = p.softcap;
   r.icap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
   r.lse = all.m + logf(all.s);
-  const i64 y = label_of(p, labels, row);
-  const bool ignored = y == p.ignore, bad = !ignored && (y < 0 || y >= COLS);
-  const float w = ignored || bad ? 0.f : p.weight ? ((const float *)p.weight)[y] : 1.f;
-  const float scale = p.scale ? *(const float *)p.scale : 1.f, eps = p.smoothing;
-  r.y = ignored || bad ? -1 : (int)y;
-  r.wl = (1.f - eps) * w;
-  r.b = scale * r.wl;
+  const bool bad = y == -2;
+  const float w = y < 0 ? 0.f : p.weight ? ((const float *)p.weight)[y] : 1.f;
+  const float eps = p.smoothing;
+  r.y = y < 0 ? -1 : y;
+  r.b = scale * ((1.f - eps) * w);
   r.c = r.y < 0 ? 0.f : scale * eps / COLS;
   r.a = r.y < 0 ? 0.f : r.b + scale * (eps + 2.f * p.zloss * r.lse);
   r.l0 = eps * (r.lse - all.t / COLS) + p.zloss * r.lse * r.lse;
@@ -104,7 +110,7 @@ __device__ __forceinline__ Row row_of(const CeParams &p, const void *labels, con
 % else
     const bool here = r.y < g.h || r.y >= g.h + g.nv * VEC;
 % end
-    if (r.y >= 0 && here) loss[row] = r.wl * (r.lse - capz<CAP>(load1(x + r.y), r.cap, r.icap)) + r.l0;
+    if (r.y >= 0 && here) loss[row] = label_loss(p, r, capz<CAP>(load1(x + r.y), r.cap, r.icap));
     if (r.y < 0) loss[row] = bad ? __int_as_float(0x7fc00000) : 0.f;
     if (bad && p.flag) *(volatile int *)p.flag = 1;   // a plain store: the flag may be mapped host memory
   }
@@ -260,8 +266,8 @@ __device__ __forceinline__ void label_grad(const H *v, int begin, int end, int l
 __device__ __forceinline__ void label_out(const CeParams &p, const void *labels, elem_t *y, i64 row, int begin, int end,
                                           int lane, bool live, Geo g, float dxl)
 {
-  const i64 t = label_of(p, labels, row);
-  if (t != p.ignore && t < COLS && holds(t, g, begin, end, lane, live)) store1(y + t, dxl);
+  const int t = label_col(p, labels, row);
+  if (t >= 0 && holds(t, g, begin, end, lane, live)) store1(y + t, dxl);
 }
 
 % if split > 1 then
@@ -340,6 +346,7 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
     const i64 row = blk * R + grp;
     const bool live = row < rows, edges = live;   // dead groups still take part in the barriers
 % end
+    const int label = label_col(p, labels, live ? row : 0);
     const elem_t *x = in + (live ? row : 0) * p.stride;
     elem_t *y = out + (live ? row : 0) * COLS;
     const Geo g = geometry(x);
@@ -362,12 +369,13 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
       mine = body_stats<CAP>(v, base, end, lane, live, cap, icap, smooth, mine);
     }
 % end
+    const float scale = p.scale ? *(const float *)p.scale : 1.f;   // its latency under the exchange's
 % if split > 1 then
     const MST all = exchange(warp_reduce(mine, OpMST()), slots, got, k);
 % else
     const MST all = group_reduce(mine, OpMST());
 % end
-    const Row r = row_of<CAP>(p, labels, x, live ? row : 0, all, lead, g, loss, lse);
+    const Row r = row_of<CAP>(p, label, scale, x, live ? row : 0, all, lead, g, loss, lse);
 % if not LOSS_ONLY then
     __syncwarp();   // the lead's load of an edge label before its warp's lanes store the edges
     #pragma unroll
