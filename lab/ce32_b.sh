@@ -20,3 +20,5 @@ SOFTMAX_TUNE_NO_CPP=1 SOFTMAX_TUNE_CACHE=/tmp/c_py.db timeout 150 python3 tests/
 echo "test_python_ce (ctypes): rc=$? $(( $(date +%s) - t0 )) s"; grep -E "FAIL|failures|Error" "$out/test_python_ce_ctypes.log" | tail -5
 CE_BENCH_ARGS="--compile-budget 100" bash bench/ce_py_run.sh bench 2>&1 | grep -E "softmax_tune|floor|liger|inductor|^#" | grep -vE "go2" | tail -90
 echo "all: $(( $(date +%s) - t0 )) s"
+timeout 90 python3 lab/ce_py_profile.py --shapes 8192x50257 --dtypes bfloat16 2>&1 | tail -25
+echo "profile: $(( $(date +%s) - t0 )) s"
