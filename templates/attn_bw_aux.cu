@@ -110,7 +110,7 @@ st_attn_bw_floor(const elem_t *x, const elem_t *y, const elem_t *dy, elem_t *dx,
       for (i64 c = threadIdx.x; c < COLS; c += 256) store1(dx + at + c, c >= lo && c < hi ? bw_floor_at(x, y, dy, at + c, capped) : 0.f);
       continue;
     }
-    for (i64 c0 = threadIdx.x * (i64)FV; c0 < COLS; c0 += 256 * (i64)FV) {
+    floor_vectors(dx + at, [&](i64 c0) {
       uint4 w = make_uint4(0u, 0u, 0u, 0u);
       elem_t *v = (elem_t *)&w;
       if (c0 >= lo && c0 + FV <= hi) {   // whole vectors: one load of each input
@@ -124,7 +124,7 @@ st_attn_bw_floor(const elem_t *x, const elem_t *y, const elem_t *dy, elem_t *dx,
         for (int q = 0; q < FV; q++)
           if (c0 + q >= lo && c0 + q < hi) store1(v + q, bw_floor_at(x, y, dy, at + c0 + q, capped));
       }
-      *(uint4 *)(dx + at + c0) = w;
-    }
+      return w;
+    });
   }
 }
