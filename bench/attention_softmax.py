@@ -24,7 +24,9 @@ direction, system, ms, frac_of_floor, frac_of_copy.
 Systems: softmax_tune (softmax_tune.attention_softmax), torch (the masked scaled scores' softmax:
 torch.softmax((x * scale).masked_fill(~mask, -inf), -1)), inductor (that function under
 torch.compile), inductor_max (mode="max-autotune-no-cudagraphs", within --compile-budget seconds of
-compiles over the run). TransformerEngine and Apex are not run (not installed on the GPU machine).
+compiles over the run), apex (Apex's Megatron fused softmax, bench/apex_softmax.py, where --apex holds
+it built: bench/apex_fetch.sh, then bench/apex_build.py on the GPU machine). TransformerEngine is not
+run (its build needs its whole C++ library; Apex's kernels are the same Megatron ones).
 --tune BIN tunes each problem first (softmax-tune --op attention_softmax[_backward] --shape ...);
 --tune-only then measures nothing (a run split over calls: tune, then measure).
 --quick: bfloat16, S 1024 and 4096 and decode, 30 rounds, no max-autotune.
@@ -42,6 +44,7 @@ import torch
 import triton
 import triton.language as tl
 
+import apex_softmax
 from benchlib import DTYPES, header, interleaved_ms, run_table, table_rows
 from cross_entropy import Budget, gpu_name
 
@@ -140,6 +143,11 @@ def systems(direction, x, dy, kl, mask, causal, args, budget):
         y0 = softmax_tune.attention_softmax(xd, **opts)
         out = [("floor", floor_fn(y0, dy, floor_out, kl, causal)),
                ("copy", lambda: torch.add(y0, dy, out=floor_out))]
+    if args.apex_mods:
+        try:
+            out.append(("apex", apex_softmax.system(args.apex_mods, direction, xd, dy, mask, causal, SCALE)))
+        except Exception as e:  # noqa: BLE001
+            print("# apex: %s" % (str(e).splitlines() or [""])[0][:200], flush=True)
     for name, f, compiles in fns:
         def prepare(f=f):   # fwd: the call; bwd: the forward once (its graph kept), the call its gradient
             if direction == "fwd":
@@ -232,12 +240,15 @@ def main():
     ap.add_argument("--no-autotune", action="store_true", help="skip torch.compile max-autotune")
     ap.add_argument("--no-inductor", action="store_true", help="skip torch.compile altogether")
     ap.add_argument("--compile-budget", type=float, default=150.0, help="seconds of max-autotune compiles, all told")
+    ap.add_argument("--apex", default=os.environ.get("APEX_PATH", os.path.join(HERE, "..", ".peers", "apex")),
+                    help="Apex's sources, built by bench/apex_build.py (default .peers/apex)")
     ap.add_argument("--out")
     ap.add_argument("--append", action="store_true", help="add the rows to --out's table (a run split over calls)")
     args = ap.parse_args()
     if args.quick:
         args.dtypes, args.sizes, args.rounds, args.no_autotune = "bfloat16", "1024,4096", 30, True
     args.sizes = [int(s) for s in args.sizes.split(",")]
+    args.apex_mods, apex_line = apex_softmax.load(args.apex)
     for k in ("cache_size_limit", "recompile_limit"):   # a compile per problem, all on one function
         if hasattr(torch._dynamo.config, k):
             setattr(torch._dynamo.config, k, 256)
@@ -249,7 +260,7 @@ def main():
                    "floor: a Triton kernel over the mask's pattern (this file's _floor: visible elements read, "
                    "every output written), timed in the same rounds; not the library's st_attn_floor. copy: "
                    "fwd dst.copy_(x), bwd torch.add(y, dy, out=dx).",
-                   "TransformerEngine / Apex fused softmax: not run (not installed on this machine).",
+                   apex_line + " TransformerEngine: not run (its build needs its whole C++ library).",
                    "softmax_tune %s; SOFTMAX_TUNE_MISS=%s; %s." % (
                        os.path.basename(softmax_tune.library_path()), os.environ.get("SOFTMAX_TUNE_MISS", "(default)"),
                        "each problem tuned first (--tune)" if args.tune else "untuned problems get the rule's kernel"),
