@@ -99,13 +99,16 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     for k, v in pairs(cfg) do twin[k] = v end
     local G = cfg.threads // cfg.rows
     twin.items = (mirror_slots(P, cfg.vec) + G - 1) // G
-    -- groups of 64 threads or more: the pair's edge elements (attn_head.cu's PEDGE, 6 vec - 4 over
-    -- the group) are then one a thread; smaller groups' twins spilled at the cap (NVRTC sm_90, bf16
-    -- causal: 1000 columns, G=32: 72 bytes; 64 columns, G=4: 232 bytes)
-    if G < 64 then return end
+    -- groups of a warp or more: the pair's edge elements (attn_head.cu's PEDGE, 6 vec - 4 over the
+    -- group) are then one a thread, or two at G=32, whose twins need 64 registers over their values
+    -- (NVRTC sm_90, bf16 causal 1024: the backward's 256 threads rows=8 fits at 122 of 128, 128
+    -- threads rows=4 spilled 36 bytes at 96, the forward's spilled 24 at 64; 1000 columns, G=32:
+    -- 72 bytes at the old margin); smaller groups' twins spilled more (64 columns, G=4: 232 bytes)
+    if G < 32 then return end
     local values = width(P) * twin.items * cfg.vec
     local cap = math.min(255, 65536 // (cfg.threads * mirror_minb(twin, P)))
-    if H.fits(cfg.threads, values) and cap >= math.max(56, values + (values > 32 and 50 or 32)) then
+    local margin = G < 64 and 64 or values > 32 and 50 or 32
+    if H.fits(cfg.threads, values) and cap >= math.max(56, values + margin) then
       push(list, P, twin)
     end
   end
