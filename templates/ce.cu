@@ -369,7 +369,9 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
       mine = body_stats<CAP>(v, base, end, lane, live, cap, icap, smooth, mine);
     }
 % end
-    const float scale = p.scale ? *(const float *)p.scale : 1.f;   // its latency under the exchange's
+    // the mean's factor, its latency under the exchange's; loaded a row (a cached load), as held
+    // from the kernel's start it spilled 8-16 bytes on the winners at the register cap
+    const float scale = p.scale ? *(const float *)p.scale : 1.f;
 % if split > 1 then
     const MST all = exchange(warp_reduce(mine, OpMST()), slots, got, k);
 % else
