@@ -90,38 +90,41 @@ st_check_attn(const elem_t *x, const elem_t *y, i64 rows, AttnParams p, u32 pois
 
 #define FV $(16 // es)   // elements in 16 bytes
 #define FU 4               // vectors in flight a thread in the floors
+#define FSPAN (256 * FV * FU)   // columns of a floor block: each thread's FU vectors once
+#define FPARTS ((COLS + FSPAN - 1) / FSPAN)
 
-// The floors' pass over a row's 16-byte vectors (the row aligned to them): FU of them a thread
-// at once, all read (f(c), the value of the vector at column c, zeros where masked) before any
-// is written. One vector at a time left a thread one load in flight and the forward's floor
-// about 15% slower than bench/attention_softmax.py's Triton one; now it is about 7% slower (bf16
-// 4096 columns causal, H100), the Triton one giving each (row, 4096 columns) a program of its own.
+// The floors' blocks: one a part of FSPAN columns of a row (block b: row b / FPARTS), as many as
+// the launch gives, looping over the rest. Each reads its vectors (f(c), the value of the vector at
+// column c, zeros where masked) before it writes any. A block a row, one vector a thread at a time,
+// left a thread one load in flight and the forward floor about 15% slower than
+// bench/attention_softmax.py's Triton one (which gives each (row, 4096 columns) a program).
 template <class F>
-__device__ __forceinline__ void floor_vectors(elem_t *y, F f)
+__device__ __forceinline__ void floor_vectors(elem_t *y, i64 begin, i64 end, F f)
 {
-  for (i64 c0 = threadIdx.x * (i64)FV; c0 < COLS; c0 += 256 * (i64)FV * FU) {
-    uint4 v[FU];
-    #pragma unroll
-    for (int u = 0; u < FU; u++) {
-      const i64 c = c0 + u * 256 * (i64)FV;
-      v[u] = c < COLS ? f(c) : make_uint4(0u, 0u, 0u, 0u);
-    }
-    #pragma unroll
-    for (int u = 0; u < FU; u++)
-      if (c0 + u * 256 * (i64)FV < COLS) *(uint4 *)(y + c0 + u * 256 * (i64)FV) = v[u];
+  uint4 v[FU];
+  #pragma unroll
+  for (int u = 0; u < FU; u++) {
+    const i64 c = begin + (u * 256 + threadIdx.x) * (i64)FV;
+    v[u] = c < end ? f(c) : make_uint4(0u, 0u, 0u, 0u);
+  }
+  #pragma unroll
+  for (int u = 0; u < FU; u++) {
+    const i64 c = begin + (u * 256 + threadIdx.x) * (i64)FV;
+    if (c < end) *(uint4 *)(y + c) = v[u];
   }
 }
 
 extern "C" __global__ void __launch_bounds__(256)
 st_attn_floor(const elem_t *x, elem_t *y, i64 rows, AttnParams p)
 {
-  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+  for (i64 b = blockIdx.x; b < rows * FPARTS; b += gridDim.x) {
+    const i64 r = b / FPARTS, begin = b % FPARTS * FSPAN, end = min((i64)COLS, begin + FSPAN);
     const elem_t *xr = x + r * COLS;
     elem_t *yr = y + r * COLS;
     long long lo, hi;
     am_range(MASK, &p, (const int *)p.key_lengths, COLS, r, &lo, &hi);
     if ((u64)xr % 16 == 0 && (u64)yr % 16 == 0 && COLS % FV == 0) {
-      floor_vectors(yr, [&](i64 c0) {
+      floor_vectors(yr, begin, end, [&](i64 c0) {
         uint4 v = make_uint4(0u, 0u, 0u, 0u);
         if (c0 >= lo && c0 + FV <= hi) v = *(const uint4 *)(xr + c0);
         else if (c0 + FV > lo && c0 < hi)
@@ -129,7 +132,7 @@ st_attn_floor(const elem_t *x, elem_t *y, i64 rows, AttnParams p)
         return v;
       });
     } else {
-      for (i64 c = threadIdx.x; c < COLS; c += 256) yr[c] = c >= lo && c < hi ? xr[c] : (elem_t)0;
+      for (i64 c = begin + threadIdx.x; c < end; c += 256) yr[c] = c >= lo && c < hi ? xr[c] : (elem_t)0;
     }
   }
 }

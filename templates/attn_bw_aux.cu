@@ -101,16 +101,16 @@ extern "C" __global__ void __launch_bounds__(256)
 st_attn_bw_floor(const elem_t *x, const elem_t *y, const elem_t *dy, elem_t *dx, i64 rows, AttnParams p)
 {
   const bool capped = p.softcap > 0.f;
-  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
-    const i64 at = r * COLS;
+  for (i64 b = blockIdx.x; b < rows * FPARTS; b += gridDim.x) {   // attn_aux.cu's parts
+    const i64 r = b / FPARTS, begin = b % FPARTS * FSPAN, end = min((i64)COLS, begin + FSPAN), at = r * COLS;
     long long lo, hi;
     am_range(MASK, &p, (const int *)p.key_lengths, COLS, r, &lo, &hi);
     const bool vec = (u64)(y + at) % 16 == 0 && (u64)(dy + at) % 16 == 0 && (u64)(dx + at) % 16 == 0 && COLS % FV == 0;
     if (!vec) {
-      for (i64 c = threadIdx.x; c < COLS; c += 256) store1(dx + at + c, c >= lo && c < hi ? bw_floor_at(x, y, dy, at + c, capped) : 0.f);
+      for (i64 c = begin + threadIdx.x; c < end; c += 256) store1(dx + at + c, c >= lo && c < hi ? bw_floor_at(x, y, dy, at + c, capped) : 0.f);
       continue;
     }
-    floor_vectors(dx + at, [&](i64 c0) {
+    floor_vectors(dx + at, begin, end, [&](i64 c0) {
       uint4 w = make_uint4(0u, 0u, 0u, 0u);
       elem_t *v = (elem_t *)&w;
       if (c0 >= lo && c0 + FV <= hi) {   // whole vectors: one load of each input

@@ -951,7 +951,10 @@ static CUresult go_copy(tune_Gpu *g, void *arg)
   if (g->op->floor == GEN_FLOOR_COPY) return g->drv.cuMemcpyDtoDAsync(g->out, g->in, g->bytes, g->stream);
   if (g->op->floor == GEN_FLOOR_MASKED || g->op->floor == GEN_FLOOR_MASKED_BW) {
     void *args[] = { &g->in, &g->out, &rows, &g->aparams }, *args_bw[] = { &g->ax, &g->in, &g->in2, &g->out, &rows, &g->aparams };
-    return g->drv.cuLaunchKernel(g->floor, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->attn_bw ? args_bw : args, NULL);
+    /* a block a part of 16 KB of a row (attn_aux.cu's FSPAN), up to 2^24 blocks that loop over the rest */
+    const long long parts = rows * ((g->p.cols * gen_dtype_size(g->p.dtype) + 16383) / 16384);
+    return g->drv.cuLaunchKernel(g->floor, (unsigned)(parts < (1ll << 24) ? parts : 1ll << 24), 1, 1, 256, 1, 1, 0, g->stream,
+                                 g->attn_bw ? args_bw : args, NULL);
   }
   if (g->op->floor == GEN_FLOOR_READ) {
     long long n16 = nv;
