@@ -71,14 +71,14 @@ __device__ __forceinline__ float score(const Scores &r, float x, int c)
 template <bool CAP, bool FINAL>
 __device__ __forceinline__ void vector_scores(const elem_t *x, int c0, const Scores &r, float *f)
 {
-  if (c0 >= r.lo && c0 + VEC <= r.hi) {
+  if (c0 >= r.lo && c0 + VEC <= r.hi) {   // no key of it to test again
     ldv<false, FINAL>(x + c0, f);
+    #pragma unroll
+    for (int q = 0; q < VEC; q++) f[q] = seen_score<CAP>(r, f[q], c0 + q);
   } else {
     #pragma unroll
-    for (int q = 0; q < VEC; q++) f[q] = c0 + q >= r.lo && c0 + q < r.hi ? load1(x + c0 + q) : NEG_INF;
+    for (int q = 0; q < VEC; q++) f[q] = c0 + q >= r.lo && c0 + q < r.hi ? seen_score<CAP>(r, load1(x + c0 + q), c0 + q) : NEG_INF;
   }
-  #pragma unroll
-  for (int q = 0; q < VEC; q++) f[q] = score<CAP>(r, f[q], c0 + q);
 }
 
 // ITEMS body vectors from `base` (vector base + i*TEAM + lane in slot i), -inf past `end`.
@@ -125,7 +125,7 @@ template <int N>
 __device__ __forceinline__ void outputs(float *v, float m, float k)
 {
   #pragma unroll
-  for (int i = 0; i < N; i++) v[i] = ex(v[i], m) * k;
+  for (int i = 0; i < N; i++) v[i] = ex_finite(v[i], safe_max(m)) * k;
 }
 
 template <bool CAP>
@@ -148,7 +148,8 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
     slot_scores<CAP, true>(x, g, 0, g.nv, lane, live, r, v);
     MS mine;
     mine.m = max_of<ITEMS * VEC>(v, me);
-    mine.s = exp_sum<ITEMS * VEC, true>(v, mine.m) + exp_sum<EDGE, false>(e, mine.m);   // v: exp(z - mine.m)
+    const float ms = safe_max(mine.m);
+    mine.s = exp_sum<ITEMS * VEC, true, true>(v, ms) + exp_sum<EDGE, false, true>(e, ms);   // v: exp(z - mine.m), or 0s
     const MS all = group_reduce(mine, OpMS());
     const float k = row_factor(all);
     outputs<EDGE>(e, all.m, k);
@@ -161,12 +162,12 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
     // pass 1 over the body vectors that hold a visible key
     int jlo, jhi;
     vis_span(g, r.lo, r.hi, &jlo, &jhi);
-    MS a = { me, exp_sum<EDGE, false>(e, me) };
+    MS a = { me, exp_sum<EDGE, false, true>(e, safe_max(me)) };
     for (int base = jlo; base < jhi; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
       slot_scores<CAP, false>(x, g, base, jhi, lane, live, r, v);
       const float m = max_of<ITEMS * VEC>(v, a.m);
-      a.s = a.s * ex(a.m, m) + exp_sum<ITEMS * VEC, false>(v, m);
+      a.s = a.s * ex(a.m, m) + exp_sum<ITEMS * VEC, false, true>(v, safe_max(m));
       a.m = m;
     }
     const MS all = group_reduce(a, OpMS());
@@ -236,7 +237,7 @@ __device__ __forceinline__ void pairs_loop(const elem_t *in, elem_t *out, i64 ro
     #pragma unroll
     for (int i = 0; i < PEDGE; i++) {
       const bool inb = edge_b(i, lane, a.ne);
-      e[i] = ex(e[i], inb ? all.b.m : all.a.m) * (inb ? kb : ka);
+      e[i] = ex_finite(e[i], safe_max(inb ? all.b.m : all.a.m)) * (inb ? kb : ka);
     }
     pair_edges_store(ya, yb, a.ne, lane, c, e);
     const float fa = ex(mine.a.m, all.a.m) * ka, fb = ex(mine.b.m, all.b.m) * kb;

@@ -95,15 +95,20 @@ __device__ __forceinline__ float factor(const Vis &r, float x)
   return r.scale * (1.f - t * t);
 }
 
-// dx of one element in place of its y: k * y * (dy - s) where visible, 0 where masked.
+// dx of a visible element: k * y * (dy - s), r for the factor's constants (every row's).
+template <bool CAP>
+__device__ __forceinline__ float dx_seen(const Vis &r, float y, float d, float s, float x) { return y * (d - s) * factor<CAP>(r, x); }
+
+// dx of one element in place of its y: dx_seen's where visible, 0 where masked.
 template <bool CAP>
 __device__ __forceinline__ float dx_of(const Vis &r, int c, float y, float d, float s, float x)
 {
-  const float g = y * (d - s);
-  return r.in(c) ? g * factor<CAP>(r, x) : 0.f;
+  return r.in(c) ? dx_seen<CAP>(r, y, d, s, x) : 0.f;
 }
 
-// dx of the ITEMS body vectors from `base` in place of vy (x read where visible, under CAP).
+// dx of the ITEMS body vectors from `base` in place of vy (x read where visible, under CAP), no key
+// tested: a masked slot holds y = dy = 0 (and x = 0), so its dx is 0 (or -0) where s is finite
+// (else masked_fix mends it after the store).
 template <bool CAP>
 __device__ __forceinline__ void slot_grads(const elem_t *x, Geo g, int base, int end, int lane, bool live, const Vis &r,
                                            float *vy, const float *vd, float s)
@@ -116,7 +121,20 @@ __device__ __forceinline__ void slot_grads(const elem_t *x, Geo g, int base, int
     for (int q = 0; q < VEC; q++) vx[q] = 0.f;
     if (CAP && live && j < end) vis_vector<true>(x, c0, r, vx);
     #pragma unroll
-    for (int q = 0; q < VEC; q++) vy[i * VEC + q] = dx_of<CAP>(r, c0 + q, vy[i * VEC + q], vd[i * VEC + q], s, vx[q]);
+    for (int q = 0; q < VEC; q++) vy[i * VEC + q] = dx_seen<CAP>(r, vy[i * VEC + q], vd[i * VEC + q], s, vx[q]);
+  }
+}
+
+// Where s is not finite (a NaN or inf among the row's visible y or dy): the masked keys of this
+// thread's body slots from `base`, just stored by it as NaN, stored again as 0.
+__device__ __forceinline__ void masked_fix(elem_t *dx, Geo g, int base, int end, int lane, bool live, const Vis &r, float s)
+{
+  if (fabsf(s) < -NEG_INF) return;
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = base + i * TEAM + lane;
+    for (int c = g.h + j * VEC; live && j < end && c < g.h + (j + 1) * VEC; c++)
+      if (!r.in(c)) store1(dx + c, 0.f);
   }
 }
 
@@ -152,6 +170,7 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
     const float s = group_reduce(dots<ITEMS * VEC>(vy, vd) + dots<EDGE>(ey, ed), OpSum());
     slot_grads<CAP>(x, g, 0, g.nv, lane, live, r, vy, vd, s);
     store_step(dx + g.h, 0, g.nv, lane, live, vy);
+    masked_fix(dx, g, 0, g.nv, lane, live, r, s);
 % else
     // the sum over the body vectors that hold a visible key
     int jlo, jhi;
@@ -168,6 +187,7 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
       vis_slots<true>(y, d, g, base, g.nv, lane, live, r, vy, vd);
       slot_grads<CAP>(x, g, base, g.nv, lane, live, r, vy, vd, s);
       store_step(dx + g.h, base, g.nv, lane, live, vy);
+      masked_fix(dx, g, base, g.nv, lane, live, r, s);
     }
 % end
     edge_grads<CAP>(x, g, lane, live, r, ey, ed, s);
@@ -176,10 +196,6 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
 }
 
 % if pair == "mirror" then
-// dx of a visible element, dx_of's: k * y * (dy - s), r for the factor's constants (every row's).
-template <bool CAP>
-__device__ __forceinline__ float dx_seen(const Vis &r, float y, float d, float s, float x) { return y * (d - s) * factor<CAP>(r, x); }
-
 // pair=mirror: a group's two mirrored rows (attn_head.cu) at once: y and dy of their full visible
 // vectors in the slots of one row, the rest edge elements; both rows' masked dx zeroed first, as
 // attn.cu's. x read under CAP only, a vector at a time as dx is made.

@@ -11,6 +11,10 @@
 #define R $(R)
 #define MASK $((mask:find("causal") and 1 or 0) + (mask:find("window") and 2 or 0) + (mask:find("padding") and 4 or 0))
 
+// A max to take exps against with ex_finite, no guard an element: 0 where m is -inf (every score
+// then -inf, and exp(-inf - 0) is 0 as ex() gives).
+__device__ __forceinline__ float safe_max(float m) { return m == NEG_INF ? 0.f : m; }
+
 // The key of this thread's edge slot i (common.cu's edge_load), -1 where it has none.
 __device__ __forceinline__ int edge_key(Geo g, int lane, bool live, int i)
 {
@@ -221,6 +225,7 @@ __device__ __forceinline__ void two_max(const float *v, InB inb, Two<MS> &t)
 template <int N, int W, bool keep, class InB>
 __device__ __forceinline__ void two_sum(float *v, InB inb, Two<MS> &t)
 {
-  two_add<N>([&](int i) { return exp_sum<W, keep>(v + i * W, inb(i) ? t.b.m : t.a.m); }, inb, t.a.s, t.b.s);
+  const float ma = safe_max(t.a.m), mb = safe_max(t.b.m);
+  two_add<N>([&](int i) { return exp_sum<W, keep, true>(v + i * W, inb(i) ? mb : ma); }, inb, t.a.s, t.b.s);
 }
 % end

@@ -143,6 +143,40 @@ for dtype in DTYPES:
 print("float64 agreement: every mask kind, ALiBi, softcap, Q != K, fully masked rows, mask and bias tensors "
       "(broadcast, with the other masks), every dtype")
 
+
+def nonfinite(dtype, K, bad):
+    """A NaN among a row's visible scores makes its whole y NaN (as torch's) and its visible dx; a
+    `bad` (NaN or inf) among a row's visible dy makes its visible dx not finite. Masked dx stays
+    exactly 0 (a masked dy of NaN is never read), masked y too in the other rows, which stay finite."""
+    B, H, Q, n = 2, 2, 8, K // 3
+    kl = torch.tensor([K, n], dtype=torch.int32, device="cuda")
+    x = (torch.randn(B, H, Q, K, device="cuda") * 2).to(dtype)
+    x[1, 0, 2, 5] = float("nan")
+    dy = torch.randn(B, H, Q, K, device="cuda").to(dtype)
+    dy[1, 1, 3, 7], dy[1, 1, 3, K - 1] = bad, float("nan")
+    xin = x.clone().requires_grad_()
+    y = softmax_tune.attention_softmax(xin, scale=0.5, key_lengths=kl)
+    y.backward(dy)
+    dx = xin.grad
+    what = "%s K %d dy %g" % (str(dtype)[6:], K, bad)
+    expect(dx[1, :, :, n:].abs().max().item() == 0, "%s: masked dx not 0" % what)
+    ym = y[1, :, :, n:].clone()
+    ym[0, 2] = 0
+    expect(ym.abs().max().item() == 0, "%s: masked y not 0 (a row without a NaN)" % what)
+    expect(y[1, 0, 2].isnan().all().item() and dx[1, 0, 2, :n].isnan().all().item(),
+           "%s: a NaN score: its row's y and visible dx not all NaN" % what)
+    expect(not dx[1, 1, 3, :n].isfinite().any().item(), "%s: a %g dy: its row's visible dx finite somewhere" % (what, bad))
+    ok = torch.ones(B, H, Q, dtype=torch.bool, device="cuda")
+    ok[1, 0, 2] = ok[1, 1, 3] = False
+    expect(y[ok].isfinite().all().item() and dx[ok].isfinite().all().item(), "%s: other rows not finite" % what)
+
+
+for dtype in DTYPES:
+    for K in (64, 3000, 20000):
+        for bad in (float("nan"), float("inf")):
+            nonfinite(dtype, K, bad)
+print("non-finite scores and gradients: a NaN score's row NaN, a bad dy's visible dx not finite, masked dx 0")
+
 # a non-contiguous input (a transposed view) is copied, the gradient lands in its layout
 xt = torch.randn(2, 3, 40, 40, device="cuda").transpose(-1, -2).requires_grad_()
 y = softmax_tune.attention_softmax(xt, causal=True)

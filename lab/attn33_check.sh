@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# attn33_check.sh — prediction 80's tree on the GPU machine: test_gpu --attn and --attn-bw beside
+# the C++ ops' build, then test_python_attn on the C++ ops and on ctypes; then the quick attention
+# table (bench/attention_softmax.py --quick, causal and padding, each problem tuned first). $OUT.
+set -u
+. "$(dirname "$0")/../bench/carry_env.sh"
+t0=$(date +%s)
+run() { local name=$1 lim=$2; shift 2; local s=$(date +%s)
+  SOFTMAX_TUNE_CACHE=/tmp/c_$name.db timeout "$lim" "$@" >"$out/$name.log" 2>&1
+  echo "$name: rc=$? $(( $(date +%s) - s )) s"; grep -E "FAIL|failed|failures|Error" "$out/$name.log" | head -8; }
+bash bench/host_run.sh build >"$out/build.txt" 2>&1 &
+run test_gpu_attn 300 .carry/test_gpu --attn & run test_gpu_attn_bw 300 .carry/test_gpu --attn-bw &
+wait
+tail -2 "$out/build.txt"
+run test_python_attn 300 python3 tests/test_python_attn.py
+SOFTMAX_TUNE_NO_CPP=1 run test_python_attn_ctypes 300 python3 tests/test_python_attn.py
+grep -E "non-finite" "$out/test_python_attn.log"
+echo "tests: $(( $(date +%s) - t0 )) s"
+SOFTMAX_TUNE_CACHE=/tmp/q_py.db timeout $(( 590 - ($(date +%s) - t0) )) python3 bench/attention_softmax.py --quick \
+  --tune .carry/softmax-tune --out "$out/attn-quick.tsv" >"$out/attn-quick.log" 2>&1
+echo "quick: rc=$? $(( $(date +%s) - t0 )) s"
+grep -vE "^#" "$out/attn-quick.tsv" | grep -E "floor|softmax_tune|inductor\b"
