@@ -7,8 +7,9 @@
 // kind. A NaN among a row's visible y or dy makes its visible dx NaN. Math in float32.
 // Knobs: the forward's row family (split=1): threads, rows (a group of G = threads/rows threads
 //        per row), items, vec, reduce, hint; passes=1 hold=reg (y and dy held in registers as
-//        floats, one read) or passes=2 hold=none (the sum over the visible vectors, then y and dy
-//        read again for dx); mask (a constant here); pair=mirror (mask=causal, hold=reg): a group
+//        floats, one read), passes=1 hold=packed (16-bit: as their raw words, two a register) or
+//        passes=2 hold=none (the sum over the visible vectors, then y and dy read again for dx);
+//        mask (a constant here); pair=mirror (mask=causal, hold=reg): a group
 //        holds y and dy of query q's row and of Q-1-q's in one row's registers (attn_head.cu), where
 //        the launch's offset is 0 and Q == K, else one row a group.
 // The softcap is a launch argument: the kernel runs its rows through one of two instances of the
@@ -150,6 +151,73 @@ __device__ __forceinline__ void edge_grads(const elem_t *x, Geo g, int lane, boo
   }
 }
 
+% if hold == "packed" then
+// hold=packed (16-bit): y and dy of the ITEMS body vectors from `base` as words, two values a
+// register: the loads' raw words where a vector is fully visible, its visible elements packed
+// with 0 for the masked where partly, 0 (masked or past `end`) where not at all.
+__device__ __forceinline__ void word_slots(const elem_t *y, const elem_t *d, Geo g, int base, int end, int lane, bool live,
+                                           const Vis &r, u32 *wy, u32 *wd)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = base + i * TEAM + lane, c0 = g.h + j * VEC;
+    #pragma unroll
+    for (int q = 0; q < NW; q++) wy[i * NW + q] = wd[i * NW + q] = 0u;
+    if (live && j < end && c0 >= r.lo && c0 + VEC <= r.hi) {
+      ldw<false, true>(y + c0, wy + i * NW);
+      ldw<false, true>(d + c0, wd + i * NW);
+    } else if (live && j < end) {
+      float fy[VEC], fd[VEC];
+      vis_vector<true>(y, c0, r, fy);
+      vis_vector<true>(d, c0, r, fd);
+      #pragma unroll
+      for (int q = 0; q < NW; q++) wy[i * NW + q] = pack(fy + q * PER_WORD), wd[i * NW + q] = pack(fd + q * PER_WORD);
+    }
+  }
+}
+
+// sum(dy * y) of the held words, unpacked one word at a time.
+__device__ __forceinline__ float word_dots(const u32 *wy, const u32 *wd)
+{
+  float t[HELD];
+  #pragma unroll
+  for (int n = 0; n < HELD; n++) {
+    float fy[PER_WORD], fd[PER_WORD];
+    unpack(wy[n], fy);
+    unpack(wd[n], fd);
+    t[n] = dots<PER_WORD>(fy, fd);
+  }
+  return tree<HELD>(t, OpSum());
+}
+
+// dx of the held vectors from the row's sum s, stored; the words unpacked anew (unpack_again), no
+// key tested (slot_grads' rule: masked_fix after it where s is not finite).
+template <bool CAP>
+__device__ __forceinline__ void word_grads(const elem_t *x, elem_t *dx, Geo g, int lane, bool live, const Vis &r, const u32 *wy,
+                                           const u32 *wd, float s)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = i * TEAM + lane, c0 = g.h + j * VEC;
+    float vx[VEC];
+    #pragma unroll
+    for (int q = 0; q < VEC; q++) vx[q] = 0.f;
+    if (CAP && live && j < g.nv) vis_vector<true>(x, c0, r, vx);
+    u32 o[NW];
+    #pragma unroll
+    for (int q = 0; q < NW; q++) {
+      float fy[PER_WORD], fd[PER_WORD];
+      unpack_again(wy[i * NW + q], fy);
+      unpack_again(wd[i * NW + q], fd);
+      #pragma unroll
+      for (int e = 0; e < PER_WORD; e++) fy[e] = dx_seen<CAP>(r, fy[e], fd[e], s, vx[q * PER_WORD + e]);
+      o[q] = pack(fy);
+    }
+    if (live && j < g.nv) stw<false>(dx + c0, o);
+  }
+}
+
+% end
 template <bool CAP>
 __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows,
                                           const AttnParams &p)
@@ -164,7 +232,13 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
     const Vis r = vis_of(p, live ? row : 0);
     float ey[EDGE_SLOTS], ed[EDGE_SLOTS];
     vis_edges(y, d, g, lane, live, r, ey, ed);
-% if passes == 1 then
+% if hold == "packed" then
+    u32 wy[HELD], wd[HELD];
+    word_slots(y, d, g, 0, g.nv, lane, live, r, wy, wd);
+    const float s = group_reduce(word_dots(wy, wd) + dots<EDGE>(ey, ed), OpSum());
+    word_grads<CAP>(x, dx, g, lane, live, r, wy, wd, s);
+    masked_fix(dx, g, 0, g.nv, lane, live, r, s);
+% elseif passes == 1 then
     float vy[ITEMS * VEC], vd[ITEMS * VEC];
     vis_slots<true>(y, d, g, 0, g.nv, lane, live, r, vy, vd);
     const float s = group_reduce(dots<ITEMS * VEC>(vy, vd) + dots<EDGE>(ey, ed), OpSum());

@@ -14,7 +14,8 @@
 --   two  passes=2 hold=none: statistics over the visible keys in one read, the outputs in a
 --        second (masked vectors written as zeros, not read): rows no block holds, any length
 -- The backward's are the same two: y and dy of the row held in registers (2 * items * vec values
--- a thread) with one read, or a sum pass over the visible vectors and a second read for dx.
+-- a thread) with one read, or a sum pass over the visible vectors and a second read for dx; and
+--   packed  passes=1 hold=packed (16-bit): y and dy held as the loads' raw words, two a register
 -- pair=mirror (both ops, 16-bit, mask=causal, rows a multiple of K): twins of the row family's
 -- reduce=shfl configs whose group holds two mirrored rows (query q and Q-1-q: K + 1 visible keys
 -- together) in the slots of one (the backward: y and dy of both), so twice the bytes in flight
@@ -49,6 +50,9 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return H.blocks(P, cfg.threads, width(P) * cfg.items * cfg.vec + 32)
   end
 
+  -- hold=packed (the backward, 16-bit): y's and dy's raw words, two values a register
+  local function packed_words(cfg, P) return 2 * cfg.items * cfg.vec * P.es // 4 end
+
   function A.check(cfg, P)
     if cfg.mask ~= P.mask or cfg.bias ~= P.bias then
       return string.format("%s configs name the problem's kinds last: mask=%s,bias=%s", P.op, P.mask, P.bias)
@@ -57,11 +61,17 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     local why = H.check(cfg, P)
     if why then return why end
     if cfg.split ~= 1 then return P.op .. " has the row families only (split=1)" end
-    if cfg.hold ~= "reg" and cfg.hold ~= "none" then
-      return P.op .. " holds a row in registers (hold=reg) or reads it twice (passes=2 hold=none)"
+    if cfg.hold == "packed" and width(P) ~= 2 then
+      return "hold=packed is the backward's (y and dy held as raw words); the forward holds scores (hold=reg)"
+    end
+    if cfg.hold ~= "reg" and cfg.hold ~= "none" and cfg.hold ~= "packed" then
+      return P.op .. " holds a row in registers (hold=reg, or packed for the backward) or reads it twice (passes=2 hold=none)"
     end
     if cfg.hold == "reg" and width(P) * cfg.items * cfg.vec > 64 then
       return string.format("hold=reg holds y and dy: %d values per thread (max 64)", 2 * cfg.items * cfg.vec)
+    end
+    if cfg.hold == "packed" and packed_words(cfg, P) > 64 then
+      return string.format("hold=packed holds y and dy: %d words per thread (max 64)", packed_words(cfg, P))
     end
     if cfg.pair == "mirror" then
       if P.mask ~= "causal" then return "pair=mirror pairs causal rows (mask=causal)" end
@@ -113,6 +123,25 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     end
   end
 
+  -- The backward's hold=packed configs of a group of G threads (16-bit, 8 words a thread or more):
+  -- half hold=reg's registers, so twice the rows in flight, where a mask leaves a row's registers
+  -- part empty (key padding) as where it does not. Their own threads loop: a packed row fits
+  -- where its floats do not.
+  local function packed(list, P, G, items, vec, threads)
+    if width(P) ~= 2 or P.es ~= 2 or vec < 2 then return end
+    local cfg = { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "packed",
+                  rows = threads // G, split = 1, xchg = "none", hint = "none" }
+    if packed_words(cfg, P) < 8 or not H.fits(threads, packed_words(cfg, P)) then return end
+    for _, v in ipairs({ { "shfl", "none" }, { "shfl", "stream" }, { "smem", "none" } }) do
+      if v[1] == "shfl" or G > 1 then
+        local c = {}
+        for k, x in pairs(cfg) do c[k] = x end
+        c.reduce, c.hint = v[1], v[2]
+        push(list, P, c)
+      end
+    end
+  end
+
   -- The space with vectors of vec elements.
   function A.list(P, vec)
     local list = {}
@@ -131,6 +160,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
                              rows = threads // G, split = 1, xchg = "none", hint = "none" })
             end
           end
+          if threads >= G and (G >= 32 or threads <= 512) then packed(list, P, G, items, vec, threads) end
         end
       end
     end
@@ -162,11 +192,19 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return cfg
   end
 
-  -- The backward's rule, as the softmax backward's (space_bw.lua): y and dy of the row in a
-  -- group's registers when they take 32 values a thread or fewer (threads = max(G, 256)), else
-  -- two reads with one 512-thread block a row.
+  -- The backward's rule. 16-bit rows of 16-byte vectors: hold=packed with 4 vectors a thread (8
+  -- from 1024 vectors a row), threads = max(G, 128), the tuned winners of session 33 (H100, bf16
+  -- and f16 padding 1024-8192, decode 32768). Else as the softmax backward's (space_bw.lua): y and
+  -- dy of the row in a group's registers when they take 32 values a thread or fewer (threads =
+  -- max(G, 256)), else two reads with one 512-thread block a row.
   function A.heuristic_bw(P, unaligned)
     local vec = unaligned and 1 or H.vecs(P)[1]
+    local nv = P.cols // vec
+    local items = nv >= 1024 and 8 or 4
+    for _, c in ipairs(A.list(P, vec)) do
+      if c.hold == "packed" and c.items == items and c.reduce == "shfl" and c.hint == "none" and
+         c.threads == math.max(128, c.threads // c.rows) then return c end
+    end
     for _, c in ipairs(A.list(P, vec)) do
       if c.hold == "reg" and c.hint == "none" and c.reduce == "shfl" and 2 * c.items * c.vec <= 32 and
          c.threads == math.max(256, c.threads // c.rows) then return c end
@@ -190,6 +228,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
       v.kernel = "st_" .. P.op
       v.pair = cfg.pair or "none"
       if v.pair == "mirror" then v.minb = mirror_minb(cfg, P) end
+      if cfg.hold == "packed" then v.minb = H.blocks(P, cfg.threads, packed_words(cfg, P) + 40) end
     end
     return v
   end
