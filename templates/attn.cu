@@ -128,6 +128,114 @@ __device__ __forceinline__ void outputs(float *v, float m, float k)
   for (int i = 0; i < N; i++) v[i] = ex_finite(v[i], safe_max(m)) * k;
 }
 
+% if hold == "packed" then
+// hold=packed (16-bit, bias=none): a row's body vectors held as the loads' raw words, two inputs a
+// register, their scores made again in each of three passes (max, sum, outputs). Without a bias a
+// score rises with its input (falls, where scale < 0), so the row's max comes from the words' max
+// (the sign bits flipped first where scale < 0), a max2 a word. A slot's vector is wholly visible
+// (its words as loaded), partly (packed from its visible elements, each then tested) or not at all.
+enum { NONE_SEEN, PART_SEEN, ALL_SEEN };
+
+__device__ __forceinline__ int seen_of(Geo g, int j, bool live, const Scores &r)
+{
+  const int c0 = g.h + j * VEC;
+  if (!live || j >= g.nv || c0 + VEC <= r.lo || c0 >= r.hi) return NONE_SEEN;
+  return c0 >= r.lo && c0 + VEC <= r.hi ? ALL_SEEN : PART_SEEN;
+}
+
+__device__ __forceinline__ void word_load(const elem_t *x, Geo g, int lane, bool live, const Scores &r, u32 *w)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = i * TEAM + lane, c0 = g.h + j * VEC, seen = seen_of(g, j, live, r);
+    #pragma unroll
+    for (int q = 0; q < NW; q++) w[i * NW + q] = 0u;
+    if (seen == ALL_SEEN) {
+      ldw<false, true>(x + c0, w + i * NW);
+    } else if (seen == PART_SEEN) {
+      float f[VEC];
+      #pragma unroll
+      for (int q = 0; q < VEC; q++) f[q] = c0 + q >= r.lo && c0 + q < r.hi ? load1(x + c0 + q) : 0.f;
+      #pragma unroll
+      for (int q = 0; q < NW; q++) w[i * NW + q] = pack(f + q * PER_WORD);
+    }
+  }
+}
+
+// f(k, score) of each visible element of slot i's words (UNPACK: unpack, else unpack_again).
+template <bool CAP, bool AGAIN, class F>
+__device__ __forceinline__ void slot_each(const u32 *w, int i, int c0, int seen, const Scores &r, F f)
+{
+  #pragma unroll
+  for (int q = 0; q < NW; q++) {
+    float x[PER_WORD];
+    if (AGAIN) unpack_again(w[i * NW + q], x);
+    else unpack(w[i * NW + q], x);
+    #pragma unroll
+    for (int e = 0; e < PER_WORD; e++) {
+      const int k = q * PER_WORD + e, c = c0 + k;
+      if (seen == ALL_SEEN || c >= r.lo && c < r.hi) f(k, seen_score<CAP>(r, x[e], c));
+    }
+  }
+}
+
+// The thread's max score over its words and edge max me: the wholly visible words by max2, the
+// partly visible vectors' visible elements one by one.
+template <bool CAP>
+__device__ __forceinline__ float word_max(const u32 *w, Geo g, int lane, bool live, const Scores &r, float me)
+{
+  const u32 flip = r.scale < 0.f ? 0x80008000u : 0u;
+  u32 mw = NEG_WORD;
+  bool any = false;
+  float m = me;
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = i * TEAM + lane, seen = seen_of(g, j, live, r);
+    if (seen == ALL_SEEN) {
+      #pragma unroll
+      for (int q = 0; q < NW; q++) mw = max2(mw, w[i * NW + q] ^ flip);
+      any = true;
+    } else if (seen == PART_SEEN) {
+      slot_each<CAP, false>(w, i, g.h + j * VEC, seen, r, [&](int, float z) { m = fmaxf(m, z); });
+    }
+  }
+  float x[PER_WORD];
+  unpack(mw ^ flip, x);
+  #pragma unroll
+  for (int e = 0; e < PER_WORD; e++) m = any ? fmaxf(m, seen_score<CAP>(r, x[e], 0)) : m;
+  return m;
+}
+
+// sum(exp(score - m)) over the thread's visible words (m: safe_max's).
+template <bool CAP>
+__device__ __forceinline__ float word_sum(const u32 *w, Geo g, int lane, bool live, const Scores &r, float m)
+{
+  float t[ITEMS];
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = i * TEAM + lane, seen = seen_of(g, j, live, r);
+    t[i] = 0.f;
+    if (seen != NONE_SEEN) slot_each<CAP, false>(w, i, g.h + j * VEC, seen, r, [&](int, float z) { t[i] += ex_finite(z, m); });
+  }
+  return tree<ITEMS>(t, OpSum());
+}
+
+// The outputs exp(score - m) * k of the thread's body vectors stored (masked ones 0).
+template <bool CAP>
+__device__ __forceinline__ void word_out(elem_t *y, const u32 *w, Geo g, int lane, bool live, const Scores &r, float m, float k)
+{
+  #pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const int j = i * TEAM + lane, seen = seen_of(g, j, live, r);
+    float f[VEC];
+    #pragma unroll
+    for (int q = 0; q < VEC; q++) f[q] = 0.f;
+    if (seen != NONE_SEEN) slot_each<CAP, true>(w, i, g.h + j * VEC, seen, r, [&](int q, float z) { f[q] = ex_finite(z, m) * k; });
+    if (live && j < g.nv) stv<false>(y + g.h + j * VEC, f);
+  }
+}
+
+% end
 template <bool CAP>
 __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 rows, const AttnParams &p)
 {
@@ -143,7 +251,19 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
     float e[EDGE_SLOTS];
     edge_scores<CAP>(x, g, lane, live, r, e);
     const float me = max_of<EDGE>(e, NEG_INF);
-% if passes == 1 then
+% if hold == "packed" then
+    u32 w[HELD];
+    word_load(x, g, lane, live, r, w);
+    MS mine;
+    mine.m = word_max<CAP>(w, g, lane, live, r, me);
+    const float ms = safe_max(mine.m);
+    mine.s = word_sum<CAP>(w, g, lane, live, r, ms) + exp_sum<EDGE, false, true>(e, ms);
+    const MS all = group_reduce(mine, OpMS());
+    const float k = row_factor(all);
+    outputs<EDGE>(e, all.m, k);
+    edge_store(y, g, lane, live, e);
+    word_out<CAP>(y, w, g, lane, live, r, safe_max(all.m), k);
+% elseif passes == 1 then
     float v[ITEMS * VEC];
     slot_scores<CAP, true>(x, g, 0, g.nv, lane, live, r, v);
     MS mine;
@@ -249,7 +369,9 @@ __device__ __forceinline__ void pairs_loop(const elem_t *in, elem_t *out, i64 ro
 }
 
 % end
-extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
+// hold=packed names its blocks a SM even where 1: ptxas left to itself took 64 registers and spilled
+// (the backward's 512 threads items=4, NVRTC 13.0 sm_90)
+extern "C" __global__ void __launch_bounds__($(threads)$((minb > 1 or hold == "packed") and ", " .. minb or ""))
 $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws, const AttnParams p)
 {
 % if pair == "mirror" then

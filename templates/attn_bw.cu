@@ -314,7 +314,9 @@ __device__ __forceinline__ void pairs_loop(const elem_t *x, const elem_t *y, con
 }
 
 % end
-extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
+// hold=packed names its blocks a SM even where 1: ptxas left to itself took 64 registers and spilled
+// (the backward's 512 threads items=4, NVRTC 13.0 sm_90)
+extern "C" __global__ void __launch_bounds__($(threads)$((minb > 1 or hold == "packed") and ", " .. minb or ""))
 $(kernel)(const elem_t *x, const elem_t *y, const elem_t *dy, elem_t *dx, i64 rows, void *ws, const AttnParams p)
 {
 % if pair == "mirror" then

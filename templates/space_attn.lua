@@ -50,8 +50,15 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return H.blocks(P, cfg.threads, width(P) * cfg.items * cfg.vec + 32)
   end
 
-  -- hold=packed (the backward, 16-bit): y's and dy's raw words, two values a register
-  local function packed_words(cfg, P) return 2 * cfg.items * cfg.vec * P.es // 4 end
+  -- hold=packed (16-bit): the raw words of the inputs a thread holds (the scores' x; y and dy),
+  -- two values a register
+  local function packed_words(cfg, P) return width(P) * cfg.items * cfg.vec * P.es // 4 end
+
+  -- hold=packed's registers a thread beyond its words, and its blocks per SM (its launch bound):
+  -- NVRTC 13.0 sm_90, bf16 1024-8192 padding, the forward's 32-word rows spilled 44 bytes at
+  -- words + 40 (128 threads; its 16-word rows fit), the backward's 32-word rows 4 bytes at words + 32
+  local function packed_margin(cfg, P) return width(P) == 1 and packed_words(cfg, P) > 16 and 48 or 40 end
+  local function packed_minb(cfg, P) return H.blocks(P, cfg.threads, packed_words(cfg, P) + packed_margin(cfg, P)) end
 
   function A.check(cfg, P)
     if cfg.mask ~= P.mask or cfg.bias ~= P.bias then
@@ -61,17 +68,17 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     local why = H.check(cfg, P)
     if why then return why end
     if cfg.split ~= 1 then return P.op .. " has the row families only (split=1)" end
-    if cfg.hold == "packed" and width(P) ~= 2 then
-      return "hold=packed is the backward's (y and dy held as raw words); the forward holds scores (hold=reg)"
+    if cfg.hold == "packed" and width(P) == 1 and P.bias ~= "none" then
+      return "hold=packed takes a row's max from its inputs' max: bias=none (a bias moves each score its own way)"
     end
     if cfg.hold ~= "reg" and cfg.hold ~= "none" and cfg.hold ~= "packed" then
-      return P.op .. " holds a row in registers (hold=reg, or packed for the backward) or reads it twice (passes=2 hold=none)"
+      return P.op .. " holds a row in registers (hold=reg or packed) or reads it twice (passes=2 hold=none)"
     end
     if cfg.hold == "reg" and width(P) * cfg.items * cfg.vec > 64 then
       return string.format("hold=reg holds y and dy: %d values per thread (max 64)", 2 * cfg.items * cfg.vec)
     end
     if cfg.hold == "packed" and packed_words(cfg, P) > 64 then
-      return string.format("hold=packed holds y and dy: %d words per thread (max 64)", packed_words(cfg, P))
+      return string.format("hold=packed holds %d words per thread (max 64)", packed_words(cfg, P))
     end
     if cfg.pair == "mirror" then
       if P.mask ~= "causal" then return "pair=mirror pairs causal rows (mask=causal)" end
@@ -123,15 +130,19 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     end
   end
 
-  -- The backward's hold=packed configs of a group of G threads (16-bit, 8 words a thread or more):
-  -- half hold=reg's registers, so twice the rows in flight, where a mask leaves a row's registers
-  -- part empty (key padding) as where it does not. Their own threads loop: a packed row fits
-  -- where its floats do not.
+  -- hold=packed configs of a group of G threads (16-bit, 8 words a thread or more; the forward's
+  -- without a bias): half hold=reg's registers, so twice the rows in flight, where a mask leaves a
+  -- row's registers part empty (key padding) as where it does not. Their own threads loop: a
+  -- packed row fits where its floats do not.
   local function packed(list, P, G, items, vec, threads)
-    if width(P) ~= 2 or P.es ~= 2 or vec < 2 then return end
+    if P.es ~= 2 or vec < 2 or width(P) == 1 and P.bias ~= "none" then return end
     local cfg = { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "packed",
                   rows = threads // G, split = 1, xchg = "none", hint = "none" }
-    if packed_words(cfg, P) < 8 or not H.fits(threads, packed_words(cfg, P)) then return end
+    local words = packed_words(cfg, P)
+    -- 8 words a thread at least; the forward's 64-word rows spilled at 128 registers (3 passes'
+    -- state); the block's register cap must leave the margin (1024 threads: 64)
+    if words < 8 or width(P) == 1 and words > 32 or not H.fits(threads, words) then return end
+    if math.min(255, 65536 // (threads * packed_minb(cfg, P))) < words + packed_margin(cfg, P) then return end
     for _, v in ipairs({ { "shfl", "none" }, { "shfl", "stream" }, { "smem", "none" } }) do
       if v[1] == "shfl" or G > 1 then
         local c = {}
@@ -180,10 +191,26 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   end
   A.full = A.enumerate   -- no wider grid yet
 
-  -- The forward's rule (the row in registers up to 32 values a thread, else two reads), asked of
-  -- the problem as softmax's (its rules check the configs it tries).
+  -- The packed rule of either op: the space's hold=packed config (16-bit rows of 16-byte vectors)
+  -- with 4 vectors a thread (8 from 1024 vectors a row) and threads = max(G, 128): the shape of
+  -- the tuned winners of session 33 (H100, bf16 and f16, padding and causal 1024-8192; the
+  -- backward's decode 1x32768 too); nil where the space has none.
+  local function packed_rule(P, vec)
+    local items = P.cols // vec >= 1024 and 8 or 4
+    for _, c in ipairs(A.list(P, vec)) do
+      if c.hold == "packed" and c.items == items and c.reduce == "shfl" and c.hint == "none" and
+         c.threads == math.max(128, c.threads // c.rows) then return c end
+    end
+  end
+
+  -- The forward's rule: packed_rule's up to 2048 vectors a row (K 16384 in 16-bit; two reads won
+  -- at 1x32768), else the row in registers up to 32 values a thread, else two reads, asked of the
+  -- problem as softmax's (its rules check the configs it tries).
   function A.heuristic(P, unaligned)
     if width(P) == 2 then return A.heuristic_bw(P, unaligned) end
+    local vec = unaligned and 1 or H.vecs(P)[1]
+    local c = P.cols // vec <= 2048 and packed_rule(P, vec)
+    if c then return c end
     local Q = {}
     for k, v in pairs(P) do Q[k] = v end
     Q.op, Q.mask, Q.bias = "softmax", "none", "none"
@@ -192,19 +219,13 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return cfg
   end
 
-  -- The backward's rule. 16-bit rows of 16-byte vectors: hold=packed with 4 vectors a thread (8
-  -- from 1024 vectors a row), threads = max(G, 128), the tuned winners of session 33 (H100, bf16
-  -- and f16 padding 1024-8192, decode 32768). Else as the softmax backward's (space_bw.lua): y and
-  -- dy of the row in a group's registers when they take 32 values a thread or fewer (threads =
-  -- max(G, 256)), else two reads with one 512-thread block a row.
+  -- The backward's rule: packed_rule's, else as the softmax backward's (space_bw.lua): y and dy of
+  -- the row in a group's registers when they take 32 values a thread or fewer (threads = max(G,
+  -- 256)), else two reads with one 512-thread block a row.
   function A.heuristic_bw(P, unaligned)
     local vec = unaligned and 1 or H.vecs(P)[1]
-    local nv = P.cols // vec
-    local items = nv >= 1024 and 8 or 4
-    for _, c in ipairs(A.list(P, vec)) do
-      if c.hold == "packed" and c.items == items and c.reduce == "shfl" and c.hint == "none" and
-         c.threads == math.max(128, c.threads // c.rows) then return c end
-    end
+    local c = packed_rule(P, vec)
+    if c then return c end
     for _, c in ipairs(A.list(P, vec)) do
       if c.hold == "reg" and c.hint == "none" and c.reduce == "shfl" and 2 * c.items * c.vec <= 32 and
          c.threads == math.max(256, c.threads // c.rows) then return c end
@@ -228,7 +249,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
       v.kernel = "st_" .. P.op
       v.pair = cfg.pair or "none"
       if v.pair == "mirror" then v.minb = mirror_minb(cfg, P) end
-      if cfg.hold == "packed" then v.minb = H.blocks(P, cfg.threads, packed_words(cfg, P) + 40) end
+      if cfg.hold == "packed" then v.minb = packed_minb(cfg, P) end
     end
     return v
   end

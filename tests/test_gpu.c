@@ -87,6 +87,9 @@ static const AttnCase ATTN_CASES[] = {
   { { 5 * 1 * 16, 4099, GEN_F16, GEN_ATTN }, GEN_MASK_PADDING_WINDOW, GEN_BIAS_TENSOR, { 16, 1, AUTO, 300, 1.f, 0.f } },
   { { 4 * 2 * 8, 20000, GEN_BF16, GEN_ATTN }, GEN_MASK_PADDING_CAUSAL_WINDOW, GEN_BIAS_TENSOR, { 8, 2, 0, 9000, 0.5f, 20.f } },
   { { 2 * 2 * 4, 65536, GEN_F32, GEN_ATTN }, GEN_MASK_PADDING, GEN_BIAS_TENSOR, { 4, 2, AUTO, -1, 0.0883883f, 0.f } },
+  /* hold=packed (16-bit, no bias): a row's max from its inputs' min where scale < 0; a softcap */
+  { { 4 * 2 * 32, 4096, GEN_BF16, GEN_ATTN }, GEN_MASK_PADDING, 0, { 32, 2, AUTO, -1, -0.375f, 0.f } },
+  { { 3 * 2 * 48, 2048, GEN_F16, GEN_ATTN }, GEN_MASK_CAUSAL, 0, { 48, 2, AUTO, -1, 0.25f, 15.f } },
 };
 
 /* attention_softmax_backward (attn_bw.cu): its bias kind is none */
