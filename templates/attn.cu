@@ -220,7 +220,8 @@ __device__ __forceinline__ float word_sum(const u32 *w, Geo g, int lane, bool li
   return tree<ITEMS>(t, OpSum());
 }
 
-// The outputs exp(score - m) * k of the thread's body vectors stored (masked ones 0).
+// The outputs exp(score - m) * k of the thread's body vectors stored; masked ones 0 * k, as
+// outputs() gives them: 0, or NaN in a row made NaN.
 template <bool CAP>
 __device__ __forceinline__ void word_out(elem_t *y, const u32 *w, Geo g, int lane, bool live, const Scores &r, float m, float k)
 {
@@ -229,7 +230,7 @@ __device__ __forceinline__ void word_out(elem_t *y, const u32 *w, Geo g, int lan
     const int j = i * TEAM + lane, seen = seen_of(g, j, live, r);
     float f[VEC];
     #pragma unroll
-    for (int q = 0; q < VEC; q++) f[q] = 0.f;
+    for (int q = 0; q < VEC; q++) f[q] = 0.f * k;
     if (seen != NONE_SEEN) slot_each<CAP, true>(w, i, g.h + j * VEC, seen, r, [&](int q, float z) { f[q] = ex_finite(z, m) * k; });
     if (live && j < g.nv) stv<false>(y + g.h + j * VEC, f);
   }

@@ -172,7 +172,7 @@ def nonfinite(dtype, K, bad):
 
 
 for dtype in DTYPES:
-    for K in (64, 3000, 20000):
+    for K in (64, 3000, 4096, 20000):
         for bad in (float("nan"), float("inf")):
             nonfinite(dtype, K, bad)
 print("non-finite scores and gradients: a NaN score's row NaN, a bad dy's visible dx not finite, masked dx 0")
