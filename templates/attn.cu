@@ -8,7 +8,9 @@
 // where visible only; -inf there masks), then the softmax of the visible z by ex2.
 // Knobs: the forward's row family (split=1): threads, rows (a group of G = threads/rows threads per
 //        row), items, vec, reduce, hint; passes=1 hold=reg (the row's scores held in registers as
-//        floats) or passes=2 hold=none (statistics in one read, outputs in a second); mask and bias,
+//        floats), passes=1 hold=packed (16-bit, bias=none: the inputs' raw words, two a register,
+//        scores made again in each pass) or passes=2 hold=none (statistics in one read, outputs in
+//        a second); mask and bias,
 //        the kinds (constants here, so a kind's kernel has no code of the others'); pair=mirror
 //        (mask=causal, hold=reg): a group holds query q's row and Q-1-q's in one row's registers
 //        (attn_head.cu), where the launch's offset is 0 and Q == K, else one row a group.
@@ -162,7 +164,8 @@ __device__ __forceinline__ void word_load(const elem_t *x, Geo g, int lane, bool
   }
 }
 
-// f(k, score) of each visible element of slot i's words (UNPACK: unpack, else unpack_again).
+// f(k, score) of each visible element of slot i's words (AGAIN: by unpack_again, which ptxas does
+// not merge with an earlier pass's unpack of the same word).
 template <bool CAP, bool AGAIN, class F>
 __device__ __forceinline__ void slot_each(const u32 *w, int i, int c0, int seen, const Scores &r, F f)
 {
