@@ -11,18 +11,21 @@
 --   row  passes=1 hold=reg: a group of G = threads/rows threads holds its row's scores in
 --        registers (as floats: each is computed from its input before the reduction); one read
 --        of the visible keys
+--   packed  passes=1 hold=packed (16-bit, bias=none): the row's inputs held as the loads' raw
+--        words, two a register (half the registers: twice the rows in flight), each score made
+--        again in the max, sum and output passes
 --   two  passes=2 hold=none: statistics over the visible keys in one read, the outputs in a
 --        second (masked vectors written as zeros, not read): rows no block holds, any length
--- The backward's are the same two: y and dy of the row held in registers (2 * items * vec values
--- a thread) with one read, or a sum pass over the visible vectors and a second read for dx; and
---   packed  passes=1 hold=packed (16-bit): y and dy held as the loads' raw words, two a register
+-- The backward's are the same three: y and dy of the row held in registers (2 * items * vec
+-- values a thread, or as raw words: packed, any mask) with one read, or a sum pass over the
+-- visible vectors and a second read for dx.
 -- pair=mirror (both ops, 16-bit, mask=causal, rows a multiple of K): twins of the row family's
 -- reduce=shfl configs whose group holds two mirrored rows (query q and Q-1-q: K + 1 visible keys
 -- together) in the slots of one (the backward: y and dy of both), so twice the bytes in flight
 -- where a causal row sees half its keys on average; where the launch's offset is not 0 or Q != K
 -- the kernel runs one row a group. Its launch covers 2 * rows rows a block. A config string
 -- names pair last, and only as mirror.
--- Not yet: clusters and split rows (split > 1), packed words.
+-- Not yet: clusters and split rows (split > 1); packed mirror twins.
 
 return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuristic) and helpers
   local A = {}
