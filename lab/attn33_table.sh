@@ -6,9 +6,7 @@
 set -u
 . "$(dirname "$0")/../bench/carry_env.sh"
 t0=$(date +%s)
-run() { local name=$1 lim=$2; shift 2; local s=$(date +%s)
-  SOFTMAX_TUNE_CACHE=/tmp/c_$name.db timeout "$lim" "$@" >"$out/$name.log" 2>&1
-  echo "$name: rc=$? $(( $(date +%s) - s )) s"; grep -E "FAIL|failed|failures|Error" "$out/$name.log" | head -8; }
+. "$(dirname "$0")/run_test.sh"
 if [ "${2:-0}" = 1 ]; then
   bash bench/host_run.sh build >"$out/build.txt" 2>&1 &
   run test_gpu_attn 300 .carry/test_gpu --attn

@@ -10,9 +10,7 @@
 set -u
 . "$(dirname "$0")/../bench/carry_env.sh"
 t0=$(date +%s)
-run() { local name=$1 lim=$2; shift 2; local s=$(date +%s)
-  SOFTMAX_TUNE_CACHE=/tmp/c_$name.db timeout "$lim" "$@" >"$out/$name.log" 2>&1
-  echo "$name: rc=$? $(( $(date +%s) - s )) s"; grep -E "FAIL|failed|failures|Error" "$out/$name.log" | head -8; }
+. "$(dirname "$0")/run_test.sh"
 lane_g() { run test_gpu 580 .carry/test_gpu; }
 lane_c() { run test_runtime 300 .carry/test_runtime gpu; run test_gpu_ce 500 .carry/test_gpu --ce; }
 lane_p() { bash bench/host_run.sh build >"$out/build.txt" 2>&1; cat "$out/build.txt"; touch /tmp/built
