@@ -3,11 +3,12 @@
 # and .carry_tv/B): each problem of stdin ("op dtype BxHxQxK mask" a line) tuned by the one binary
 # with --templates A, then B, twice over; prints the copy floor and the winner (us, fraction,
 # config) of each. SASS=1: also each winner's SASS instruction count (cuobjdump), second round.
+# ROUNDS=N: N rounds (default 2).
 set -u
 export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64
 t0=$(date +%s)
 while read -r op d s m; do
-  for round in 1 2; do
+  for round in $(seq "${ROUNDS:-2}"); do
     for v in A B; do
       SOFTMAX_TUNE_CACHE=/tmp/ab_$v.db .carry/softmax-tune --op $op --shape $s --dtype $d --mask $m --templates .carry_tv/$v \
         --quiet --force >/tmp/ab.log 2>&1

@@ -138,18 +138,19 @@ __device__ __forceinline__ void outputs(float *v, float m, float k)
 // (its words as loaded), partly (packed from its visible elements, each then tested) or not at all.
 enum { NONE_SEEN, PART_SEEN, ALL_SEEN };
 
-__device__ __forceinline__ int seen_of(Geo g, int j, bool live, const Scores &r)
+__device__ __forceinline__ int seen_of(Geo g, int j, int end, bool live, const Scores &r)
 {
   const int c0 = g.h + j * VEC;
-  if (!live || j >= g.nv || c0 + VEC <= r.lo || c0 >= r.hi) return NONE_SEEN;
+  if (!live || j >= end || c0 + VEC <= r.lo || c0 >= r.hi) return NONE_SEEN;
   return c0 >= r.lo && c0 + VEC <= r.hi ? ALL_SEEN : PART_SEEN;
 }
 
-__device__ __forceinline__ void word_load(const elem_t *x, Geo g, int lane, bool live, const Scores &r, u32 *w)
+// The ITEMS body vectors from `base` (vector base + i*TEAM + lane in slot i) below `end` as words.
+__device__ __forceinline__ void word_load(const elem_t *x, Geo g, int base, int end, int lane, bool live, const Scores &r, u32 *w)
 {
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    const int j = i * TEAM + lane, c0 = g.h + j * VEC, seen = seen_of(g, j, live, r);
+    const int j = base + i * TEAM + lane, c0 = g.h + j * VEC, seen = seen_of(g, j, end, live, r);
     #pragma unroll
     for (int q = 0; q < NW; q++) w[i * NW + q] = 0u;
     if (seen == ALL_SEEN) {
@@ -185,7 +186,7 @@ __device__ __forceinline__ void slot_each(const u32 *w, int i, int c0, int seen,
 // The thread's max score over its words and edge max me: the wholly visible words by max2, the
 // partly visible vectors' visible elements one by one.
 template <bool CAP>
-__device__ __forceinline__ float word_max(const u32 *w, Geo g, int lane, bool live, const Scores &r, float me)
+__device__ __forceinline__ float word_max(const u32 *w, Geo g, int base, int end, int lane, bool live, const Scores &r, float me)
 {
   const u32 flip = r.scale < 0.f ? 0x80008000u : 0u;
   u32 mw = NEG_WORD;
@@ -193,7 +194,7 @@ __device__ __forceinline__ float word_max(const u32 *w, Geo g, int lane, bool li
   float m = me;
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    const int j = i * TEAM + lane, seen = seen_of(g, j, live, r);
+    const int j = base + i * TEAM + lane, seen = seen_of(g, j, end, live, r);
     if (seen == ALL_SEEN) {
       #pragma unroll
       for (int q = 0; q < NW; q++) mw = max2(mw, w[i * NW + q] ^ flip);
@@ -211,12 +212,12 @@ __device__ __forceinline__ float word_max(const u32 *w, Geo g, int lane, bool li
 
 // sum(exp(score - m)) over the thread's visible words (m: safe_max's).
 template <bool CAP>
-__device__ __forceinline__ float word_sum(const u32 *w, Geo g, int lane, bool live, const Scores &r, float m)
+__device__ __forceinline__ float word_sum(const u32 *w, Geo g, int base, int end, int lane, bool live, const Scores &r, float m)
 {
   float t[ITEMS];
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    const int j = i * TEAM + lane, seen = seen_of(g, j, live, r);
+    const int j = base + i * TEAM + lane, seen = seen_of(g, j, end, live, r);
     t[i] = 0.f;
     if (seen != NONE_SEEN) slot_each<CAP, false>(w, i, g.h + j * VEC, seen, r, [&](int, float z) { t[i] += ex_finite(z, m); });
   }
@@ -226,16 +227,17 @@ __device__ __forceinline__ float word_sum(const u32 *w, Geo g, int lane, bool li
 // The outputs exp(score - m) * k of the thread's body vectors stored; masked ones 0 * k, as
 // outputs() gives them: 0, or NaN in a row made NaN.
 template <bool CAP>
-__device__ __forceinline__ void word_out(elem_t *y, const u32 *w, Geo g, int lane, bool live, const Scores &r, float m, float k)
+__device__ __forceinline__ void word_out(elem_t *y, const u32 *w, Geo g, int base, int end, int lane, bool live, const Scores &r,
+                                         float m, float k)
 {
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    const int j = i * TEAM + lane, seen = seen_of(g, j, live, r);
+    const int j = base + i * TEAM + lane, seen = seen_of(g, j, end, live, r);
     float f[VEC];
     #pragma unroll
     for (int q = 0; q < VEC; q++) f[q] = 0.f * k;
     if (seen != NONE_SEEN) slot_each<CAP, true>(w, i, g.h + j * VEC, seen, r, [&](int q, float z) { f[q] = ex_finite(z, m) * k; });
-    if (live && j < g.nv) stv<false>(y + g.h + j * VEC, f);
+    if (live && j < end) stv<false>(y + g.h + j * VEC, f);
   }
 }
 
@@ -243,45 +245,46 @@ __device__ __forceinline__ void word_out(elem_t *y, const u32 *w, Geo g, int lan
 template <bool CAP>
 __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 rows, const AttnParams &p)
 {
-  const int lane = threadIdx.x % $(G), grp = threadIdx.x / $(G);
-  const i64 nblocks = (rows + R - 1) / R;
-  for (i64 blk = blockIdx.x; blk < nblocks; blk += gridDim.x) {
-    const i64 row = blk * R + grp;
-    const bool live = row < rows;   // dead groups still take part in the block's barriers
+  const int lane = threadIdx.x % $(G);
+  for_rows(rows, [&](i64 row, bool live, bool edges, int kr) {
     const elem_t *x = in + (live ? row : 0) * COLS;
     elem_t *y = out + (live ? row : 0) * COLS;
     const Geo g = geometry(x);
     const Scores r = scores_of(p, live ? row : 0);
     float e[EDGE_SLOTS];
-    edge_scores<CAP>(x, g, lane, live, r, e);
+    edge_scores<CAP>(x, g, lane, edges, r, e);
     const float me = max_of<EDGE>(e, NEG_INF);
+% if passes == 1 then
+    int begin, end;   // the body vectors this group holds
+    held_span(g, r.lo, r.hi, &begin, &end);
+% end
 % if hold == "packed" then
     u32 w[HELD];
-    word_load(x, g, lane, live, r, w);
+    word_load(x, g, begin, end, lane, live, r, w);
     MS mine;
-    mine.m = word_max<CAP>(w, g, lane, live, r, me);
+    mine.m = word_max<CAP>(w, g, begin, end, lane, live, r, me);
     const float ms = safe_max(mine.m);
-    mine.s = word_sum<CAP>(w, g, lane, live, r, ms) + exp_sum<EDGE, false, true>(e, ms);
-    const MS all = group_reduce(mine, OpMS());
+    mine.s = word_sum<CAP>(w, g, begin, end, lane, live, r, ms) + exp_sum<EDGE, false, true>(e, ms);
+    const MS all = row_reduce(mine, OpMS(), kr);
     const float k = row_factor(all);
     outputs<EDGE>(e, all.m, k);
-    edge_store(y, g, lane, live, e);
-    word_out<CAP>(y, w, g, lane, live, r, safe_max(all.m), k);
+    edge_store(y, g, lane, edges, e);
+    word_out<CAP>(y, w, g, begin, end, lane, live, r, safe_max(all.m), k);
 % elseif passes == 1 then
     float v[ITEMS * VEC];
-    slot_scores<CAP, true>(x, g, 0, g.nv, lane, live, r, v);
+    slot_scores<CAP, true>(x, g, begin, end, lane, live, r, v);
     MS mine;
     mine.m = max_of<ITEMS * VEC>(v, me);
     const float ms = safe_max(mine.m);
     mine.s = exp_sum<ITEMS * VEC, true, true>(v, ms) + exp_sum<EDGE, false, true>(e, ms);   // v: exp(z - mine.m), or 0s
-    const MS all = group_reduce(mine, OpMS());
+    const MS all = row_reduce(mine, OpMS(), kr);
     const float k = row_factor(all);
     outputs<EDGE>(e, all.m, k);
-    edge_store(y, g, lane, live, e);
+    edge_store(y, g, lane, edges, e);
     const float f = ex(mine.m, all.m) * k;
     #pragma unroll
     for (int i = 0; i < ITEMS * VEC; i++) v[i] *= f;
-    store_step(y + g.h, 0, g.nv, lane, live, v);
+    store_step(y + g.h, begin, end, lane, live, v);
 % else
     // pass 1 over the body vectors that hold a visible key
     int jlo, jhi;
@@ -294,10 +297,10 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
       a.s = a.s * ex(a.m, m) + exp_sum<ITEMS * VEC, false, true>(v, safe_max(m));
       a.m = m;
     }
-    const MS all = group_reduce(a, OpMS());
+    const MS all = row_reduce(a, OpMS(), kr);
     const float k = row_factor(all);
     outputs<EDGE>(e, all.m, k);
-    edge_store(y, g, lane, live, e);
+    edge_store(y, g, lane, edges, e);
     for (int base = 0; base < g.nv; base += ITEMS * TEAM) {   // every vector written, the masked ones unread
       float v[ITEMS * VEC];
       slot_scores<CAP, true>(x, g, base, g.nv, lane, live, r, v);
@@ -305,7 +308,7 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
       store_step(y + g.h, base, g.nv, lane, live, v);
     }
 % end
-  }
+  });
 }
 
 % if pair == "mirror" then

@@ -5,11 +5,14 @@
 // single elements where a vector straddles an end); every dx is written, masked ones as 0
 // whatever dy holds there. A bias (ALiBi) adds a constant to a score: the backward has no bias
 // kind. A NaN among a row's visible y or dy makes its visible dx NaN. Math in float32.
-// Knobs: the forward's row family (split=1): threads, rows (a group of G = threads/rows threads
-//        per row), items, vec, reduce, hint; passes=1 hold=reg (y and dy held in registers as
+// Knobs: the forward's row family: threads, rows (a group of G = threads/rows threads per row),
+//        items, vec, reduce, hint; passes=1 hold=reg (y and dy held in registers as
 //        floats, one read), passes=1 hold=packed (16-bit: as their raw words, two a register) or
 //        passes=2 hold=none (the sum over the visible vectors, then y and dy read again for dx);
-//        mask (a constant here); pair=mirror (mask=causal, hold=reg): a group
+//        mask (a constant here); split=2 or 4 with xchg=dsmem (hold=packed, sm_90+): a row over
+//        a cluster of blocks, each holding its share of the row's visible vectors, writing its
+//        share of the masked ones as zeros, the blocks' sums swapped by cluster.cu's exchange;
+//        pair=mirror (mask=causal, hold=reg): a group
 //        holds y and dy of query q's row and of Q-1-q's in one row's registers (attn_head.cu), where
 //        the launch's offset is 0 and Q == K, else one row a group.
 // The softcap is a launch argument: the kernel runs its rows through one of two instances of the
@@ -151,6 +154,22 @@ __device__ __forceinline__ void edge_grads(const elem_t *x, Geo g, int lane, boo
   }
 }
 
+// split>1: this block's share of the row's body vectors that hold no visible key, stored as
+// zeros (split=1: the group's slots cover them).
+__device__ __forceinline__ void masked_zeros(elem_t *dx, Geo g, int lo, int hi)
+{
+% if split > 1 then
+  int jlo, jhi;
+  vis_span(g, lo, hi, &jlo, &jhi);
+  float z[VEC];
+  #pragma unroll
+  for (int q = 0; q < VEC; q++) z[q] = 0.f;
+  const int n = g.nv - (jhi - jlo);
+  for (int i = (int)(blockIdx.x % S) * TEAM + threadIdx.x; i < n; i += S * TEAM)
+    stv<false>(dx + g.h + (i64)(i < jlo ? i : i + jhi - jlo) * VEC, z);
+% end
+}
+
 % if hold == "packed" then
 // hold=packed (16-bit): y and dy of the ITEMS body vectors from `base` as words, two values a
 // register: the loads' raw words where a vector is fully visible, its visible elements packed
@@ -193,16 +212,16 @@ __device__ __forceinline__ float word_dots(const u32 *wy, const u32 *wd)
 // dx of the held vectors from the row's sum s, stored; the words unpacked anew (unpack_again), no
 // key tested (slot_grads' rule: masked_fix after it where s is not finite).
 template <bool CAP>
-__device__ __forceinline__ void word_grads(const elem_t *x, elem_t *dx, Geo g, int lane, bool live, const Vis &r, const u32 *wy,
-                                           const u32 *wd, float s)
+__device__ __forceinline__ void word_grads(const elem_t *x, elem_t *dx, Geo g, int base, int end, int lane, bool live, const Vis &r,
+                                           const u32 *wy, const u32 *wd, float s)
 {
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    const int j = i * TEAM + lane, c0 = g.h + j * VEC;
+    const int j = base + i * TEAM + lane, c0 = g.h + j * VEC;
     float vx[VEC];
     #pragma unroll
     for (int q = 0; q < VEC; q++) vx[q] = 0.f;
-    if (CAP && live && j < g.nv) vis_vector<true>(x, c0, r, vx);
+    if (CAP && live && j < end) vis_vector<true>(x, c0, r, vx);
     u32 o[NW];
     #pragma unroll
     for (int q = 0; q < NW; q++) {
@@ -213,7 +232,7 @@ __device__ __forceinline__ void word_grads(const elem_t *x, elem_t *dx, Geo g, i
       for (int e = 0; e < PER_WORD; e++) fy[e] = dx_seen<CAP>(r, fy[e], fd[e], s, vx[q * PER_WORD + e]);
       o[q] = pack(fy);
     }
-    if (live && j < g.nv) stw<false>(dx + c0, o);
+    if (live && j < end) stw<false>(dx + c0, o);
   }
 }
 
@@ -223,28 +242,33 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
                                           const AttnParams &p)
 {
   const int lane = threadIdx.x % $(G);
-  for (i64 blk = blockIdx.x; blk * R < rows; blk += gridDim.x) {   // R rows a block, a group of G threads each
-    const i64 row = blk * R + threadIdx.x / $(G), at = (row < rows ? row : 0) * COLS;
-    const bool live = row < rows;   // dead groups still take part in the block's barriers
+  for_rows(rows, [&](i64 row, bool live, bool edges, int kr) {
+    const i64 at = (live ? row : 0) * COLS;
     const elem_t *y = yin + at, *d = dyin + at, *x = CAP ? xin + at : xin;
     elem_t *dx = dxout + at;
     const Geo g = geometry(y);
     const Vis r = vis_of(p, live ? row : 0);
     float ey[EDGE_SLOTS], ed[EDGE_SLOTS];
-    vis_edges(y, d, g, lane, live, r, ey, ed);
+    vis_edges(y, d, g, lane, edges, r, ey, ed);
+% if passes == 1 then
+    int begin, end;   // the body vectors this group holds
+    held_span(g, r.lo, r.hi, &begin, &end);
+% end
 % if hold == "packed" then
     u32 wy[HELD], wd[HELD];
-    word_slots(y, d, g, 0, g.nv, lane, live, r, wy, wd);
-    const float s = group_reduce(word_dots(wy, wd) + dots<EDGE>(ey, ed), OpSum());
-    word_grads<CAP>(x, dx, g, lane, live, r, wy, wd, s);
-    masked_fix(dx, g, 0, g.nv, lane, live, r, s);
+    word_slots(y, d, g, begin, end, lane, live, r, wy, wd);
+    masked_zeros(dx, g, r.lo, r.hi);
+    const float s = row_reduce(word_dots(wy, wd) + dots<EDGE>(ey, ed), OpSum(), kr);
+    word_grads<CAP>(x, dx, g, begin, end, lane, live, r, wy, wd, s);
+    masked_fix(dx, g, begin, end, lane, live, r, s);
 % elseif passes == 1 then
     float vy[ITEMS * VEC], vd[ITEMS * VEC];
-    vis_slots<true>(y, d, g, 0, g.nv, lane, live, r, vy, vd);
-    const float s = group_reduce(dots<ITEMS * VEC>(vy, vd) + dots<EDGE>(ey, ed), OpSum());
-    slot_grads<CAP>(x, g, 0, g.nv, lane, live, r, vy, vd, s);
-    store_step(dx + g.h, 0, g.nv, lane, live, vy);
-    masked_fix(dx, g, 0, g.nv, lane, live, r, s);
+    vis_slots<true>(y, d, g, begin, end, lane, live, r, vy, vd);
+    masked_zeros(dx, g, r.lo, r.hi);
+    const float s = row_reduce(dots<ITEMS * VEC>(vy, vd) + dots<EDGE>(ey, ed), OpSum(), kr);
+    slot_grads<CAP>(x, g, begin, end, lane, live, r, vy, vd, s);
+    store_step(dx + g.h, begin, end, lane, live, vy);
+    masked_fix(dx, g, begin, end, lane, live, r, s);
 % else
     // the sum over the body vectors that hold a visible key
     int jlo, jhi;
@@ -255,7 +279,7 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
       vis_slots<false>(y, d, g, base, jhi, lane, live, r, vy, vd);
       a += dots<ITEMS * VEC>(vy, vd);
     }
-    const float s = group_reduce(a, OpSum());
+    const float s = row_reduce(a, OpSum(), kr);
     for (int base = 0; base < g.nv; base += ITEMS * TEAM) {   // every vector written, the masked ones unread
       float vy[ITEMS * VEC], vd[ITEMS * VEC];
       vis_slots<true>(y, d, g, base, g.nv, lane, live, r, vy, vd);
@@ -264,9 +288,9 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
       masked_fix(dx, g, base, g.nv, lane, live, r, s);
     }
 % end
-    edge_grads<CAP>(x, g, lane, live, r, ey, ed, s);
-    edge_store(dx, g, lane, live, ey);
-  }
+    edge_grads<CAP>(x, g, lane, edges, r, ey, ed, s);
+    edge_store(dx, g, lane, edges, ey);
+  });
 }
 
 % if pair == "mirror" then

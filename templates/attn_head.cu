@@ -39,6 +39,64 @@ __device__ __forceinline__ void vis_span(Geo g, int lo, int hi, int *jlo, int *j
   *jlo = lo <= g.h ? 0 : min((lo - g.h) / VEC, g.nv);
   *jhi = hi <= g.h ? *jlo : max(*jlo, min((hi - g.h + VEC - 1) / VEC, g.nv));
 }
+% if split > 1 then
+
+// split>1 (the backward): a row over a cluster of S blocks (xchg=dsmem), each holding its share
+// of the row's body vectors that hold a visible key, so the cluster's reads are even whatever
+// the mask, and writing its share of the masked ones; block 0 also owns the row's head and tail.
+#define S $(split)
+static_assert(ITEMS * TEAM * S >= COLS / VEC, "split: a block's share of a row's vectors in its slots");
+% include("cluster.cu")
+% end
+
+// The kernel's rows: f(row, live, edges, k), k the block's rows before it. split=1: R groups a
+// block, one row each (dead groups, live false, still take part in the block's barriers);
+// split>1: a cluster's S consecutive blocks a row, block 0 of them owning its edges.
+template <class F>
+__device__ __forceinline__ void for_rows(i64 rows, F f)
+{
+  int k = 0;
+% if split > 1 then
+  for (i64 row = blockIdx.x / S; row < rows; row += gridDim.x / S, k++) f(row, true, blockIdx.x % S == 0, k);
+  cluster_sync();   // no block leaves while another may still read its slots
+% else
+  for (i64 blk = blockIdx.x; blk * R < rows; blk += gridDim.x, k++) {
+    const i64 row = blk * R + threadIdx.x / $(G);
+    f(row, row < rows, row < rows, k);
+  }
+% end
+}
+
+// The body vectors [*begin, *end) a group holds of a row of geometry g seeing keys [lo, hi): all
+// of them (split=1), or this block's share of those that hold a visible key (split>1).
+__device__ __forceinline__ void held_span(Geo g, int lo, int hi, int *begin, int *end)
+{
+% if split > 1 then
+  int jlo, jhi;
+  vis_span(g, lo, hi, &jlo, &jhi);
+  const int per = (jhi - jlo + S - 1) / S;
+  *begin = min(jlo + (int)(blockIdx.x % S) * per, jhi);
+  *end = min(*begin + per, jhi);
+% else
+  *begin = 0, *end = g.nv;
+% end
+}
+
+// t reduced over its row's threads: the group's (split=1), or every block's of the cluster
+// (split>1, the backward's sum: each block's in its slot of the row's parity k; a block writes
+// row k+2's only after row k+1's barrier, which every block passes only after it read row k's).
+template <class T, class Op>
+__device__ __forceinline__ T row_reduce(T t, Op op, int k)
+{
+  t = group_reduce(t, op);
+% if split > 1 then
+  __shared__ T slot[2];
+  if (threadIdx.x == 0) slot[k & 1] = t;
+  cluster_sync();
+  t = cluster_sum(&slot[k & 1]);
+% end
+  return t;
+}
 % if pair == "mirror" then
 
 // pair=mirror (mask=causal): where the causal offset is 0 and Q == K, a group holds query q's row

@@ -170,25 +170,7 @@ __device__ __forceinline__ void row_part(const elem_t *y, const elem_t *d, elem_
   edge_store(dx, g, lane, live && edges, ey);
 }
 % if xchg == "dsmem" then
-
-__device__ __forceinline__ void cluster_sync()
-{
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
-// The sum of `slot` over the cluster's S blocks, in one fixed order: every thread of every
-// block gets the same bits.
-__device__ __forceinline__ float cluster_sum(float *slot)
-{
-  const int lane = threadIdx.x % 32;
-  float v = 0.f;
-  if (lane < S) {
-    u32 a;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"((u32)__cvta_generic_to_shared(slot)), "r"(lane));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
-  }
-  return lanes_reduce<32>(v, OpSum());
-}
+% include("cluster.cu")
 % elseif hold == "ring" then
 % include("ring.cu")
 #define CV $(CV)

@@ -25,7 +25,10 @@
 -- where a causal row sees half its keys on average; where the launch's offset is not 0 or Q != K
 -- the kernel runs one row a group. Its launch covers 2 * rows rows a block. A config string
 -- names pair last, and only as mirror.
--- Not yet: clusters and split rows (split > 1); packed mirror twins.
+-- split=2 or 4 xchg=dsmem (the backward, 16-bit, sm_90+: rows whose y and dy take 32 KB or more):
+-- a row over a cluster of blocks, each holding y and dy of its share of the row's visible vectors
+-- as words (hold=packed), the blocks' sums swapped through distributed shared memory.
+-- Not yet: packed mirror twins; the forward's shares (measured slower than two reads, below).
 
 return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuristic) and helpers
   local A = {}
@@ -70,7 +73,12 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     if width(P) == 2 and P.bias ~= "none" then return "attention_softmax_backward has no bias kind (bias=none)" end
     local why = H.check(cfg, P)
     if why then return why end
-    if cfg.split ~= 1 then return P.op .. " has the row families only (split=1)" end
+    if cfg.split > 1 then
+      if width(P) == 1 then return "attention_softmax has the row families only (split=1)" end
+      if cfg.xchg ~= "dsmem" then return P.op .. " splits a row over a cluster only (xchg=dsmem)" end
+      if cfg.passes ~= 1 then return P.op .. " holds a split row's shares (passes=1)" end
+      if cfg.pair == "mirror" then return "pair=mirror holds two rows in one group (split=1)" end
+    end
     if cfg.hold == "packed" and width(P) == 1 and P.bias ~= "none" then
       return "hold=packed takes a row's max from its inputs' max: bias=none (a bias moves each score its own way)"
     end
@@ -137,10 +145,10 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- without a bias): half hold=reg's registers, so twice the rows in flight, where a mask leaves a
   -- row's registers part empty (key padding) as where it does not. Their own threads loop: a
   -- packed row fits where its floats do not.
-  local function packed(list, P, G, items, vec, threads)
+  local function packed(list, P, G, items, vec, threads, split)
     if P.es ~= 2 or vec < 2 or width(P) == 1 and P.bias ~= "none" then return end
     local cfg = { threads = threads, items = items, vec = vec, reduce = "shfl", passes = 1, hold = "packed",
-                  rows = threads // G, split = 1, xchg = "none", hint = "none" }
+                  rows = threads // G, split = split or 1, xchg = split and "dsmem" or "none", hint = "none" }
     local words = packed_words(cfg, P)
     -- 8 words a thread at least; the forward's 64-word rows spilled at 128 registers (3 passes'
     -- state); the block's register cap must leave the margin (1024 threads: 64)
@@ -175,6 +183,20 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
             end
           end
           if threads >= G and (G >= 32 or threads <= 512) then packed(list, P, G, items, vec, threads) end
+        end
+      end
+    end
+    -- the backward's split family (sm_90+, 16-bit): rows whose y and dy take 32 KB or more, over a
+    -- cluster of 2 or 4 blocks, each holding its share of the row's visible vectors as words.
+    -- H100, bf16 1x1x32768x32768, full sweeps: causal split=2 1611 us against 1673 (split=1
+    -- packed), 4 1674, 8 1791; key padding (no key masked) 2102 against 2101; the backward's
+    -- hold=reg shares 890-4254 us, spilling at 64 values; the forward's shares (reg and packed,
+    -- split 2-8) 1521-2078 against the two reads' 1200 (causal) and 1665 (padding): not offered
+    if width(P) == 2 and P.cluster >= 2 and 2 * P.cols * P.es >= 32 * KB then
+      for _, split in ipairs({ 2, 4 }) do
+        local cv = (nv + split - 1) // split
+        for _, threads in ipairs({ 128, 256, 512 }) do
+          if split <= P.cluster and threads <= cv then packed(list, P, threads, (cv + threads - 1) // threads, vec, threads, split) end
         end
       end
     end
