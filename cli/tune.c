@@ -64,7 +64,8 @@ void cli_print_attn(const gen_Problem *p, const tune_AttnOptions *a)
   if (!gen_op_is_attn(p->op)) return;
   tune_attn_params(p, a, &k);
   printf("options: B %lld, H %lld, Q %lld, K %lld, mask %s, causal offset %lld, window %lld, scale %g, softcap %g, bias %s;"
-         " %.1f%% of the scores visible (launch arguments but the kinds: a sweep verifies with these)\n",
+         " %.1f%% of the scores visible as timed (launch arguments but the kinds: a sweep verifies with these;"
+         " key lengths: verified with full, empty and random rows, timed spread over [K/4, K])\n",
          (long long)(p->rows / k.q / k.h), (long long)k.h, (long long)k.q, (long long)p->cols, gen_mask_name(p->mask),
          (long long)k.offset, (long long)k.window, k.scale, k.softcap, gen_bias_name(p->bias),
          100. * (double)tune_attn_visible(p, &k) / ((double)p->rows * (double)p->cols));

@@ -1,6 +1,7 @@
 // attn_aux.cu — the tuner's kernels for attention_softmax (rendered inside aux.cu, after fill.cu
 // and check.cu, whose helpers it uses); the scores come from st_fill without its special rows:
-//   st_fill_attn   the key lengths [B] and ALiBi slopes [H] (attn_mask.h's am_fill_*);
+//   st_fill_attn   the key lengths [B] (timing: those the tuner times by) and ALiBi slopes [H]
+//                  (attn_mask.h's am_fill_*, am_time_length);
 //   st_fill_attn_bias  the bias tensor [Q, K], broadcast over B and H
 //   st_check_attn  every element against the float64 reference by verify_attn.h's rule: masked
 //                  ones exactly 0, visible ones within their bounds, never the poison
@@ -15,10 +16,10 @@
 #define TENSOR $(bias == "tensor" and 1 or 0)
 
 extern "C" __global__ void __launch_bounds__(256)
-st_fill_attn(int *lengths, float *slopes, i64 batches, i64 heads)
+st_fill_attn(int *lengths, float *slopes, i64 batches, i64 heads, int timing)
 {
   for (i64 i = blockIdx.x * 256ll + threadIdx.x; i < batches || i < heads; i += gridDim.x * 256ll) {
-    if (i < batches) lengths[i] = am_fill_length(i, COLS);
+    if (i < batches) lengths[i] = timing ? am_time_length(i, COLS) : am_fill_length(i, COLS);
     if (i < heads) slopes[i] = am_fill_slope(i, heads);
   }
 }

@@ -64,6 +64,15 @@ AM_FN int am_fill_length(long long b, long long cols)
   return b == 0 ? (int)cols : b == 1 ? 0 : (int)((z >> 33) % (unsigned long long)(cols + 1));
 }
 
+/* The key lengths the tuner times by (verifying by am_fill_length's): a spread over [cols/4, cols],
+** as users' padded batches and the benchmark's draws, batch b's at the fraction 1/2 + b * 0.618..
+** (mod 1) of it, so one batch is at its middle (5 cols / 8) and more fill it evenly. */
+AM_FN int am_time_length(long long b, long long cols)
+{
+  const unsigned long long u = (0x80000000ull + (unsigned long long)b * 0x9e3779b9ull) & 0xffffffffull;
+  return (int)(cols / 4 + (long long)(((unsigned long long)(cols - cols / 4) * u) >> 32));
+}
+
 AM_FN float am_fill_slope(long long h, long long heads) { return (float)exp2(-8. * (double)(h + 1) / (double)heads); }
 
 /* And element i of its bias tensor [Q, K] (broadcast over B and H): multiples of 1/64 in [-4, 4),

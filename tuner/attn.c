@@ -56,12 +56,12 @@ void tune_attn_params(const gen_Problem *p, const tune_AttnOptions *o, AttnParam
   a->scale = o->scale, a->softcap = o->softcap;
 }
 
-/* The tuner's key lengths of the batches of p (am_fill_length), malloc'ed; NULL out of memory. */
+/* The key lengths the tuner times the batches of p by (am_time_length), malloc'ed; NULL out of memory. */
 static int *fill_lengths(const gen_Problem *p, const AttnParams *a)
 {
   const int64_t batches = p->rows / a->q / a->h;
   int *len = malloc((size_t)(batches > 0 ? batches : 1) * sizeof *len);
-  for (int64_t b = 0; len && b < batches; b++) len[b] = am_fill_length(b, p->cols);
+  for (int64_t b = 0; len && b < batches; b++) len[b] = am_time_length(b, p->cols);
   return len;
 }
 

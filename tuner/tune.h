@@ -195,7 +195,7 @@ void tune_attn_defaults(tune_AttnOptions *o);
 ** naming the bad value. */
 int tune_attn_check(const gen_Problem *p, const tune_AttnOptions *o, char *err, size_t errlen);
 /* The launch block of o for problem p (pointers 0), and the score elements p's kernels read:
-** the visible ones, by the tuner's key lengths for padding (gen_Problem.visible). */
+** the visible ones, by the key lengths the tuner times by for padding (gen_Problem.visible). */
 void tune_attn_params(const gen_Problem *p, const tune_AttnOptions *o, AttnParams *a);
 int64_t tune_attn_visible(const gen_Problem *p, const AttnParams *a);
 /* Set them (before tune_gpu_prepare). */
