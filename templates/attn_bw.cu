@@ -9,9 +9,9 @@
 //        items, vec, reduce, hint; passes=1 hold=reg (y and dy held in registers as
 //        floats, one read), passes=1 hold=packed (16-bit: as their raw words, two a register) or
 //        passes=2 hold=none (the sum over the visible vectors, then y and dy read again for dx);
-//        mask (a constant here); split=2 or 4 with xchg=dsmem (hold=packed, sm_90+): a row over
-//        a cluster of blocks, each holding its share of the row's visible vectors, writing its
-//        share of the masked ones as zeros, the blocks' sums swapped by cluster.cu's exchange;
+//        mask (a constant here); split=2 or 4 with xchg=dsmem (hold=packed, causal, sm_90+): a
+//        row over a cluster of blocks, each holding its share of the row's visible vectors,
+//        writing its share of the masked ones as zeros, the sums swapped by cluster.cu's exchange;
 //        pair=mirror (mask=causal, hold=reg): a group
 //        holds y and dy of query q's row and of Q-1-q's in one row's registers (attn_head.cu), where
 //        the launch's offset is 0 and Q == K, else one row a group.

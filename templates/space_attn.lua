@@ -25,7 +25,7 @@
 -- where a causal row sees half its keys on average; where the launch's offset is not 0 or Q != K
 -- the kernel runs one row a group. Its launch covers 2 * rows rows a block. A config string
 -- names pair last, and only as mirror.
--- split=2 or 4 xchg=dsmem (the backward, 16-bit, sm_90+: rows whose y and dy take 32 KB or more):
+-- split=2 or 4 xchg=dsmem (the backward, 16-bit, causal masks, sm_90+: y and dy 32 KB a row or more):
 -- a row over a cluster of blocks, each holding y and dy of its share of the row's visible vectors
 -- as words (hold=packed), the blocks' sums swapped through distributed shared memory.
 -- Not yet: packed mirror twins; the forward's shares (measured slower than two reads, below).
@@ -186,13 +186,15 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
         end
       end
     end
-    -- the backward's split family (sm_90+, 16-bit): rows whose y and dy take 32 KB or more, over a
-    -- cluster of 2 or 4 blocks, each holding its share of the row's visible vectors as words.
-    -- H100, bf16 1x1x32768x32768, full sweeps: causal split=2 1611 us against 1673 (split=1
-    -- packed), 4 1674, 8 1791; key padding (no key masked) 2102 against 2101; the backward's
-    -- hold=reg shares 890-4254 us, spilling at 64 values; the forward's shares (reg and packed,
-    -- split 2-8) 1521-2078 against the two reads' 1200 (causal) and 1665 (padding): not offered
-    if width(P) == 2 and P.cluster >= 2 and 2 * P.cols * P.es >= 32 * KB then
+    -- the backward's split family (sm_90+, 16-bit, causal masks): rows whose y and dy take 32 KB
+    -- or more, over a cluster of 2 or 4 blocks, each holding its share of the row's visible
+    -- vectors as words. H100, bf16 1x1x32768x32768, full sweeps: causal split=2 1611 us against
+    -- 1673 (split=1 packed), 4 1674, 8 1791 (the table: 1.675 -> 1.612 ms); key padding never
+    -- ahead (1x32768 2102 against 2101, 1x16384 530 against 525), and where the fast sweep took
+    -- split=2 the table ran slower (4x8192 0.367 -> 0.419 ms, 8192x1x32768 0.430 -> 0.454); the
+    -- backward's hold=reg shares 890-4254 us (spilling at 64 values); the forward's shares (reg
+    -- and packed, split 2-8) 1521-2078 against the two reads' 1200 (causal) and 1665 (padding)
+    if width(P) == 2 and P.cluster >= 2 and P.mask:find("causal") and 2 * P.cols * P.es >= 32 * KB then
       for _, split in ipairs({ 2, 4 }) do
         local cv = (nv + split - 1) // split
         for _, threads in ipairs({ 128, 256, 512 }) do
