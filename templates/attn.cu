@@ -224,8 +224,9 @@ __device__ __forceinline__ float word_sum(const u32 *w, Geo g, int base, int end
   return tree<ITEMS>(t, OpSum());
 }
 
-// The outputs exp(score - m) * k of the thread's body vectors stored; masked ones 0 * k, as
-// outputs() gives them: 0, or NaN in a row made NaN.
+// The outputs exp(score - m) * k of the thread's body vectors that hold a visible key stored
+// (their masked elements 0 * k, as outputs() gives them: 0, or NaN in a row made NaN); those with
+// none were written when the row began (masked_fill).
 template <bool CAP>
 __device__ __forceinline__ void word_out(elem_t *y, const u32 *w, Geo g, int base, int end, int lane, bool live, const Scores &r,
                                          float m, float k)
@@ -236,8 +237,9 @@ __device__ __forceinline__ void word_out(elem_t *y, const u32 *w, Geo g, int bas
     float f[VEC];
     #pragma unroll
     for (int q = 0; q < VEC; q++) f[q] = 0.f * k;
-    if (seen != NONE_SEEN) slot_each<CAP, true>(w, i, g.h + j * VEC, seen, r, [&](int q, float z) { f[q] = ex_finite(z, m) * k; });
-    if (live && j < end) stv<false>(y + g.h + j * VEC, f);
+    if (seen == NONE_SEEN) continue;
+    slot_each<CAP, true>(w, i, g.h + j * VEC, seen, r, [&](int q, float z) { f[q] = ex_finite(z, m) * k; });
+    stv<false>(y + g.h + j * VEC, f);
   }
 }
 
@@ -261,6 +263,9 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
 % if hold == "packed" then
     u32 w[HELD];
     word_load(x, g, begin, end, lane, live, r, w);
+    int jlo, jhi;   // masked outputs written while the loads are in flight (0; 0 * k again below)
+    vis_span(g, r.lo, r.hi, &jlo, &jhi);
+    if (live) masked_fill(y, g, jlo, jhi, lane, 0.f);
     MS mine;
     mine.m = word_max<CAP>(w, g, begin, end, lane, live, r, me);
     const float ms = safe_max(mine.m);
@@ -270,6 +275,7 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
     outputs<EDGE>(e, all.m, k);
     edge_store(y, g, lane, edges, e);
     word_out<CAP>(y, w, g, begin, end, lane, live, r, safe_max(all.m), k);
+    if (live && !(fabsf(k) < -NEG_INF)) masked_fill(y, g, jlo, jhi, lane, 0.f * k);   // a row made NaN
 % elseif passes == 1 then
     float v[ITEMS * VEC];
     slot_scores<CAP, true>(x, g, begin, end, lane, live, r, v);
@@ -289,6 +295,7 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
     // pass 1 over the body vectors that hold a visible key
     int jlo, jhi;
     vis_span(g, r.lo, r.hi, &jlo, &jhi);
+    if (live) masked_fill(y, g, jlo, jhi, lane, 0.f);   // masked outputs first, not read (0 * k again below)
     MS a = { me, exp_sum<EDGE, false, true>(e, safe_max(me)) };
     for (int base = jlo; base < jhi; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
@@ -301,12 +308,13 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
     const float k = row_factor(all);
     outputs<EDGE>(e, all.m, k);
     edge_store(y, g, lane, edges, e);
-    for (int base = 0; base < g.nv; base += ITEMS * TEAM) {   // every vector written, the masked ones unread
+    for (int base = jlo; base < jhi; base += ITEMS * TEAM) {   // the vectors holding a visible key
       float v[ITEMS * VEC];
-      slot_scores<CAP, true>(x, g, base, g.nv, lane, live, r, v);
+      slot_scores<CAP, true>(x, g, base, jhi, lane, live, r, v);
       outputs<ITEMS * VEC>(v, all.m, k);
-      store_step(y + g.h, base, g.nv, lane, live, v);
+      store_step(y + g.h, base, jhi, lane, live, v);
     }
+    if (live && !(fabsf(k) < -NEG_INF)) masked_fill(y, g, jlo, jhi, lane, 0.f * k);   // a row made NaN
 % end
   });
 }

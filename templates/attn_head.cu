@@ -82,6 +82,22 @@ __device__ __forceinline__ void held_span(Geo g, int lo, int hi, int *begin, int
 % end
 }
 
+// The row's body vectors that hold no visible key (those outside [jlo, jhi), vis_span's) stored
+// as VEC copies of v, over the group's lanes (split=1) or the cluster's threads (split>1).
+__device__ __forceinline__ void masked_fill(elem_t *y, Geo g, int jlo, int jhi, int lane, float v)
+{
+  float z[VEC];
+  #pragma unroll
+  for (int q = 0; q < VEC; q++) z[q] = v;
+  const int n = g.nv - (jhi - jlo);
+% if split > 1 then
+  for (int i = (int)(blockIdx.x % S) * TEAM + lane; i < n; i += S * TEAM)
+% else
+  for (int i = lane; i < n; i += TEAM)
+% end
+    stv<false>(y + g.h + (i64)(i < jlo ? i : i + jhi - jlo) * VEC, z);
+}
+
 // t reduced over its row's threads: the group's (split=1), or every block's of the cluster
 // (split>1, the backward's sum: each block's in its slot of the row's parity k; a block writes
 // row k+2's only after row k+1's barrier, which every block passes only after it read row k's).
