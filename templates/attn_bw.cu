@@ -154,6 +154,17 @@ __device__ __forceinline__ void edge_grads(const elem_t *x, Geo g, int lane, boo
   }
 }
 
+// split>1: this block's share of the row's masked vectors written as zeros (its slots hold its
+// share of the visible ones only); split=1: the group's slots cover them.
+__device__ __forceinline__ void split_zeros(elem_t *dx, Geo g, const Vis &r, int lane)
+{
+% if split > 1 then
+  int jlo, jhi;
+  vis_span(g, r.lo, r.hi, &jlo, &jhi);
+  masked_fill(dx, g, jlo, jhi, lane, 0.f);
+% end
+}
+
 % if hold == "packed" then
 // hold=packed (16-bit): y and dy of the ITEMS body vectors from `base` as words, two values a
 // register: the loads' raw words where a vector is fully visible, its visible elements packed
@@ -194,8 +205,7 @@ __device__ __forceinline__ float word_dots(const u32 *wy, const u32 *wd)
 }
 
 // dx of the held vectors from the row's sum s, stored; the words unpacked anew (unpack_again), no
-// key tested (slot_grads' rule: masked_fix after it where s is not finite). Vectors with no
-// visible key are not stored: masked_fill wrote their zeros when the row began.
+// key tested (slot_grads' rule: masked_fix after it where s is not finite).
 template <bool CAP>
 __device__ __forceinline__ void word_grads(const elem_t *x, elem_t *dx, Geo g, int base, int end, int lane, bool live, const Vis &r,
                                            const u32 *wy, const u32 *wd, float s)
@@ -217,7 +227,7 @@ __device__ __forceinline__ void word_grads(const elem_t *x, elem_t *dx, Geo g, i
       for (int e = 0; e < PER_WORD; e++) fy[e] = dx_seen<CAP>(r, fy[e], fd[e], s, vx[q * PER_WORD + e]);
       o[q] = pack(fy);
     }
-    if (live && j < end && c0 + VEC > r.lo && c0 < r.hi) stw<false>(dx + c0, o);
+    if (live && j < end) stw<false>(dx + c0, o);
   }
 }
 
@@ -242,20 +252,14 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
 % if hold == "packed" then
     u32 wy[HELD], wd[HELD];
     word_slots(y, d, g, begin, end, lane, live, r, wy, wd);
-    int jlo, jhi;   // masked dx written while the loads are in flight
-    vis_span(g, r.lo, r.hi, &jlo, &jhi);
-    if (live) masked_fill(dx, g, jlo, jhi, lane, 0.f);
+    split_zeros(dx, g, r, lane);
     const float s = row_reduce(word_dots(wy, wd) + dots<EDGE>(ey, ed), OpSum(), kr);
     word_grads<CAP>(x, dx, g, begin, end, lane, live, r, wy, wd, s);
     masked_fix(dx, g, begin, end, lane, live, r, s);
 % elseif passes == 1 then
     float vy[ITEMS * VEC], vd[ITEMS * VEC];
     vis_slots<true>(y, d, g, begin, end, lane, live, r, vy, vd);
-%   if split > 1 then
-    int jlo, jhi;   // the slots hold the block's share of the visible vectors only
-    vis_span(g, r.lo, r.hi, &jlo, &jhi);
-    masked_fill(dx, g, jlo, jhi, lane, 0.f);
-%   end
+    split_zeros(dx, g, r, lane);
     const float s = row_reduce(dots<ITEMS * VEC>(vy, vd) + dots<EDGE>(ey, ed), OpSum(), kr);
     slot_grads<CAP>(x, g, begin, end, lane, live, r, vy, vd, s);
     store_step(dx + g.h, begin, end, lane, live, vy);
@@ -264,7 +268,6 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
     // the sum over the body vectors that hold a visible key
     int jlo, jhi;
     vis_span(g, r.lo, r.hi, &jlo, &jhi);
-    if (live) masked_fill(dx, g, jlo, jhi, lane, 0.f);   // masked dx first, not read
     float a = dots<EDGE>(ey, ed);
     for (int base = jlo; base < jhi; base += ITEMS * TEAM) {
       float vy[ITEMS * VEC], vd[ITEMS * VEC];
@@ -272,12 +275,12 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
       a += dots<ITEMS * VEC>(vy, vd);
     }
     const float s = row_reduce(a, OpSum(), kr);
-    for (int base = jlo; base < jhi; base += ITEMS * TEAM) {   // the vectors holding a visible key
+    for (int base = 0; base < g.nv; base += ITEMS * TEAM) {   // every vector written, the masked ones unread
       float vy[ITEMS * VEC], vd[ITEMS * VEC];
-      vis_slots<true>(y, d, g, base, jhi, lane, live, r, vy, vd);
-      slot_grads<CAP>(x, g, base, jhi, lane, live, r, vy, vd, s);
-      store_step(dx + g.h, base, jhi, lane, live, vy);
-      masked_fix(dx, g, base, jhi, lane, live, r, s);
+      vis_slots<true>(y, d, g, base, g.nv, lane, live, r, vy, vd);
+      slot_grads<CAP>(x, g, base, g.nv, lane, live, r, vy, vd, s);
+      store_step(dx + g.h, base, g.nv, lane, live, vy);
+      masked_fix(dx, g, base, g.nv, lane, live, r, s);
     }
 % end
     edge_grads<CAP>(x, g, lane, edges, r, ey, ed, s);
