@@ -6,10 +6,7 @@ set -u
 . "$(dirname "$0")/../bench/carry_env.sh"
 t0=$(date +%s)
 . "$(dirname "$0")/run_test.sh"
-run test_gpu_attn 240 .carry/test_gpu --attn & run test_gpu_attn_bw 240 .carry/test_gpu --attn-bw &
-wait
-grep -E "knob values|checks" "$out"/test_gpu_attn*.log | tail -4
-echo "tests: $(( $(date +%s) - t0 )) s"
+attn_tests 240
 ROUNDS=1 timeout $(( 580 - ($(date +%s) - t0) )) bash lab/attn_ab.sh <<'P'
 attention_softmax bf16 1x1x32768x32768 padding
 attention_softmax_backward bf16 1x1x32768x32768 causal

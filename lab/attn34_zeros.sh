@@ -6,10 +6,7 @@ set -u
 . "$(dirname "$0")/../bench/carry_env.sh"
 t0=$(date +%s)
 . "$(dirname "$0")/run_test.sh"
-run test_gpu_attn 330 .carry/test_gpu --attn & run test_gpu_attn_bw 330 .carry/test_gpu --attn-bw &
-wait
-grep -hE "knob values|checks" "$out"/test_gpu_attn*.log | tail -4
-echo "tests: $(( $(date +%s) - t0 )) s"
+attn_tests 330
 SOFTMAX_TUNE_CACHE=/tmp/z_py.db timeout $(( 590 - ($(date +%s) - t0) )) python3 bench/attention_softmax.py --no-autotune \
   --rounds 30 --tune .carry/softmax-tune --out "$out/attn-zeros.tsv" --dtypes bfloat16,float16 --sizes 2048,8192,32768 \
   --no-decode --masks padding >"$out/attn-zeros.log" 2>&1
