@@ -5,7 +5,8 @@
 ** row all -inf) and a softcap, with a scale, on scores of
 ** the sizes attention meets (|x| up to 30, some rows up to 300), Q > K rows that see nothing, and
 ** padding with key lengths 0..K (the tuner's), alone and with causal and window (their
-** ranges' intersection, checked row by row).
+** ranges' intersection, checked row by row); and the key lengths the tuner times by
+** (am_time_length: within [K/4, K], spread over it).
 **   fill:  test_gpu --attn's float32 problems on scores drawn as the tuner's fill (fill.cu) draws
 **          them (rows of |x| up to 3, 12, 40 and 1000, and 4 around +-1e4): both right outputs
 **          pass, and every row's middle visible element moved by 8 ulps and 2^-12 of itself (the
@@ -165,6 +166,26 @@ static void padding_intersects(void)
     }
 }
 
+/* The key lengths the tuner times by (am_time_length): within [K/4, K], a single batch at 5K/8,
+** and 1000 batches spread over the range (each tenth of it holds 80-120 of them). */
+static void time_lengths(void)
+{
+  static const long long KS[] = { 1, 4, 64, 4099, 32768, 1000003 };
+  for (size_t i = 0; i < sizeof KS / sizeof *KS; i++) {
+    const long long K = KS[i], lo = K / 4;
+    int tenth[10] = { 0 }, bad = 0;
+    CHECK(am_time_length(0, K) == lo + (K - lo) / 2, "K %lld: batch 0's length %d, want %lld", K, am_time_length(0, K),
+          lo + (K - lo) / 2);
+    for (long long b = 0; b < 1000; b++) {
+      const int L = am_time_length(b, K);
+      bad += L < lo || L > K;
+      if (K >= 4099) tenth[L - lo >= K - lo ? 9 : (L - lo) * 10 / (K - lo)]++;
+    }
+    CHECK(bad == 0, "K %lld: %d of 1000 lengths outside [K/4, K]", K, bad);
+    for (int t = 0; t < 10 && K >= 4099; t++) CHECK(tenth[t] >= 80 && tenth[t] <= 120, "K %lld: %d lengths in tenth %d", K, tenth[t], t);
+  }
+}
+
 /* st_check_attn compiles for every mask kind, each bias in turn, dtypes and archs alternating. */
 static void aux_compiles(void)
 {
@@ -205,6 +226,7 @@ int main(void)
   Prob wide = { 2, 1, 4, 20000, GEN_F32, GEN_MASK_CAUSAL, GEN_BIAS_ALIBI, { 4, 1, TUNE_ATTN_AUTO, -1, 0.0883883f, 30.f }, 0 };
   run(&wide);
   padding_intersects();
+  time_lengths();
   aux_compiles();
   static const Prob FILL[] = {   /* test_gpu --attn's float32 problems, fill's scores */
     { 1, 1, 128, 64, GEN_F32, GEN_MASK_CAUSAL, 0, { 128, 1, TUNE_ATTN_AUTO, -1, 1.f, 0.f }, 1 },
