@@ -110,6 +110,16 @@ __device__ __forceinline__ float dx_of(const Vis &r, int c, float y, float d, fl
   return r.in(c) ? dx_seen<CAP>(r, y, d, s, x) : 0.f;
 }
 
+// The scores x of the VEC keys from c0 where visible, under CAP and where `in` (the slot is the
+// row's); 0 elsewhere, and without a softcap (x is then not read).
+template <bool CAP>
+__device__ __forceinline__ void slot_x(const elem_t *x, int c0, bool in, const Vis &r, float *vx)
+{
+  #pragma unroll
+  for (int q = 0; q < VEC; q++) vx[q] = 0.f;
+  if (CAP && in) vis_vector<true>(x, c0, r, vx);
+}
+
 // dx of the ITEMS body vectors from `base` in place of vy (x read where visible, under CAP), no key
 // tested: a masked slot holds y = dy = 0 (and x = 0), so its dx is 0 (or -0) where s is finite
 // (else masked_fix mends it after the store).
@@ -121,9 +131,7 @@ __device__ __forceinline__ void slot_grads(const elem_t *x, Geo g, int base, int
   for (int i = 0; i < ITEMS; i++) {
     const int j = base + i * TEAM + lane, c0 = g.h + j * VEC;
     float vx[VEC];
-    #pragma unroll
-    for (int q = 0; q < VEC; q++) vx[q] = 0.f;
-    if (CAP && live && j < end) vis_vector<true>(x, c0, r, vx);
+    slot_x<CAP>(x, c0, live && j < end, r, vx);
     #pragma unroll
     for (int q = 0; q < VEC; q++) vy[i * VEC + q] = dx_seen<CAP>(r, vy[i * VEC + q], vd[i * VEC + q], s, vx[q]);
   }
@@ -214,9 +222,7 @@ __device__ __forceinline__ void word_grads(const elem_t *x, elem_t *dx, Geo g, i
   for (int i = 0; i < ITEMS; i++) {
     const int j = base + i * TEAM + lane, c0 = g.h + j * VEC;
     float vx[VEC];
-    #pragma unroll
-    for (int q = 0; q < VEC; q++) vx[q] = 0.f;
-    if (CAP && live && j < end) vis_vector<true>(x, c0, r, vx);
+    slot_x<CAP>(x, c0, live && j < end, r, vx);
     u32 o[NW];
     #pragma unroll
     for (int q = 0; q < NW; q++) {
