@@ -68,8 +68,8 @@ __device__ __forceinline__ float score(const Scores &r, float x, int c)
   return c >= r.lo && c < r.hi ? seen_score<CAP>(r, x, c) : NEG_INF;
 }
 
-// The scores of the VEC keys from c0: one vector load where all are visible, single loads of the
-// visible ones where some are, none where none is. FINAL: the last read of them.
+// The scores of the VEC keys from c0 (-inf where masked): one vector load where any is visible,
+// none where none is. FINAL: the last read of them.
 template <bool CAP, bool FINAL>
 __device__ __forceinline__ void vector_scores(const elem_t *x, int c0, const Scores &r, float *f)
 {
@@ -77,9 +77,13 @@ __device__ __forceinline__ void vector_scores(const elem_t *x, int c0, const Sco
     ldv<false, FINAL>(x + c0, f);
     #pragma unroll
     for (int q = 0; q < VEC; q++) f[q] = seen_score<CAP>(r, f[q], c0 + q);
+  } else if (c0 < r.hi && c0 + VEC > r.lo) {   // partly visible (clear_masked's reason)
+    ldv<false, FINAL>(x + c0, f);
+    #pragma unroll
+    for (int q = 0; q < VEC; q++) f[q] = c0 + q >= r.lo && c0 + q < r.hi ? seen_score<CAP>(r, f[q], c0 + q) : NEG_INF;
   } else {
     #pragma unroll
-    for (int q = 0; q < VEC; q++) f[q] = c0 + q >= r.lo && c0 + q < r.hi ? seen_score<CAP>(r, load1(x + c0 + q), c0 + q) : NEG_INF;
+    for (int q = 0; q < VEC; q++) f[q] = NEG_INF;
   }
 }
 
@@ -135,7 +139,7 @@ __device__ __forceinline__ void outputs(float *v, float m, float k)
 // register, their scores made again in each of three passes (max, sum, outputs). Without a bias a
 // score rises with its input (falls, where scale < 0), so the row's max comes from the words' max
 // (the sign bits flipped first where scale < 0), a max2 a word. A slot's vector is wholly visible
-// (its words as loaded), partly (packed from its visible elements, each then tested) or not at all.
+// (its words as loaded), partly (loaded whole, its masked keys cleared, each then tested) or not at all.
 enum { NONE_SEEN, PART_SEEN, ALL_SEEN };
 
 __device__ __forceinline__ int seen_of(Geo g, int j, int end, bool live, const Scores &r)
@@ -153,15 +157,8 @@ __device__ __forceinline__ void word_load(const elem_t *x, Geo g, int base, int 
     const int j = base + i * TEAM + lane, c0 = g.h + j * VEC, seen = seen_of(g, j, end, live, r);
     #pragma unroll
     for (int q = 0; q < NW; q++) w[i * NW + q] = 0u;
-    if (seen == ALL_SEEN) {
-      ldw<false, true>(x + c0, w + i * NW);
-    } else if (seen == PART_SEEN) {
-      float f[VEC];
-      #pragma unroll
-      for (int q = 0; q < VEC; q++) f[q] = c0 + q >= r.lo && c0 + q < r.hi ? load1(x + c0 + q) : 0.f;
-      #pragma unroll
-      for (int q = 0; q < NW; q++) w[i * NW + q] = pack(f + q * PER_WORD);
-    }
+    if (seen != NONE_SEEN) ldw<false, true>(x + c0, w + i * NW);
+    if (seen == PART_SEEN) clear_masked(w + i * NW, c0, r.lo, r.hi);
   }
 }
 

@@ -36,16 +36,20 @@ __device__ __forceinline__ Vis vis_of(const AttnParams &p, i64 row)
   return v;
 }
 
-// The VEC values of a tensor at keys c0..: one vector load where all are visible, single loads
-// of the visible ones where some are, 0 for the masked (not read). FINAL: the last read of them.
+// The VEC values of a tensor at keys c0.., 0 for the masked: one vector load where any is visible
+// (clear_masked's reason), none where none is. FINAL: the last read of them.
 template <bool FINAL>
 __device__ __forceinline__ void vis_vector(const elem_t *t, int c0, const Vis &r, float *f)
 {
-  if (c0 >= r.lo && c0 + VEC <= r.hi) {
+  if (c0 < r.hi && c0 + VEC > r.lo) {
     ldv<false, FINAL>(t + c0, f);
+    if (c0 < r.lo || c0 + VEC > r.hi) {
+      #pragma unroll
+      for (int q = 0; q < VEC; q++) f[q] = r.in(c0 + q) ? f[q] : 0.f;
+    }
   } else {
     #pragma unroll
-    for (int q = 0; q < VEC; q++) f[q] = r.in(c0 + q) ? load1(t + c0 + q) : 0.f;
+    for (int q = 0; q < VEC; q++) f[q] = 0.f;
   }
 }
 
@@ -185,15 +189,10 @@ __device__ __forceinline__ void word_slots(const elem_t *y, const elem_t *d, Geo
     const int j = base + i * TEAM + lane, c0 = g.h + j * VEC;
     #pragma unroll
     for (int q = 0; q < NW; q++) wy[i * NW + q] = wd[i * NW + q] = 0u;
-    if (live && j < end && c0 >= r.lo && c0 + VEC <= r.hi) {
+    if (live && j < end && c0 < r.hi && c0 + VEC > r.lo) {   // any key visible: one load each
       ldw<false, true>(y + c0, wy + i * NW);
       ldw<false, true>(d + c0, wd + i * NW);
-    } else if (live && j < end) {
-      float fy[VEC], fd[VEC];
-      vis_vector<true>(y, c0, r, fy);
-      vis_vector<true>(d, c0, r, fd);
-      #pragma unroll
-      for (int q = 0; q < NW; q++) wy[i * NW + q] = pack(fy + q * PER_WORD), wd[i * NW + q] = pack(fd + q * PER_WORD);
+      if (c0 < r.lo || c0 + VEC > r.hi) clear_masked(wy + i * NW, c0, r.lo, r.hi), clear_masked(wd + i * NW, c0, r.lo, r.hi);
     }
   }
 }
