@@ -147,13 +147,16 @@ print("float64 agreement: every mask kind, ALiBi, softcap, Q != K, fully masked 
 def nonfinite(dtype, K, bad):
     """A NaN among a row's visible scores makes its whole y NaN (as torch's) and its visible dx; a
     `bad` (NaN or inf) among a row's visible dy makes its visible dx not finite. Masked dx stays
-    exactly 0 (a masked dy of NaN is never read), masked y too in the other rows, which stay finite."""
+    exactly 0 (a masked dy of NaN is never read), masked y too in the other rows, which stay finite.
+    A NaN score and dy at key n, the first masked one (in a vector with visible keys where n is not a
+    multiple of the vector: the kernels load it whole and clear it), change nothing."""
     B, H, Q, n = 2, 2, 8, K // 3
     kl = torch.tensor([K, n], dtype=torch.int32, device="cuda")
     x = (torch.randn(B, H, Q, K, device="cuda") * 2).to(dtype)
     x[1, 0, 2, 5] = float("nan")
     dy = torch.randn(B, H, Q, K, device="cuda").to(dtype)
     dy[1, 1, 3, 7], dy[1, 1, 3, K - 1] = bad, float("nan")
+    x[1, 1, 4, n], dy[1, 0, 5, n] = float("nan"), bad   # masked keys beside the visible ones
     xin = x.clone().requires_grad_()
     y = softmax_tune.attention_softmax(xin, scale=0.5, key_lengths=kl)
     y.backward(dy)
