@@ -1,7 +1,7 @@
 """attn35_lengths.py CONFIG_LABEL — on the GPU machine, with SOFTMAX_TUNE_CACHE holding one pinned
 kernel: the bf16 1x1x32768x32768 key-padding backward (or --fwd: forward; --shape B,S) timed at
-several key lengths (fractions of K), each beside the Triton masked floor of bench/attention_softmax.py
-in the same interleaved rounds. Prints label, fraction, ms, floor ms, frac of floor."""
+several key lengths (--fracs of K, or --lengths), each beside the Triton masked floor of bench/attention_softmax.py
+in the same interleaved rounds. Prints label, key length, ms, floor ms, frac of floor."""
 import argparse
 import os
 import sys
@@ -30,7 +30,6 @@ dy = None if a.fwd else torch.randn(bh, 1, S, S, device="cuda", generator=g).to(
 out = torch.empty_like(x)
 lens = [int(v) for v in a.lengths.split(",")] if a.lengths else [int(float(f) * S) for f in a.fracs.split(",")]
 for L in lens:
-    f = L / S
     kl = torch.full((bh,), L, dtype=torch.int32, device="cuda")
     if a.fwd:
         fn = lambda: softmax_tune.attention_softmax(x, scale=B.SCALE, key_lengths=kl)  # noqa: E731
