@@ -8,11 +8,7 @@ t0=$(date +%s)
 . "$(dirname "$0")/run_test.sh"
 bash bench/host_run.sh build >"$out/build.txt" 2>&1 &
 run test_gpu_attn 300 .carry/test_gpu --attn & run test_gpu_attn_bw 300 .carry/test_gpu --attn-bw &
-wait
-tail -2 "$out/build.txt"
-run test_python_attn 300 python3 tests/test_python_attn.py
-SOFTMAX_TUNE_NO_CPP=1 run test_python_attn_ctypes 300 python3 tests/test_python_attn.py
-grep -E "non-finite" "$out/test_python_attn.log"
+python_attn_tests 300
 echo "tests: $(( $(date +%s) - t0 )) s"
 SOFTMAX_TUNE_CACHE=/tmp/q_py.db timeout $(( 590 - ($(date +%s) - t0) )) python3 bench/attention_softmax.py --quick \
   --tune .carry/softmax-tune --out "$out/attn-quick.tsv" >"$out/attn-quick.log" 2>&1

@@ -18,8 +18,5 @@ for red in smem shfl; do
   SOFTMAX_TUNE_CACHE=/tmp/l_$red.db timeout 100 python3 lab/attn35_lengths.py $red 2>&1 | tail -8
 done
 echo "lengths: $(( $(date +%s) - t0 )) s"
-wait; tail -2 "$out/build.txt"
-run test_python_attn 240 python3 tests/test_python_attn.py
-SOFTMAX_TUNE_NO_CPP=1 run test_python_attn_ctypes 200 python3 tests/test_python_attn.py
-grep -E "non-finite|passed|failures" "$out"/test_python_attn*.log | tail -6
+python_attn_tests 240
 echo "total: $(( $(date +%s) - t0 )) s"

@@ -17,8 +17,5 @@ for tv in "" .carry_tv/B; do
   TEMPLATES=$tv bash lab/attn35_align.sh
 done
 echo "A/B: $(( $(date +%s) - t0 )) s"
-wait; tail -2 "$out/build.txt"
-run test_python_attn 240 python3 tests/test_python_attn.py
-SOFTMAX_TUNE_NO_CPP=1 run test_python_attn_ctypes 200 python3 tests/test_python_attn.py
-grep -E "non-finite|failures" "$out"/test_python_attn*.log | tail -4
+python_attn_tests 240
 echo "total: $(( $(date +%s) - t0 )) s"
