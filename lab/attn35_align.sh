@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # attn35_align.sh — on the GPU machine: the slow key lengths of lab/attn35_curve.sh against their
 # neighbours a multiple of 8 (no partly visible vector), each beside the Triton floor. $OUT/align.tsv.
-# TEMPLATES=DIR (e.g. .carry_tv/B) tunes with those templates (its own cache): an A/B is two runs.
+# TEMPLATES=DIR (e.g. .carry_tv/B/templates) tunes with those templates (its own cache): an A/B is two runs.
 set -u
 . "$(dirname "$0")/../bench/carry_env.sh"
 SC=0.08838834764831845
 export SOFTMAX_TUNE_CACHE=/tmp/align_$(echo ${TEMPLATES:-main} | tr -c 'a-zA-Z0-9\n' _).db
 tv=${TEMPLATES:+--templates $TEMPLATES}
+[ -z "${TEMPLATES:-}" ] || [ -f "$TEMPLATES/space.lua" ] || { echo "TEMPLATES=$TEMPLATES: no space.lua there"; exit 2; }
 while read -r op s pyargs; do
   .carry/softmax-tune --op $op --shape $s --dtype bf16 --mask padding --scale $SC $tv --quiet >/tmp/t.log 2>&1
   echo "$op $s: $(grep -E '^winner' /tmp/t.log | grep -oE 'threads=[^ ]+')"

@@ -77,7 +77,7 @@ __device__ __forceinline__ void vector_scores(const elem_t *x, int c0, const Sco
     ldv<false, FINAL>(x + c0, f);
     #pragma unroll
     for (int q = 0; q < VEC; q++) f[q] = seen_score<CAP>(r, f[q], c0 + q);
-  } else if (c0 < r.hi && c0 + VEC > r.lo) {   // partly visible (clear_masked's reason)
+  } else if (c0 < r.hi && c0 + VEC > r.lo) {   // partly visible (set_masked's reason)
     ldv<false, FINAL>(x + c0, f);
     #pragma unroll
     for (int q = 0; q < VEC; q++) f[q] = c0 + q >= r.lo && c0 + q < r.hi ? seen_score<CAP>(r, f[q], c0 + q) : NEG_INF;
@@ -139,26 +139,35 @@ __device__ __forceinline__ void outputs(float *v, float m, float k)
 // register, their scores made again in each of three passes (max, sum, outputs). Without a bias a
 // score rises with its input (falls, where scale < 0), so the row's max comes from the words' max
 // (the sign bits flipped first where scale < 0), a max2 a word. A slot's vector is wholly visible
-// (its words as loaded), partly (loaded whole, its masked keys cleared, each then tested) or not at all.
+// (its words as loaded), partly (loaded whole) or not at all. Without a softcap and where scale != 0
+// a partly visible vector's masked keys hold the input whose score is -inf (fold), and it counts as
+// wholly visible: max2 keeps the max, exp gives 0, the output 0 (0 * k). Else they are cleared and
+// each key is tested.
 enum { NONE_SEEN, PART_SEEN, ALL_SEEN };
 
+template <bool CAP>
+__device__ __forceinline__ bool fold(const Scores &r) { return !CAP && r.scale != 0.f; }
+
+template <bool CAP>
 __device__ __forceinline__ int seen_of(Geo g, int j, int end, bool live, const Scores &r)
 {
   const int c0 = g.h + j * VEC;
   if (!live || j >= end || c0 + VEC <= r.lo || c0 >= r.hi) return NONE_SEEN;
-  return c0 >= r.lo && c0 + VEC <= r.hi ? ALL_SEEN : PART_SEEN;
+  return c0 >= r.lo && c0 + VEC <= r.hi || fold<CAP>(r) ? ALL_SEEN : PART_SEEN;
 }
 
 // The ITEMS body vectors from `base` (vector base + i*TEAM + lane in slot i) below `end` as words.
+template <bool CAP>
 __device__ __forceinline__ void word_load(const elem_t *x, Geo g, int base, int end, int lane, bool live, const Scores &r, u32 *w)
 {
+  const u32 masked = fold<CAP>(r) ? (r.scale > 0.f ? NEG_WORD : NEG_WORD ^ 0x80008000u) : 0u;   // inputs of score -inf
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    const int j = base + i * TEAM + lane, c0 = g.h + j * VEC, seen = seen_of(g, j, end, live, r);
+    const int j = base + i * TEAM + lane, c0 = g.h + j * VEC, seen = seen_of<CAP>(g, j, end, live, r);
     #pragma unroll
     for (int q = 0; q < NW; q++) w[i * NW + q] = 0u;
     if (seen != NONE_SEEN) ldw<false, true>(x + c0, w + i * NW);
-    if (seen == PART_SEEN) clear_masked(w + i * NW, c0, r.lo, r.hi);
+    if (seen != NONE_SEEN && (c0 < r.lo || c0 + VEC > r.hi)) set_masked(w + i * NW, c0, r.lo, r.hi, masked);
   }
 }
 
@@ -191,7 +200,7 @@ __device__ __forceinline__ float word_max(const u32 *w, Geo g, int base, int end
   float m = me;
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    const int j = base + i * TEAM + lane, seen = seen_of(g, j, end, live, r);
+    const int j = base + i * TEAM + lane, seen = seen_of<CAP>(g, j, end, live, r);
     if (seen == ALL_SEEN) {
       #pragma unroll
       for (int q = 0; q < NW; q++) mw = max2(mw, w[i * NW + q] ^ flip);
@@ -214,7 +223,7 @@ __device__ __forceinline__ float word_sum(const u32 *w, Geo g, int base, int end
   float t[ITEMS];
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    const int j = base + i * TEAM + lane, seen = seen_of(g, j, end, live, r);
+    const int j = base + i * TEAM + lane, seen = seen_of<CAP>(g, j, end, live, r);
     t[i] = 0.f;
     if (seen != NONE_SEEN) slot_each<CAP, false>(w, i, g.h + j * VEC, seen, r, [&](int, float z) { t[i] += ex_finite(z, m); });
   }
@@ -230,7 +239,7 @@ __device__ __forceinline__ void word_out(elem_t *y, const u32 *w, Geo g, int bas
 {
   #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
-    const int j = base + i * TEAM + lane, seen = seen_of(g, j, end, live, r);
+    const int j = base + i * TEAM + lane, seen = seen_of<CAP>(g, j, end, live, r);
     float f[VEC];
     #pragma unroll
     for (int q = 0; q < VEC; q++) f[q] = 0.f * k;
@@ -259,7 +268,7 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
 % end
 % if hold == "packed" then
     u32 w[HELD];
-    word_load(x, g, begin, end, lane, live, r, w);
+    word_load<CAP>(x, g, begin, end, lane, live, r, w);
     int jlo, jhi;   // masked outputs written while the loads are in flight (0; 0 * k again below)
     vis_span(g, r.lo, r.hi, &jlo, &jhi);
     if (live) masked_fill(y, g, jlo, jhi, lane, 0.f);

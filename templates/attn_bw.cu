@@ -37,7 +37,7 @@ __device__ __forceinline__ Vis vis_of(const AttnParams &p, i64 row)
 }
 
 // The VEC values of a tensor at keys c0.., 0 for the masked: one vector load where any is visible
-// (clear_masked's reason), none where none is. FINAL: the last read of them.
+// (set_masked's reason), none where none is. FINAL: the last read of them.
 template <bool FINAL>
 __device__ __forceinline__ void vis_vector(const elem_t *t, int c0, const Vis &r, float *f)
 {
@@ -192,7 +192,7 @@ __device__ __forceinline__ void word_slots(const elem_t *y, const elem_t *d, Geo
     if (live && j < end && c0 < r.hi && c0 + VEC > r.lo) {   // any key visible: one load each
       ldw<false, true>(y + c0, wy + i * NW);
       ldw<false, true>(d + c0, wd + i * NW);
-      if (c0 < r.lo || c0 + VEC > r.hi) clear_masked(wy + i * NW, c0, r.lo, r.hi), clear_masked(wd + i * NW, c0, r.lo, r.hi);
+      if (c0 < r.lo || c0 + VEC > r.hi) set_masked(wy + i * NW, c0, r.lo, r.hi), set_masked(wd + i * NW, c0, r.lo, r.hi);
     }
   }
 }

@@ -16,17 +16,19 @@
 __device__ __forceinline__ float safe_max(float m) { return m == NEG_INF ? 0.f : m; }
 
 #ifdef NW   // (vector accesses of 4 bytes or more: the packed families')
-// A partly visible vector's words as loaded whole, its keys outside [lo, hi) cleared (+0). Its
-// 32-byte sector is read either way; one vector load instead of a load a key spares the warp a
-// wait that cost key padding 15-25% where lengths are not a multiple of VEC (H100, bf16 4x8192).
-__device__ __forceinline__ void clear_masked(u32 *w, int c0, int lo, int hi)
+// A partly visible vector's words as loaded whole, its keys outside [lo, hi) set to the raw bits
+// of `bits` (0: +0). Its 32-byte sector is read either way; one vector load instead of a load a key
+// spares the warp a wait that cost key padding 15-25% where lengths are not a multiple of VEC
+// (H100, bf16 4x8192).
+__device__ __forceinline__ void set_masked(u32 *w, int c0, int lo, int hi, u32 bits = 0u)
 {
   #pragma unroll
   for (int q = 0; q < NW; q++) {
     #pragma unroll
     for (int e = 0; e < PER_WORD; e++) {
       const int c = c0 + q * PER_WORD + e;
-      if (c < lo || c >= hi) w[q] &= PER_WORD == 1 ? 0u : ~(0xffffu << (16 * e));
+      const u32 part = PER_WORD == 1 ? ~0u : 0xffffu << (16 * e);
+      if (c < lo || c >= hi) w[q] = (w[q] & ~part) | (bits & part);
     }
   }
 }
