@@ -34,7 +34,7 @@ static const gen_Op OPS[GEN_NOP] = {
   { "cross_entropy", 1, 1, 16, 5, 1, "st_fill_ce", "st_check_ce", GEN_FLOOR_COPY, "a copy of the logits" },
   { "cross_entropy_loss", 1, 0, 16, 5, 1, "st_fill_ce", "st_check_ce", GEN_FLOOR_READ,
     "a kernel reading the logits and writing a float a row" },
-  { "attention_softmax", 1, 1, 0, 2, 2, "st_fill_attn", "st_check_attn", GEN_FLOOR_MASKED,
+  { "attention_softmax", 1, 1, 0, 2, 2, "st_fill_attn_scores", "st_check_attn", GEN_FLOOR_MASKED,
     "a copy over the mask: the visible scores read, every one written" },
   { "attention_softmax_backward", 2, 1, 0, 4, 2, "st_fill_attn_bw", "st_check_attn_bw", GEN_FLOOR_MASKED_BW,
     "a kernel over the mask: the visible y and dy (and x under a softcap) read, all of dx written" },

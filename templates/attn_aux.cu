@@ -2,6 +2,9 @@
 // and check.cu, whose helpers it uses); the scores come from st_fill without its special rows:
 //   st_fill_attn   the key lengths [B] (timing: those the tuner times by) and ALiBi slopes [H]
 //                  (attn_mask.h's am_fill_*, am_time_length);
+//   st_fill_attn_scores  the scores: fill.cu's finite logits where visible, NaN where a
+//                  structured mask (causal, window, key padding) hides them, so a kernel that
+//                  reads one and lets it through fails the check
 //   st_fill_attn_bias  the bias tensor [Q, K], broadcast over B and H
 //   st_check_attn  every element against the float64 reference by verify_attn.h's rule: masked
 //                  ones exactly 0, visible ones within their bounds, never the poison
@@ -21,6 +24,23 @@ st_fill_attn(int *lengths, float *slopes, i64 batches, i64 heads, int timing)
   for (i64 i = blockIdx.x * 256ll + threadIdx.x; i < batches || i < heads; i += gridDim.x * 256ll) {
     if (i < batches) lengths[i] = timing ? am_time_length(i, COLS) : am_fill_length(i, COLS);
     if (i < heads) slopes[i] = am_fill_slope(i, heads);
+  }
+}
+
+// Score c of row r (hash hr) whose visible keys are [lo, hi): a logit without specials, else NaN.
+__device__ __forceinline__ float masked_logit(u64 hr, i64 r, i64 c, long long lo, long long hi)
+{
+  return c >= lo && c < hi ? logit(hr, r, c, 0) : (float)NAN64;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+st_fill_attn_scores(elem_t *x, i64 rows, u64 seed, AttnParams p)
+{
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const u64 hr = row_hash(seed, r);
+    long long lo, hi;
+    am_range(MASK, &p, (const int *)p.key_lengths, COLS, r, &lo, &hi);
+    for (i64 c = threadIdx.x; c < COLS; c += 256) store1(x + r * COLS + c, masked_logit(hr, r, c, lo, hi));
   }
 }
 

@@ -1,6 +1,6 @@
 // attn_bw_aux.cu — the tuner's kernels for attention_softmax_backward (rendered inside aux.cu,
-// after attn_aux.cu, whose mask constants and st_fill_attn it shares):
-//   st_fill_attn_bw   fresh inputs: x fill.cu's finite logits, y the float64 masked softmax of
+// after attn_aux.cu, whose mask constants, st_fill_attn and masked_logit it shares):
+//   st_fill_attn_bw   fresh inputs: x as st_fill_attn_scores's, y the float64 masked softmax of
 //                     their scores (scale and softcap; 0 where masked or for a row that sees
 //                     nothing) rounded to the dtype, dy uniform in +-1 times a row scale of
 //                     1e-3..1e3; masked x and dy NaN, so a kernel that reads one fails the check
@@ -21,7 +21,7 @@ st_fill_attn_bw(elem_t *x, elem_t *y, elem_t *dy, i64 rows, u64 seed, AttnParams
     am_range(MASK, &p, (const int *)p.key_lengths, COLS, r, &lo, &hi);
     double m = -INF64, s = 0., part;
     for (i64 c = threadIdx.x; c < COLS; c += 256) {   // each thread reads back only what it wrote
-      store1(xr + c, c >= lo && c < hi ? logit(hr, r, c, 0) : (float)NAN64);
+      store1(xr + c, masked_logit(hr, r, c, lo, hi));
       if (c >= lo && c < hi) m = fmax(m, vr_attn_z(load1(xr + c), p.scale, p.softcap, 0., &part));
     }
     m = block_fold<true>(m, sh);

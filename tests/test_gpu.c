@@ -14,7 +14,8 @@
 **                        left clear), each on one config of every family
 **   test_gpu --attn      attention_softmax: every mask and bias kind, with and without a softcap,
 **                        a scale, ragged and long rows (both families), Q > K (rows that see
-**                        nothing), padding (key lengths 0..K), each dtype; a sample of each space
+**                        nothing), padding (key lengths 0..K), each dtype; a sample of each space,
+**                        after the fill read back (masked scores NaN, visible ones finite)
 **   test_gpu --attn-bw   attention_softmax_backward the same way: every mask kind, with and without
 **                        a softcap (x then a third input), both families; the default run and
 **                        --all run both attention ops' cases too
@@ -22,13 +23,16 @@
 **                        memory, two passes, split by cluster, by global exchange, pipelined)
 **                        on small shapes with tails, f32 and bf16: for compute-sanitizer
 */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "gen.h"
+#include "ref.h"
 #include "sample.h"
 #include "tune.h"
+#include "attn_mask.h"
 
 typedef struct Case { int64_t rows, cols; int dtype, op; } Case;
 
@@ -201,6 +205,37 @@ static int ce_labels(tune_Gpu *gpu, const gen_Problem *p, const CeCase *c, char 
   return rc;
 }
 
+/* The forward's verification fill (as the tuner's fresh input): every score a structured mask
+** hides NaN, so a config that reads one and lets it through fails; every visible score finite. */
+static void check_masked_fill(tune_Gpu *gpu, const gen_Problem *p, const tune_AttnOptions *o)
+{
+  char err[512];
+  const int64_t n = p->rows * p->cols, es = gen_dtype_size(p->dtype), batches = p->rows / o->q / o->h;
+  void *x = malloc((size_t)(n * es));
+  int *len = malloc((size_t)(batches > 0 ? batches : 1) * sizeof *len);
+  CUdeviceptr in, out;
+  CUstream s;
+  AttnParams a;
+  long long lo, hi, bad = 0;
+  tune_gpu_buffers(gpu, &in, &out, &s);
+  if (!x || !len || tune_gpu_fill(gpu, err, sizeof err) || tune_gpu_driver(gpu)->cuMemcpyDtoH(x, in, (size_t)(n * es))) {
+    CHECK(0, "the masked fill: %s", x && len ? err : "out of memory");
+    free(x), free(len);
+    return;
+  }
+  tune_attn_params(p, o, &a);
+  for (int64_t b = 0; b < batches; b++) len[b] = am_fill_length(b, p->cols);
+  for (int64_t r = 0; r < p->rows; r++) {
+    am_range(p->mask, &a, len, p->cols, r, &lo, &hi);
+    for (int64_t c = 0; c < p->cols; c++) {
+      const double v = tune_load(x, p->dtype, r * p->cols + c);
+      bad += c >= lo && c < hi ? !isfinite(v) : !isnan(v);
+    }
+  }
+  CHECK(bad == 0, "the masked fill: %lld scores not NaN where masked or not finite where visible", bad);
+  free(x), free(len);
+}
+
 /* The sample (all: every config; families: one of each family) of cs's space, verified; with
 ** ce, under that case's options and labels, the bad-label flag checked after. */
 static void run_case(const Case *cs, int all, int ordinal, int families, const CeCase *ce, const AttnCase *attn)
@@ -232,6 +267,7 @@ static void run_case(const Case *cs, int all, int ordinal, int families, const C
     CHECK(0, "prepare: %s", err);
   else {
     tune_Backend b = tune_gpu_backend(gpu);
+    if (attn && p.op == GEN_ATTN && p.mask) check_masked_fill(gpu, &p, &attn->o);
     for (int i = 0; i < n; i++) {
       char fam[64];
       family_of(list[i], fam, sizeof fam);

@@ -247,7 +247,7 @@ static int setup(tune_Gpu *g, char *err, size_t errlen)
     return cu_msg(g, "cannot allocate GPU memory", r, err, errlen), 1;
   static const char *const floors[] = { NULL, "st_add", "st_read_rows", "st_attn_floor", "st_attn_bw_floor" };
   if ((r = d->cuModuleLoadData(&g->auxmod, g->aux.data)) ||
-      (r = d->cuModuleGetFunction(&g->fill, g->auxmod, (g->ce || g->attn) && !g->attn_bw ? "st_fill" : g->op->fill)) ||
+      (r = d->cuModuleGetFunction(&g->fill, g->auxmod, g->ce ? "st_fill" : g->op->fill)) ||
       (g->ce && (r = d->cuModuleGetFunction(&g->fill_ce, g->auxmod, g->op->fill))) ||
       (g->attn && (r = d->cuModuleGetFunction(&g->fill_attn, g->auxmod, "st_fill_attn"))) ||
       (g->tbias && (r = d->cuModuleGetFunction(&g->fill_bias, g->auxmod, "st_fill_attn_bias"))) ||
@@ -428,11 +428,12 @@ static CUresult fresh_input(tune_Gpu *g)
   long long nbias = g->attn ? g->aparams.q * g->p.cols : 0;
   void *args_bias[] = { &g->tbias, &nbias };
   void *args_attn_bw[] = { &g->ax, &g->in, &g->in2, &rows, &seed, &g->aparams };
-  if (g->ce || g->attn) specials = 0;   /* a loss needs finite logits; attention's rule is for finite scores */
+  void *args_attn[] = { &g->in, &rows, &seed, &g->aparams };
+  if (g->ce) specials = 0;   /* a loss needs finite logits */
   /* the key lengths first: the backward's fill reads them */
   CUresult r = g->attn ? attn_lengths(g, 0) : CUDA_SUCCESS;
   if (!r && g->tbias) r = d->cuLaunchKernel(g->fill_bias, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_bias, NULL);
-  if (!r) r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->attn_bw ? args_attn_bw : g->bw ? args_bw : args, NULL);
+  if (!r) r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->attn_bw ? args_attn_bw : g->attn ? args_attn : g->bw ? args_bw : args, NULL);
   if (!r && g->ce) r = d->cuLaunchKernel(g->fill_ce, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_ce, NULL);
   if (!r && g->own_labels)
     r = d->cuMemcpyHtoDAsync(g->labels, g->own_labels, (size_t)g->p.rows * (g->params.labels64 ? 8 : 4), g->stream);
