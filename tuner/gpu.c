@@ -416,24 +416,31 @@ static CUresult attn_lengths(tune_Gpu *g, int timing)
   return g->drv.cuLaunchKernel(g->fill_attn, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL);
 }
 
+/* The op's tensors drawn afresh (with the special rows; attention's by the key lengths set now:
+** a score they mask is NaN). */
+static CUresult fill_tensors(tune_Gpu *g, unsigned long long seed)
+{
+  long long rows = g->p.rows;
+  int specials = !g->ce;   /* a loss needs finite logits */
+  void *args[] = { &g->in, &rows, &seed, &specials }, *args_bw[] = { &g->in, &g->in2, &rows, &seed, &specials };
+  void *args_attn[] = { &g->in, &rows, &seed, &g->aparams }, *args_attn_bw[] = { &g->ax, &g->in, &g->in2, &rows, &seed, &g->aparams };
+  return g->drv.cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream,
+                               g->attn_bw ? args_attn_bw : g->attn ? args_attn : g->bw ? args_bw : args, NULL);
+}
+
 /* Fresh random input (with the special rows) and the output poisoned. */
 static CUresult fresh_input(tune_Gpu *g)
 {
   tune_Driver *d = &g->drv;
   long long rows = g->p.rows;
   unsigned long long seed = ++g->seed * 0xbf58476d1ce4e5b9ull;
-  int specials = 1;
-  void *args[] = { &g->in, &rows, &seed, &specials }, *args_bw[] = { &g->in, &g->in2, &rows, &seed, &specials };
   void *args_ce[] = { &g->labels, &g->weight, &rows, &seed, &g->params };
   long long nbias = g->attn ? g->aparams.q * g->p.cols : 0;
   void *args_bias[] = { &g->tbias, &nbias };
-  void *args_attn_bw[] = { &g->ax, &g->in, &g->in2, &rows, &seed, &g->aparams };
-  void *args_attn[] = { &g->in, &rows, &seed, &g->aparams };
-  if (g->ce) specials = 0;   /* a loss needs finite logits */
-  /* the key lengths first: the backward's fill reads them */
+  /* the key lengths first: the fill reads them */
   CUresult r = g->attn ? attn_lengths(g, 0) : CUDA_SUCCESS;
   if (!r && g->tbias) r = d->cuLaunchKernel(g->fill_bias, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_bias, NULL);
-  if (!r) r = d->cuLaunchKernel(g->fill, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, g->attn_bw ? args_attn_bw : g->attn ? args_attn : g->bw ? args_bw : args, NULL);
+  if (!r) r = fill_tensors(g, seed);
   if (!r && g->ce) r = d->cuLaunchKernel(g->fill_ce, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_ce, NULL);
   if (!r && g->own_labels)
     r = d->cuMemcpyHtoDAsync(g->labels, g->own_labels, (size_t)g->p.rows * (g->params.labels64 ? 8 : 4), g->stream);
@@ -952,13 +959,16 @@ static CUresult timed_runs(tune_Gpu *g, CUresult (*go)(tune_Gpu *, void *), void
 }
 
 /* n launches of go(g, arg), each timed alone by events with L2 flushed before it; under a key
-** padding mask by the lengths the tuner times by, those it verifies by set again after. */
+** padding mask by the lengths the tuner times by and tensors drawn for them (no NaN where they
+** see: a NaN row does more work), those it verifies by set again after, and tensors for them. */
 static CUresult timed(tune_Gpu *g, CUresult (*go)(tune_Gpu *, void *), void *arg, int n, double *us)
 {
   const int padded = g->attn && (g->p.mask & GEN_MASK_PADDING);
   CUresult r = padded ? attn_lengths(g, 1) : CUDA_SUCCESS;
+  if (!r && padded) r = fill_tensors(g, ++g->seed * 0xbf58476d1ce4e5b9ull);
   if (!r) r = timed_runs(g, go, arg, n, us);
-  return padded && !r ? attn_lengths(g, 0) : r;
+  if (!r && padded) r = attn_lengths(g, 0);
+  return !r && padded ? fill_tensors(g, ++g->seed * 0xbf58476d1ce4e5b9ull) : r;
 }
 
 /* The floor (gen_Op): a copy of the tensor; for the backward ops out = in + in2 (two reads, a
