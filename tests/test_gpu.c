@@ -209,7 +209,7 @@ static int ce_labels(tune_Gpu *gpu, const gen_Problem *p, const CeCase *c, char 
 ** hides NaN, so a config that reads one and lets it through fails; every visible score finite. */
 static void check_masked_fill(tune_Gpu *gpu, const gen_Problem *p, const tune_AttnOptions *o)
 {
-  char err[512];
+  char err[512] = "cannot copy the scores back";
   const int64_t n = p->rows * p->cols, es = gen_dtype_size(p->dtype), batches = p->rows / o->q / o->h;
   void *x = malloc((size_t)(n * es));
   int *len = malloc((size_t)(batches > 0 ? batches : 1) * sizeof *len);
