@@ -1,5 +1,5 @@
 // attn_aux.cu — the tuner's kernels for attention_softmax (rendered inside aux.cu, after fill.cu
-// and check.cu, whose helpers it uses); the scores come from st_fill without its special rows:
+// and check.cu, whose helpers it uses):
 //   st_fill_attn   the key lengths [B] (timing: those the tuner times by) and ALiBi slopes [H]
 //                  (attn_mask.h's am_fill_*, am_time_length);
 //   st_fill_attn_scores  the scores: fill.cu's finite logits where visible, NaN where a

@@ -416,6 +416,12 @@ static CUresult attn_lengths(tune_Gpu *g, int timing)
   return g->drv.cuLaunchKernel(g->fill_attn, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args, NULL);
 }
 
+/* A fresh seed for the fill kernels. */
+static unsigned long long next_seed(tune_Gpu *g)
+{
+  return ++g->seed * 0xbf58476d1ce4e5b9ull;
+}
+
 /* The op's tensors drawn afresh (with the special rows; attention's by the key lengths set now:
 ** a score they mask is NaN). */
 static CUresult fill_tensors(tune_Gpu *g, unsigned long long seed)
@@ -433,7 +439,7 @@ static CUresult fresh_input(tune_Gpu *g)
 {
   tune_Driver *d = &g->drv;
   long long rows = g->p.rows;
-  unsigned long long seed = ++g->seed * 0xbf58476d1ce4e5b9ull;
+  unsigned long long seed = next_seed(g);
   void *args_ce[] = { &g->labels, &g->weight, &rows, &seed, &g->params };
   long long nbias = g->attn ? g->aparams.q * g->p.cols : 0;
   void *args_bias[] = { &g->tbias, &nbias };
@@ -965,10 +971,10 @@ static CUresult timed(tune_Gpu *g, CUresult (*go)(tune_Gpu *, void *), void *arg
 {
   const int padded = g->attn && (g->p.mask & GEN_MASK_PADDING);
   CUresult r = padded ? attn_lengths(g, 1) : CUDA_SUCCESS;
-  if (!r && padded) r = fill_tensors(g, ++g->seed * 0xbf58476d1ce4e5b9ull);
+  if (!r && padded) r = fill_tensors(g, next_seed(g));
   if (!r) r = timed_runs(g, go, arg, n, us);
   if (!r && padded) r = attn_lengths(g, 0);
-  return !r && padded ? fill_tensors(g, ++g->seed * 0xbf58476d1ce4e5b9ull) : r;
+  return !r && padded ? fill_tensors(g, next_seed(g)) : r;
 }
 
 /* The floor (gen_Op): a copy of the tensor; for the backward ops out = in + in2 (two reads, a
