@@ -3,7 +3,9 @@
 ** templates in DIR is carried over to these templates when every entry's kernel is the same
 ** under both (source and launch): a change elsewhere in the templates, such as a new op, leaves
 ** the table's kernels as they were, and their timings with them. The table's templates line
-** then names these templates and its made line says it was restamped. One entry whose kernel
+** then names these templates, and its made line stays one line: each command that tuned entries
+** (pretune --grid, --from-cache, --add) with the templates it tuned them under, then one
+** "restamped" clause however often the table is carried over (made_line). One entry whose kernel
 ** differs refuses the whole table (tune it again: pretune --grid); the file is rewritten whole
 ** or not at all. Also what reads a table for the other pretune modes (cli_read_table, --add).
 */
@@ -85,6 +87,56 @@ static int same_kernel(gen_State *a, gen_State *b, int arch, const char *line, c
   return rc;
 }
 
+#define RESTAMPED "restamped "
+#define TUNED_WITH " (templates "
+
+/* Whether clause c[0..n) already ends in " (templates HASH)". */
+static int says_templates(const char *c, size_t n)
+{
+  size_t k = sizeof TUNED_WITH - 1, h = 0;
+  if (n < k + 2 || c[n - 1] != ')') return 0;
+  while (h < n - 1 - k && strchr("0123456789abcdef", c[n - 2 - h])) h++;
+  return h > 0 && !memcmp(c + n - 1 - h - k, TUNED_WITH, k);
+}
+
+/* Clause c[0..n), then " (templates HASH)" where it does not say them yet. */
+static void put_clause(FILE *f, int *first, const char *c, size_t n, const char *hash, size_t hn)
+{
+  fprintf(f, "%s%.*s", *first ? "" : "; ", (int)n, c);
+  if (hash && hn && !says_templates(c, n)) fprintf(f, TUNED_WITH "%.*s)", (int)hn, hash);
+  *first = 0;
+}
+
+/* The made line of a restamped table, one line however often it is restamped: its clauses (the
+** commands that tuned entries, "; " between them) each with the templates they tuned under,
+** then one restamped clause. Those templates are the next restamped clause's "from templates
+** H" (as restamp wrote it before) or, for the last command, the table's templates now (hash):
+** --add adds only to a table of the current templates. Earlier restamped clauses go. */
+static void made_line(FILE *f, const char *made, const char *hash)
+{
+  const char *c = made, *held = NULL;
+  size_t held_n = 0;
+  int first = 1;
+  fprintf(f, "# made\t");
+  while (*c) {
+    const char *end = strstr(c, "; ");
+    size_t n = end ? (size_t)(end - c) : strlen(c);
+    if (!strncmp(c, RESTAMPED, sizeof RESTAMPED - 1)) {
+      const char *from = strstr(c, "from templates ");
+      size_t hn = 0;
+      if (from && from < c + n)
+        for (from += 15; from + hn < c + n && strchr("0123456789abcdef", from[hn]); hn++) {}
+      if (held) put_clause(f, &first, held, held_n, from, hn), held = NULL;
+    } else if (n) {
+      if (held) put_clause(f, &first, held, held_n, NULL, 0);
+      held = c, held_n = n;
+    }
+    c += n + (end ? 2 : 0);
+  }
+  if (held) put_clause(f, &first, held, held_n, hash, 12);
+  fprintf(f, "%s" RESTAMPED "by softmax-tune pretune --restamp (every entry's kernel the same)\n", first ? "" : "; ");
+}
+
 static int write_restamped(const char *path, const cli_Table *t, const char *hash)
 {
   char tmp[4200];
@@ -93,9 +145,7 @@ static int write_restamped(const char *path, const cli_Table *t, const char *has
   if (!f) return cli_fail("cannot write '%s'", tmp), 1;
   for (int i = 0; i < t->n; i++) {
     if (t->lines[i] == t->hash - 12) fprintf   /* the templates line */(f, "# templates\t%s\n", hash);
-    else if (!strncmp(t->lines[i], "# made\t", 7))
-      fprintf(f, "%s; restamped from templates %.12s by softmax-tune pretune --restamp (every entry's kernel the same)\n",
-              t->lines[i], t->hash);
+    else if (!strncmp(t->lines[i], "# made\t", 7)) made_line(f, t->lines[i] + 7, t->hash);
     else if (i < t->n - 1 || t->lines[i][0]) fprintf(f, "%s\n", t->lines[i]);
   }
   if (fclose(f) || rename(tmp, path)) return remove(tmp), cli_fail("cannot write '%s'", path), 1;
