@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
-"""host_parts.py — one-off (issue 39, session 27): where the eager call's host time goes, next to
-torch's. Each line: a loop of 3000 calls then one synchronize, median of 5 loops, us a call, with
-the C++ ops (softmax_tune._C built: bench/host_run.sh build; at the time also SOFTMAX_TUNE_CPP_OPS=1).
+"""host_parts.py — where does an eager softmax_tune.softmax call's host time go, next to torch's?
+Each line: a loop of 3000 calls then one synchronize, median of 5 loops, us a call, with the C++
+ops where built (softmax_tune._C: bench/host_run.sh build), then the GPU time a kernel back to back.
+On the GPU machine, .carry/ packed, from the repository root:
 
     python3 lab/host_parts.py [ROWSxCOLS]
+
+On an H100 (2026-11-26): an eager 32x1000 call 6.4 us against torch's 6.8 in one
+process, where two loops one after the other had read 10.1 against 7.9: the host's speed drifts
+by a third between loops, so bench/host_overhead.py takes turns since d8562d7
+(docs/design/python-host.md).
 """
 import os
 import statistics

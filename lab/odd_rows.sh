@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# odd_rows.sh — one-off (session 27, prediction 60/61): on the GPU machine with .carry packed, the
-# tuner's landscape for tall problems of short odd rows (where the untuned path holds one thread a
-# row with vectors that start unaligned), and two pinned configs of f16 30x1302937 (tests/
-# test_untuned.c's case: reg split=128 against packed split=64). Prints each tune's log: config and
-# fraction of copy, best first.
+# odd_rows.sh — which configs win on tall problems of short rows that end inside a vector? The
+# tuner's landscape (each tune's log: fraction of copy and config, best first, beside the untuned
+# path's pick from `explain`) for seven such problems, then two pinned configs of f16 30x1302937
+# (tests/test_untuned.c's case: reg split=128 against packed split=64). The measurements behind
+# templates/untuned.lua's rule for 16-bit rows under 32 bytes (H100, 2026-11-26, b275b24:
+# f16 684634x13 with 4-byte vectors, two threads a row, 1.02 of copy; with 16-byte vectors < 0.74).
+# On the GPU machine, .carry/ packed by bench/carry.sh, from the repository root:
+#   bash lab/odd_rows.sh
 set -u
 . "$(dirname "$0")/../bench/carry_env.sh"
 B=.carry/softmax-tune

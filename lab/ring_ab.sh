@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ring_ab.sh [ROUNDS] [SHAPE] — on the GPU machine, from the repository root, with .carry/ packed by
 # bench/carry.sh: the long-row ring kernels pinned with --config (static ring against claim, bf16
-# and f32), each under the committed templates and under each patch of lab/patches/, ROUNDS
+# and f32), each under the committed templates and under each ring patch of lab/patches/, ROUNDS
 # rounds (default 2) in turn, so that a variant's spread shows next to its neighbours'. Every
 # pinned run verifies its kernel against float64 and times it against the copy in the same
 # process; the table gives the tuner's fraction of copy, the kernel's and the copy's us. With
@@ -21,7 +21,7 @@ f32:threads=1024,items=2,vec=4,$R,split=128,xchg=claim"
 
 # one folder of templates per variant: the committed ones, then each patch applied to a copy
 variants="committed=templates"
-for p in lab/patches/*.patch; do
+for p in lab/patches/ring-*.patch; do
   v=$(basename "$p" .patch)
   rm -rf "/tmp/ab_$v" && mkdir -p "/tmp/ab_$v" && cp -r templates "/tmp/ab_$v/"
   if (cd "/tmp/ab_$v" && git apply "$OLDPWD/$p"); then variants="$variants $v=/tmp/ab_$v/templates"

@@ -1,7 +1,12 @@
-"""attn35_lengths.py CONFIG_LABEL — on the GPU machine, with SOFTMAX_TUNE_CACHE holding one pinned
-kernel: the bf16 1x1x32768x32768 key-padding backward (or --fwd: forward; --shape B,S) timed at
-several key lengths (--fracs of K, or --lengths), each beside the Triton masked floor of bench/attention_softmax.py
-in the same interleaved rounds. Prints label, key length, ms, floor ms, frac of floor."""
+"""attn_key_lengths.py LABEL — how fast is a tuned attention kernel at each key length? On the GPU
+machine, with SOFTMAX_TUNE_CACHE holding the tuned kernel (lab/attn_key_lengths.sh tunes it first):
+the bf16 1x1x32768x32768 key-padding backward (or --fwd: the forward; --shape B,S; --dtype) with
+every batch at one key length L, for each L of --fracs (fractions of K) or --lengths, timed beside
+the Triton masked floor of bench/attention_softmax.py in the same interleaved rounds. Prints
+label, L, ms, floor ms, fraction of the floor. --once: one call each, no timing (under a profiler).
+
+    python3 lab/attn_key_lengths.py bwd/1x32768 --shape 1,32768 --lengths 13926,13928
+"""
 import argparse
 import os
 import sys
