@@ -418,17 +418,15 @@ int cache_get(cache_Db *c, const cache_Key *k, cache_Entry *e)
                    1);
 }
 
-int cache_similar(cache_Db *c, const cache_Key *k, cache_Entry *e)
+int cache_similar(cache_Db *c, const cache_Key *k, int64_t lo, int64_t hi, cache_Entry *e)
 {
-  cache_Key kk = *k;
   sqlite3_stmt *st;
   int rc;
-  const char *sql = "SELECT " ENTRY_COLS ", cubin FROM entries WHERE " KEY_MATCH " AND cols = ?9 "
-                    "ORDER BY abs(rows - ?10) LIMIT 1";
+  const char *sql = "SELECT " ENTRY_COLS ", cubin FROM entries WHERE " KEY_MATCH " AND cols BETWEEN ?11 AND ?12 "
+                    "ORDER BY abs(cols - ?10), abs(rows - ?9) LIMIT 1";
   if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_fail(c, "looking up");
-  kk.rows = k->cols;   /* ?9 is cols here, ?10 the rows to be near */
-  kk.cols = k->rows;
-  if (bind_key(st, &kk, 1) != SQLITE_OK) rc = sql_fail(c, "binding a key");
+  if (bind_key(st, k, 1) != SQLITE_OK || sqlite3_bind_int64(st, 11, lo) != SQLITE_OK || sqlite3_bind_int64(st, 12, hi) != SQLITE_OK)
+    rc = sql_fail(c, "binding a key");
   else if ((rc = sqlite3_step(st)) == SQLITE_ROW) rc = read_entry(c, st, e, 1);
   else if (rc == SQLITE_DONE) rc = fail(c, CACHE_MISS, "no similar entry");
   else rc = sql_fail(c, "looking up");

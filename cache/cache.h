@@ -89,8 +89,10 @@ const char *cache_error(const cache_Db *db);
 ** k's driver and NVRTC are not matched: e->key has those the entry was made under. */
 int cache_get(cache_Db *db, const cache_Key *k, cache_Entry *e);
 void cache_entry_free(cache_Entry *e);
-/* Entries for these cols, dtype, op on this GPU (other rows): for reusing a tuned config. */
-int cache_similar(cache_Db *db, const cache_Key *k, cache_Entry *e);
+/* The entry of this GPU, dtype and op (and kinds) whose cols lie in [lo, hi] (a width class:
+** its kernel serves every width of it), nearest k's cols, then k's rows: for reusing a tuned
+** kernel on other shapes. */
+int cache_similar(cache_Db *db, const cache_Key *k, int64_t lo, int64_t hi, cache_Entry *e);
 
 /* Store a run, its trials and (when e is not NULL) its winning entry, in one transaction. */
 int cache_store(cache_Db *db, cache_Run *run, const cache_Trial *trials, int ntrials, const cache_Entry *e);

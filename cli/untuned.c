@@ -29,13 +29,14 @@ static int explain_device(cli_Options *o, gen_State *g, tune_Device *dev, cache_
   return 0;
 }
 
-/* The tuned entry the runtime would load for p (this shape, or these cols): 1 when said. */
-static int explain_cached(cache_Db *db, const cache_Key *k)
+/* The tuned entry the runtime would load for p (this shape, or the nearest of its width class
+** [lo, hi]): 1 when said. */
+static int explain_cached(cache_Db *db, const cache_Key *k, int64_t lo, int64_t hi)
 {
   cache_Entry e;
   if (!db) return 0;
   int rc = cache_get(db, k, &e);
-  if (rc != CACHE_OK) rc = cache_similar(db, k, &e);
+  if (rc != CACHE_OK) rc = cache_similar(db, k, lo, hi, &e);
   if (rc != CACHE_OK) return 0;
   printf("kernel   %s\nsource   your cache: tuned for %lldx%lld (%.3f of copy)\n", e.config, (long long)e.key.rows,
          (long long)e.key.cols, e.frac);
@@ -73,7 +74,10 @@ int cli_explain(cli_Options *o)
          gen_op_name(p.op), o->unaligned ? ", input and output aligned differently" : "", o->arch ? "" : dev.name,
          o->arch ? "any GPU" : "", p.arch);
   printf("templates %.12s\n", base.templates);
-  if (!o->unaligned && explain_cached(db, &base)) {
+  int64_t lo, hi;
+  gen_width_class(p.cols, &lo, &hi);
+  printf("class    cols %lld..%lld: one kernel for every width of it, any rows\n", (long long)lo, (long long)hi);
+  if (!o->unaligned && explain_cached(db, &base, lo, hi)) {
     rc = 0;
     goto done;
   }

@@ -178,9 +178,23 @@ int gen_check_problem(const gen_Problem *p, char *err, size_t errlen)
 static int bad_problem(gen_State *g, const gen_Problem *p) { return gen_check_problem(p, g->err, sizeof g->err); }
 
 /* Push entry point `fn` and the problem table; the caller pushes more and calls pcall. */
+void gen_width_class(int64_t cols, int64_t *lo, int64_t *hi)
+{
+  int64_t step = 1;
+  if (cols > 32) {
+    int k = 0;
+    while (((int64_t)1 << (k + 1)) < cols) k++;   /* cols in (2^k, 2^(k+1)] */
+    step = (int64_t)1 << (k - 3);
+  }
+  *hi = (cols + step - 1) / step * step;
+  *lo = *hi - step + 1;
+  if (*hi > 0x7fffffff) *hi = 0x7fffffff;
+}
+
 static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
 {
   lua_State *L = g->L;
+  int64_t lo, hi;
   lua_rawgeti(L, LUA_REGISTRYINDEX, g->entry);
   lua_getfield(L, -1, fn);
   lua_remove(L, -2);
@@ -189,6 +203,11 @@ static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
   lua_setfield(L, -2, "rows");
   lua_pushinteger(L, p->cols);
   lua_setfield(L, -2, "cols");
+  gen_width_class(p->cols, &lo, &hi);
+  lua_pushinteger(L, lo);
+  lua_setfield(L, -2, "lo");
+  lua_pushinteger(L, hi);
+  lua_setfield(L, -2, "hi");
   lua_pushstring(L, gen_dtype_name(p->dtype));
   lua_setfield(L, -2, "dtype");
   lua_pushstring(L, gen_op_name(p->op));

@@ -63,6 +63,12 @@ typedef struct gen_Problem {
   const char *only;         /* a config string: gen_space lists that config alone (NULL: not) */
 } gen_Problem;
 
+/* The width class of a row of `cols` elements: the widths [lo, hi] one kernel serves (its knobs
+** sized for hi, its vectors for lo; the kernel takes its width at run time). Widths up to 32
+** are classes of one; above, each octave (2^k, 2^(k+1)] is cut into 8 classes of 2^(k-3)
+** widths, so a class's widths differ by less than 12.5%. */
+void gen_width_class(int64_t cols, int64_t *lo, int64_t *hi);
+
 /* How a kernel (its arguments: gen_Op) is launched: grid = ceil(rows/rows_per_block) *
 ** blocks_per_row blocks of `threads`, in clusters of `cluster` blocks when nonzero, with `smem`
 ** dynamic shared bytes. coop: a cooperative launch whose grid is capped at the blocks resident

@@ -61,8 +61,10 @@ st_status st_open_ex(st_ctx **ctx, int device, const char *cache_path, const st_
 void st_close(st_ctx *ctx);
 
 /* out = softmax (or log_softmax) of in over each row of cols elements; in and out are device
-** pointers to rows*cols elements of dtype, in == out is allowed; enqueued on stream. The first
-** call for a (dtype, op, rows, cols) loads the kernel; later calls are a look-up and a launch. */
+** pointers to rows*cols elements of dtype, in == out is allowed; enqueued on stream. Kernels
+** take rows and cols at run time; one serves a width class (widths within 12.5% of each other,
+** each width up to 32 alone): the first call of a (dtype, op, class) loads its kernel, any later
+** call of the class, whatever its rows and cols, is a look-up and a launch. */
 st_status st_softmax(st_ctx *ctx, st_dtype dtype, st_op op, const void *in, void *out, int64_t rows, int64_t cols,
                      struct CUstream_st *stream);
 
@@ -212,6 +214,20 @@ typedef struct st_problem {
 ** NULL, cap < 0, or out NULL with cap > 0; st_error says which). A call with differently aligned
 ** input and output pointers is not listed: its vector-free kernel is never a tuned one. */
 int st_untuned(st_ctx *ctx, st_problem *out, int cap);
+
+/* What a context has done since st_open: how often a call reached past the in-memory table
+** (a width class met for the first time) and what that cost. A call whose width class the
+** context has met before costs a hash look-up and a launch, nothing of the rest. */
+typedef struct st_stats {
+  int64_t calls;            /* launches asked for, every op (config look-ups included) */
+  int64_t classes;          /* width classes resolved: the calls that went past the in-memory table */
+  int64_t cache_reads;      /* look-ups in the cache file (SQLite) */
+  int64_t compiles;         /* kernels compiled with NVRTC (a kept cubin read back is not one) */
+  int64_t loads;            /* cubins loaded into the GPU's context */
+  int64_t tunes;            /* tuning runs (miss policy tune) */
+} st_stats;
+
+st_status st_get_stats(st_ctx *ctx, st_stats *out);
 
 /* The message of the last failed call in this thread; ctx may be NULL. */
 const char *st_error(const st_ctx *ctx);

@@ -1,6 +1,9 @@
 /*
-** softmax_tune.c — the runtime library (include/softmax_tune.h): looks a problem up in the
-** cache once, loads its cubin, memoizes the function, and launches it.
+** softmax_tune.c — the runtime library (include/softmax_tune.h), a dispatcher: a call's width
+** picks its width class (gen_width_class), an in-memory table maps (dtype, op, kinds, alignment,
+** class) to a loaded function, and the call launches it with its own rows and cols. Only a
+** class met for the first time goes further: the cache (SQLite), then the untuned rule or the
+** tuner, and NVRTC, once per class.
 */
 #include "softmax_tune.h"
 
@@ -20,7 +23,8 @@
 
 typedef struct Memo {
   int used, dtype, op, unaligned;
-  int64_t rows, cols;
+  int64_t hi;               /* the width class, by its widest width: the key with the above */
+  int64_t rows, cols;       /* the problem the class was first resolved for */
   CUmodule mod;
   CUfunction fn;
   CUfunction count;         /* cross-entropy: st_ce_count, the mean's factor */
@@ -61,6 +65,7 @@ struct st_ctx {
   Workspace *ws;            /* guarded by mu too */
   int nws;
   int nuntuned;             /* memo entries with untuned set, guarded by mu */
+  st_stats stats;           /* guarded by mu, but calls (atomic) */
 };
 
 static _Thread_local char last_error[1024];
@@ -181,27 +186,27 @@ void st_close(st_ctx *c)
   free(c);
 }
 
-/* ---- the memo: open addressing over (dtype, op, unaligned, rows, cols) ---- */
+/* ---- the memo: open addressing over (dtype, op, unaligned, width class) ---- */
 
-static uint64_t hash(int dtype, int op, int unaligned, int64_t rows, int64_t cols)
+static uint64_t hash(int dtype, int op, int unaligned, int64_t hi)
 {
-  uint64_t h = (uint64_t)rows * 0x9e3779b97f4a7c15ull ^ (uint64_t)cols * 0xc2b2ae3d27d4eb4full;
-  h ^= (uint64_t)(dtype * 4 + op * 2 + unaligned) * 0x165667b19e3779f9ull;
+  uint64_t h = (uint64_t)hi * 0xc2b2ae3d27d4eb4full;
+  h ^= (uint64_t)((op * 4 + dtype) * 2 + unaligned) * 0x165667b19e3779f9ull;
   return h ^ h >> 29;
 }
 
-static Memo *find(st_ctx *c, int dtype, int op, int unaligned, int64_t rows, int64_t cols)
+static Memo *find(st_ctx *c, int dtype, int op, int unaligned, int64_t hi)
 {
   if (!c->cap) return NULL;
-  for (uint64_t i = hash(dtype, op, unaligned, rows, cols);; i++) {
+  for (uint64_t i = hash(dtype, op, unaligned, hi);; i++) {
     Memo *m = &c->memo[i & (uint64_t)(c->cap - 1)];
     if (!m->used) return m;
-    if (m->dtype == dtype && m->op == op && m->unaligned == unaligned && m->rows == rows && m->cols == cols) return m;
+    if (m->hi == hi && m->dtype == dtype && m->op == op && m->unaligned == unaligned) return m;
   }
 }
 
 /* A free slot for a new entry, growing the table to stay at most half full. */
-static Memo *slot_for(st_ctx *c, int dtype, int op, int unaligned, int64_t rows, int64_t cols)
+static Memo *slot_for(st_ctx *c, int dtype, int op, int unaligned, int64_t hi)
 {
   if (2 * (c->n + 1) > c->cap) {
     int cap = c->cap ? 2 * c->cap : 64;
@@ -211,10 +216,10 @@ static Memo *slot_for(st_ctx *c, int dtype, int op, int unaligned, int64_t rows,
     c->memo = neu;
     c->cap = cap;
     for (int i = 0; i < oldcap; i++)
-      if (old[i].used) *find(c, old[i].dtype, old[i].op, old[i].unaligned, old[i].rows, old[i].cols) = old[i];
+      if (old[i].used) *find(c, old[i].dtype, old[i].op, old[i].unaligned, old[i].hi) = old[i];
     free(old);
   }
-  return find(c, dtype, op, unaligned, rows, cols);
+  return find(c, dtype, op, unaligned, hi);
 }
 
 /* ---- resolving a problem to a loaded function ---- */
@@ -222,6 +227,7 @@ static Memo *slot_for(st_ctx *c, int dtype, int op, int unaligned, int64_t rows,
 static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, const gen_Launch *l, const char *config)
 {
   char err[512];
+  c->stats.loads++;
   CUresult r = c->drv.cuModuleLoadData(&m->mod, cubin);
   if (!r) r = c->drv.cuModuleGetFunction(&m->fn, m->mod, name);
   if (!r) r = tune_func_setup(&c->drv, m->fn, l);
@@ -262,6 +268,7 @@ static st_status compile_config(st_ctx *c, Memo *m, const gen_Problem *p, const 
   if (gen_render(c->gen, p, config, &k)) return fail(ST_ECOMPILE, "%s", gen_error(c->gen));
   cache_cubin_dir(NULL, kept, sizeof kept);   /* a source compiled before, by any process, is read back */
   int rc = cache_compile(kept, k.source, "softmax.cu", p->arch, &cb, err, sizeof err);
+  if (!rc && !cb.kept) c->stats.compiles++;
   st_status s = rc ? fail(ST_ECOMPILE, "%s", err) : load(c, m, cb.data, k.name, &k.launch, k.config);
   gen_cubin_free(&cb);
   gen_kernel_free(&k);
@@ -281,6 +288,7 @@ static st_status tune_now(st_ctx *c, Memo *m, const gen_Problem *p, const cache_
   st_status s = ST_OK;
   say(c, "softmax-tune: tuning %lldx%lld %s %s now (miss policy tune)", (long long)p->rows, (long long)p->cols,
       gen_dtype_name(p->dtype), gen_op_name(p->op));
+  c->stats.tunes++;
   if ((s = open_cache(c, 1))) return s;
   if (!c->db) return fail(ST_ECACHE, "no cache to store the tuning in at %s", c->path);
   if (gen_space(c->gen, p, &list, &n)) return fail(ST_ECOMPILE, "%s", gen_error(c->gen));
@@ -339,8 +347,8 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
 /* The memo's op: the generator's, and attention_softmax's kinds past GEN_NOP (0 for the other ops). */
 static int memo_op(int op, int mask, int bias) { return op + GEN_NOP * (mask * GEN_NBIAS + bias); }
 
-/* The cache, then a tuned entry of the same cols, then the miss policy. */
-static st_status resolve(st_ctx *c, Memo *m, int dtype, int code, int unaligned, int64_t rows, int64_t cols)
+/* The cache (this shape, else the class's entry nearest it), then the miss policy. */
+static st_status resolve(st_ctx *c, Memo *m, int dtype, int code, int unaligned, int64_t rows, int64_t cols, int64_t lo)
 {
   const int op = code % GEN_NOP;
   gen_Problem p = { .rows = rows, .cols = cols, .dtype = dtype, .op = op, .mask = code / GEN_NOP / GEN_NBIAS,
@@ -350,12 +358,15 @@ static st_status resolve(st_ctx *c, Memo *m, int dtype, int code, int unaligned,
   int rc = CACHE_MISS;
   tune_device_limits(&c->dev, &p);
   k.dtype = dtype, k.op = op, k.mask = p.mask, k.bias = p.bias, k.rows = rows, k.cols = cols;
+  c->stats.classes++;
   if (!unaligned && open_cache(c, 0) == ST_OK && c->db) {
+    c->stats.cache_reads++;
     if ((rc = cache_get(c->db, &k, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK)
       return from_entry(c, m, &e);
     if (rc == CACHE_CORRUPT) say(c, "softmax-tune: %s; not using it", cache_error(c->db));
-    /* rows is a kernel argument: a kernel tuned for other rows runs these */
-    if ((rc = cache_similar(c->db, &k, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK) {
+    /* rows and cols are kernel arguments: a kernel tuned for another shape of the class runs these */
+    c->stats.cache_reads++;
+    if ((rc = cache_similar(c->db, &k, lo, m->hi, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK) {
       say(c, "softmax-tune: %lldx%lld %s %s uses the kernel tuned for %lldx%lld", (long long)rows, (long long)cols,
           gen_dtype_name(dtype), gen_op_name(op), (long long)e.key.rows, (long long)e.key.cols);
       return from_entry(c, m, &e);
@@ -379,18 +390,22 @@ static st_status check_args(st_ctx *c, int dtype, int op, int64_t rows, int64_t 
   return ST_OK;
 }
 
-/* The memo entry's function and launch for a problem, resolving it the first time. */
+/* The memo entry's function and launch for a problem's width class, resolving the class the
+** first time. */
 static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t rows, int64_t cols, Memo *out)
 {
   st_status s = ST_OK;
+  int64_t lo, hi;
+  gen_width_class(cols, &lo, &hi);
   pthread_mutex_lock(&c->mu);
-  Memo *m = find(c, dtype, op, unaligned, rows, cols);
+  c->stats.calls++;
+  Memo *m = find(c, dtype, op, unaligned, hi);
   if (!m || !m->used) {
-    Memo fresh = { 1, dtype, op, unaligned, rows, cols, NULL, NULL, NULL, NULL, NULL, NULL, { 0 }, 0, "", 0 };
+    Memo fresh = { 1, dtype, op, unaligned, hi, rows, cols, NULL, NULL, NULL, NULL, NULL, NULL, { 0 }, 0, "", 0 };
     CUresult r = c->drv.cuCtxPushCurrent(c->cu);
-    s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols);
+    s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols, lo);
     if (!r) c->drv.cuCtxPopCurrent(NULL);
-    if (s == ST_OK && !(m = slot_for(c, dtype, op, unaligned, rows, cols))) s = fail(ST_ENOMEM, "out of memory");
+    if (s == ST_OK && !(m = slot_for(c, dtype, op, unaligned, hi))) s = fail(ST_ENOMEM, "out of memory");
     if (s == ST_OK) {
       *m = fresh;
       c->n++;
@@ -462,7 +477,7 @@ static st_status run(st_ctx *c, const char *fn, int dtype, int op, uintptr_t in,
   CUdeviceptr ws = 0;
   int push;
   CUresult r = enter(c, &push);
-  tune_Args a = { { (CUdeviceptr)in, two ? (CUdeviceptr)in2 : (CUdeviceptr)out, (CUdeviceptr)out }, rows, 0, NULL };
+  tune_Args a = { { (CUdeviceptr)in, two ? (CUdeviceptr)in2 : (CUdeviceptr)out, (CUdeviceptr)out }, rows, 0, NULL, cols };
   if (!r && m.launch.coop) r = workspace(c, (CUstream)stream, tune_workspace(&m.launch, m.resident), &ws, NULL);
   a.ws = ws;
   if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &a, m.resident, (CUstream)stream);
@@ -597,10 +612,10 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
   const int64_t stride = o.row_stride ? o.row_stride : cols;
   const int unaligned = grad && ((((uintptr_t)logits ^ (uintptr_t)grad) % 16) || ((stride - cols) * es) % 16);
   if ((s = lookup(c, dtype, op, unaligned, rows, cols, &m))) return s;
-  CeParams p = { stride, o.ignore_index, (uintptr_t)o.weight, 0, (uintptr_t)o.bad_label, o.label_smoothing, o.z_loss,
+  CeParams p = { cols, stride, o.ignore_index, (uintptr_t)o.weight, 0, (uintptr_t)o.bad_label, o.label_smoothing, o.z_loss,
                  o.softcap, lt == ST_I64 };
   tune_Args a = { { (CUdeviceptr)logits, (CUdeviceptr)labels, (CUdeviceptr)grad, (CUdeviceptr)loss, (CUdeviceptr)lse }, rows, 0,
-                  &p };
+                  &p, cols };
   int push;
   CUresult r = enter(c, &push);
   const int mean = o.reduction == ST_REDUCE_MEAN;
@@ -614,13 +629,15 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
   return ST_OK;
 }
 
-/* The memo entry of a cross-entropy problem with a gradient that ran on this context (either
-** alignment's kernel: both have st_ce_scale), 0 when none did. */
-static int trained(st_ctx *c, int dtype, int64_t rows, int64_t cols, Memo *out)
+/* The memo entry of a cross-entropy problem of cols' width class with a gradient that ran on
+** this context (either alignment's kernel: both have st_ce_scale), 0 when none did. */
+static int trained(st_ctx *c, int dtype, int64_t cols, Memo *out)
 {
   pthread_mutex_lock(&c->mu);
   Memo *m = NULL;
-  for (int unaligned = 0; unaligned < 2 && !(m && m->used); unaligned++) m = find(c, dtype, GEN_CE, unaligned, rows, cols);
+  int64_t lo, hi;
+  gen_width_class(cols, &lo, &hi);
+  for (int unaligned = 0; unaligned < 2 && !(m && m->used); unaligned++) m = find(c, dtype, GEN_CE, unaligned, hi);
   const int found = m && m->used;
   if (found) *out = *m;
   pthread_mutex_unlock(&c->mu);
@@ -634,7 +651,7 @@ st_status st_cross_entropy_scale(st_ctx *c, st_dtype dtype, void *grad, const vo
   char err[512];
   if (!c || !grad || !grad_output) return fail(ST_EINVAL, "st_cross_entropy_scale: ctx, grad or grad_output is NULL");
   if (dtype < ST_F32 || dtype > ST_BF16) return fail(ST_EINVAL, "st_cross_entropy_scale: bad dtype %d", dtype);
-  if (!trained(c, dtype, rows, cols, &m))
+  if (!trained(c, dtype, cols, &m))
     return fail(ST_EINVAL, "st_cross_entropy_scale: no st_cross_entropy with a gradient of %lldx%lld ran on this context",
                 (long long)rows, (long long)cols);
   if (!m.scale)
@@ -642,8 +659,8 @@ st_status st_cross_entropy_scale(st_ctx *c, st_dtype dtype, void *grad, const vo
                 (long long)rows, (long long)cols, m.config);
   const int64_t n = rows * cols, per_sm = 8;
   const unsigned blocks = (unsigned)(n / 256 + 1 < (int64_t)c->dev.sms * per_sm ? n / 256 + 1 : (int64_t)c->dev.sms * per_sm);
-  long long nrows = rows;
-  void *args[] = { &grad, (void *)&grad_output, &nrows, &per_row };
+  long long nrows = rows, ncols = cols;
+  void *args[] = { &grad, (void *)&grad_output, &nrows, &ncols, &per_row };
   int push;
   CUresult r = enter(c, &push);
   if (!r) r = c->drv.cuLaunchKernel(m.scale, blocks, 1, 1, 256, 1, 1, 0, (CUstream)stream, args, NULL);
@@ -718,7 +735,7 @@ static st_status run_attn(st_ctx *c, const gen_Problem *p, const AttnParams *a, 
   Memo m;
   char err[512];
   st_status s;
-  tune_Args args = { { 0 }, p->rows, 0, a };
+  tune_Args args = { { 0 }, p->rows, 0, a, p->cols };
   for (int i = 0; i < n; i++) {
     if (buf[i] % (unsigned)es) return fail(ST_EINVAL, "%s: pointers not aligned to the %d-byte elements", fn, es);
     if (buf[i]) odd |= buf[i] ^ buf[n - 1];
@@ -783,6 +800,15 @@ st_status st_config_attention_backward(st_ctx *c, st_dtype dtype, const st_attn_
                                        int64_t K, char *out, int outlen)
 {
   return config_attn(c, dtype, GEN_ATTN_BW, o, B, H, Q, K, out, outlen);
+}
+
+st_status st_get_stats(st_ctx *c, st_stats *out)
+{
+  if (!c || !out) return fail(ST_EINVAL, "st_get_stats: %s is NULL", !c ? "ctx" : "out");
+  pthread_mutex_lock(&c->mu);
+  *out = c->stats;
+  pthread_mutex_unlock(&c->mu);
+  return ST_OK;
 }
 
 int st_untuned(st_ctx *c, st_problem *out, int cap)

@@ -257,7 +257,7 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
   for_rows(rows, [&](i64 row, bool live, bool edges, int kr) {
     const elem_t *x = in + (live ? row : 0) * COLS;
     elem_t *y = out + (live ? row : 0) * COLS;
-    const Geo g = geometry(x);
+    const Geo g = geometry(x, COLS);
     const Scores r = scores_of(p, live ? row : 0);
     float e[EDGE_SLOTS];
     edge_scores<CAP>(x, g, lane, edges, r, e);
@@ -350,7 +350,7 @@ __device__ __forceinline__ void pairs_loop(const elem_t *in, elem_t *out, i64 ro
     const elem_t *xa = in + ra * COLS, *xb = in + rb * COLS;
     elem_t *ya = out + ra * COLS, *yb = out + rb * COLS;
     const Scores sa = scores_of(p, ra), sb = scores_of(p, rb);
-    const Half a = half_of(geometry(xa), sa.hi, live), b = half_of(geometry(xb), sb.hi, liveb);
+    const Half a = half_of(geometry(xa, COLS), sa.hi, live), b = half_of(geometry(xb, COLS), sb.hi, liveb);
     float v[ITEMS * VEC], e[PEDGE_SLOTS];
     int c[PEDGE_SLOTS];   // the edge slots' keys: kept, not the rows' geometry
     pair_keys(a, b, lane, c);

@@ -246,7 +246,7 @@ __device__ __forceinline__ void rows_loop(const elem_t *xin, const elem_t *yin, 
     const i64 at = (live ? row : 0) * COLS;
     const elem_t *y = yin + at, *d = dyin + at, *x = CAP ? xin + at : xin;
     elem_t *dx = dxout + at;
-    const Geo g = geometry(y);
+    const Geo g = geometry(y, COLS);
     const Vis r = vis_of(p, live ? row : 0);
     float ey[EDGE_SLOTS], ed[EDGE_SLOTS];
     vis_edges(y, d, g, lane, edges, r, ey, ed);
@@ -305,7 +305,7 @@ __device__ __forceinline__ void pairs_loop(const elem_t *x, const elem_t *y, con
   for_pairs(rows, p.q, [&](i64 ra, i64 rb, bool live, bool liveb) {
     const i64 oa = ra * COLS, ob = rb * COLS;
     const Vis va = vis_of(p, ra), vb = vis_of(p, rb);
-    const Half a = half_of(geometry(y + oa), va.hi, live), b = half_of(geometry(y + ob), vb.hi, liveb);
+    const Half a = half_of(geometry(y + oa, COLS), va.hi, live), b = half_of(geometry(y + ob, COLS), vb.hi, liveb);
     int c[PEDGE_SLOTS];   // the edge slots' keys
     pair_keys(a, b, lane, c);
     zero_masked(dx + oa, dx + ob, a, b, lane);

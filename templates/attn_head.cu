@@ -64,7 +64,7 @@ __device__ __forceinline__ void vis_span(Geo g, int lo, int hi, int *jlo, int *j
 // of the row's body vectors that hold a visible key, so the cluster's reads are even whatever
 // the mask, and writing its share of the masked ones; block 0 also owns the row's head and tail.
 #define S $(split)
-static_assert(ITEMS * TEAM * S >= COLS / VEC, "split: a block's share of a row's vectors in its slots");
+static_assert(ITEMS * TEAM * S >= $(cols) / VEC, "split: a block's share of a row's vectors in its slots");
 % include("cluster.cu")
 % end
 
@@ -142,7 +142,7 @@ __device__ __forceinline__ T row_reduce(T t, Op op, int k)
 % PEDGE = vec > 1 and (6 * vec - 4 + team - 1) // team or 0
 #define PEDGE $(PEDGE)
 #define PEDGE_SLOTS (PEDGE > 0 ? PEDGE : 1)
-static_assert(ITEMS * TEAM >= COLS / VEC + (COLS % VEC == VEC - 1), "pair=mirror: a slot for every full visible vector");
+static_assert(ITEMS * TEAM >= $(cols) / VEC + ($(cols) % VEC == VEC - 1), "pair=mirror: a slot for every full visible vector");
 
 // Whether the launch's rows pair: causal offset 0, Q == K and whole (batch, head)s. Chosen once a
 // launch (else one row a group, rows_loop), so no row pays for a branch on it.

@@ -1,6 +1,6 @@
 /*
 ** attn_params.h — the launch arguments of the attention_softmax kernels (templates/attn.cu) and
-** of the tuner's kernels for them (attn_aux.cu), passed by value after (rows, ws): one layout for
+** of the tuner's kernels for them (attn_aux.cu), passed by value after (rows, ws), the width first: one layout for
 ** the C side (tuner, runtime) and the kernels, all fields 8 or 4 bytes so that x86-64 and the
 ** GPU place them alike. Pointers are device addresses. The scores are [B, H, Q, K] viewed as
 ** rows = B*H*Q rows of K = cols; which of the fields a kernel reads its mask and bias kinds say
@@ -10,6 +10,7 @@
 #define ATTN_PARAMS_H
 
 typedef struct AttnParams {
+  long long cols;                   /* K, the row width: the kernels take it here, not baked in */
   unsigned long long key_lengths;   /* int [B]: mask padding, row's batch sees keys [0, length); 0: none */
   unsigned long long slopes;        /* float [H]: bias alibi, -slope[h] * |q + offset - k| added; 0: none */
   unsigned long long bias;          /* float [B or 1, H or 1, Q or 1, K]: bias tensor, added; 0: none */

@@ -169,11 +169,13 @@ __device__ __forceinline__ void row_part(const elem_t *y, const elem_t *d, elem_
   grads<EDGE>(ey, ed, s);
   edge_store(dx, g, lane, live && edges, ey);
 }
+% if split > 1 then
+#define CV ((int)((COLS / VEC + S - 1) / S))   // vectors per block of a row
+% end
 % if xchg == "dsmem" then
 % include("cluster.cu")
 % elseif hold == "ring" then
 % include("ring.cu")
-#define CV $(CV)
 
 % ring_barriers("cta")
 % ring_words()
@@ -216,7 +218,7 @@ __device__ __forceinline__ float stage_sum(const elem_t *st, const elem_t *sd, i
 % -- the ring: blocks per SM as its stages' share of shared memory allows (without it NVRTC's ptxas
 % -- settles on 32 registers and spills in some f32 configs)
 extern "C" __global__ void __launch_bounds__($(threads)$(hold == "ring" and ", " .. 1024 // threads or ""))
-$(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *ws)
+$(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, i64 cols, void *ws)
 {
 % if split == 1 then
   const int lane = threadIdx.x % $(G), grp = threadIdx.x / $(G);
@@ -225,7 +227,7 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
     const i64 row = blk * R + grp;
     const bool live = row < rows;   // dead groups still take part in the block's barriers
     const i64 at = (live ? row : 0) * COLS;
-    const Geo g = geometry(yin + at);
+    const Geo g = geometry(yin + at, COLS);
     row_part(yin + at, dyin + at, dxout + at, g, 0, g.nv, lane, live, true,
              [&](float t) { return group_reduce(t, OpSum()); });
   }
@@ -307,8 +309,8 @@ $(kernel)(const elem_t *yin, const elem_t *dyin, elem_t *dxout, i64 rows, void *
   int k = 0;
   for (i64 row = blockIdx.x / S; row < rows; row += ngroups, k++) {
     const i64 at = row * COLS;
-    const Geo g = geometry(yin + at);
-    const int begin = min((int)rank * $(CV), g.nv), end = min(begin + $(CV), g.nv);
+    const Geo g = geometry(yin + at, COLS);
+    const int begin = min((int)rank * CV, g.nv), end = min(begin + CV, g.nv);
     row_part(yin + at, dyin + at, dxout + at, g, begin, end, threadIdx.x, true, rank == 0, [&](float t) {
       t = group_reduce(t, OpSum());
       if (threadIdx.x == 0) slot[k & 1] = t;

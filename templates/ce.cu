@@ -23,6 +23,7 @@
 % local LOSS_ONLY = op == "cross_entropy_loss"
 #define R $(R)
 #define S $(split)
+#define CV ((int)((COLS / VEC + S - 1) / S))   // vectors per block of a split row
 
 // A row segment's statistics: max m of z, s = sum(exp(z - m)), and t = sum(z) (for smoothing).
 struct MST { float m, s, t; };
@@ -349,11 +350,11 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
     const int label = label_col(p, labels, live ? row : 0);
     const elem_t *x = in + (live ? row : 0) * p.stride;
     elem_t *y = out + (live ? row : 0) * COLS;
-    const Geo g = geometry(x);
+    const Geo g = geometry(x, COLS);
     const bool lead = live && rank == 0 && lane == 0;
     int begin = 0, end = g.nv;
 % if split > 1 then
-    begin = (int)(rank * $(CV)), end = min(g.nv, begin + $(CV));
+    begin = (int)(rank * CV), end = min(g.nv, begin + CV);
 % end
     float e[EDGE_SLOTS];
     edge_load(x, g, lane, edges, e);
@@ -488,17 +489,20 @@ extern "C" __global__ void __launch_bounds__(1024) st_ce_reduce(const float *los
   if (threadIdx.x == 0 && !elem) *(float *)out = (float)(mean ? t / n : t);
 }
 
-// The backward's step: the gradient [rows, COLS] (contiguous) the kernel wrote, times grad_output:
+// The backward's step: the gradient [rows, cols] (contiguous) the kernel wrote, times grad_output:
 // one scalar (1: nothing to do and no pass; read here, so no host sync) or one value a row
 // (per_row: reduction none). Grid-stride loops: a scalar's by vectors of VEC between scalar
-// ends up to the vectors' alignment, one value a row's by elements.
-extern "C" __global__ void __launch_bounds__(256) st_ce_scale(elem_t *grad, const elem_t *go, i64 rows, int per_row)
+// ends up to the vectors' alignment; one value a row's by rows, a block a row at a time.
+extern "C" __global__ void __launch_bounds__(256) st_ce_scale(elem_t *grad, const elem_t *go, i64 rows, i64 cols, int per_row)
 {
   const float s = load1(go);
   if (!per_row && s == 1.f) return;
-  const i64 n = rows * COLS, step = (i64)gridDim.x * blockDim.x, first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const i64 n = rows * cols, step = (i64)gridDim.x * blockDim.x, first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (per_row) {
-    for (i64 i = first; i < n; i += step) store1(grad + i, load1(grad + i) * load1(go + i / COLS));
+    for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+      const float k = load1(go + r);
+      for (i64 c = threadIdx.x; c < cols; c += blockDim.x) store1(grad + r * cols + c, load1(grad + r * cols + c) * k);
+    }
     return;
   }
   const unsigned long long vb = VEC * sizeof(elem_t);   // a vector's bytes, its alignment

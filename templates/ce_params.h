@@ -1,12 +1,13 @@
 /*
 ** ce_params.h — the launch arguments of the cross-entropy kernels (templates/ce.cu), passed by
-** value after (rows, ws): one layout for the C side (tuner, runtime) and the kernels, all fields
+** value after (rows, ws), the width first: one layout for the C side (tuner, runtime) and the kernels, all fields
 ** 8 or 4 bytes so that x86-64 and the GPU place them alike. Pointers are device addresses.
 */
 #ifndef CE_PARAMS_H
 #define CE_PARAMS_H
 
 typedef struct CeParams {
+  long long cols;               /* the row width (classes, V): the kernels take it here, not baked in */
   long long stride;             /* elements from one row of logits to the next (>= cols) */
   long long ignore;             /* ignore_index: rows with this label have no loss and no gradient */
   unsigned long long weight;    /* float [cols], class weights; 0: none */

@@ -16,17 +16,17 @@
 // Output rows must share the input rows' alignment mod $(VB) bytes.
 struct Geo { int h, nv, t; };
 
-__device__ __forceinline__ Geo geometry(const elem_t *x)
+__device__ __forceinline__ Geo geometry(const elem_t *x, i64 n)
 {
   Geo g;
 % if vec > 1 then
   g.h = (int)(($(VB) - (u64)x % $(VB)) % $(VB) / $(es));
-  if (g.h > COLS) g.h = COLS;
+  if (g.h > n) g.h = (int)n;
 % else
   g.h = 0;
 % end
-  g.nv = (COLS - g.h) / VEC;
-  g.t = COLS - g.h - g.nv * VEC;
+  g.nv = (int)((n - g.h) / VEC);
+  g.t = (int)(n - g.h - (i64)g.nv * VEC);
   return g;
 }
 

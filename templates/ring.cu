@@ -152,7 +152,7 @@ __device__ __forceinline__ $(part_t) fold(Get get)
 % if hold == "ring" then
 % if MIDLINE then
 // hold=ring: parts begin and end on the 128-byte lines of memory (LV vectors a line; rows of
-// $(cols) elements are not whole lines, so a row's body may begin inside one, `off` vectors
+// their width are not whole lines, so a row's body may begin inside one, `off` vectors
 // past its start), split as evenly as lines allow, so no two blocks' bulk copies share a line
 // whatever the split or the row; a part has at most RV vectors, a stage's room.
 % -- (Lines of the body, not of memory, cost such rows 3-4% on an H100: bf16 256x1048572 claim
@@ -169,9 +169,9 @@ __device__ __forceinline__ $(part_t) fold(Get get)
 
 % end
 // This block's part [begin, end) of the row at x, by vectors of its body.
-__device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *begin, int *end)
+__device__ __forceinline__ void part_of(const elem_t *x, i64 n, u32 rank, Geo *g, int *begin, int *end)
 {
-  *g = geometry(x);
+  *g = geometry(x, n);
 % if hold == "ring" then
 %   local o, c0, c1 = MIDLINE and " - off" or "", MIDLINE and "max(" or "", MIDLINE and ", 0)" or ""
 %   if MIDLINE then
@@ -181,8 +181,9 @@ __device__ __forceinline__ void part_of(const elem_t *x, u32 rank, Geo *g, int *
   *begin = $(c0)min((int)(rank * lines / S) * LV$(o), g->nv)$(c1);
   *end = $(c0)min((int)((rank + 1) * lines / S) * LV$(o), g->nv)$(c1);
 % else
-  *begin = min((int)rank * CV, g->nv);
-  *end = min(*begin + CV, g->nv);
+  const int cv = (int)((n / VEC + S - 1) / S);   // CV, of this row's width
+  *begin = min((int)rank * cv, g->nv);
+  *end = min(*begin + cv, g->nv);
 % end
 }
 % end
@@ -252,10 +253,10 @@ __device__ __forceinline__ float edge_in(const elem_t *x, Geo g, int k) { return
 % if claim then
     const i64 t = tick[s % DEPTH];
     *x = $(src) + t / S * COLS;
-    part_of(*x, (u32)(t % S), g, begin, end);
+    part_of(*x, COLS, (u32)(t % S), g, begin, end);
 % else
     *x = $(src) + (first + s * ngroups) * COLS;
-    part_of(*x, rank, g, begin, end);
+    part_of(*x, COLS, rank, g, begin, end);
 % end
   };
   auto stage = [&](i64 s) { return ring + (int)(s % DEPTH) * ($(both and "2 * " or "")RV * VEC); };

@@ -12,7 +12,7 @@
 #define R $(R)
 
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
-$(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
+$(kernel)(const elem_t *in, elem_t *out, i64 rows, i64 cols, void *ws)
 {
   const int lane = threadIdx.x % $(G), grp = threadIdx.x / $(G);
 % if hold == "smem" then
@@ -26,7 +26,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     const bool live = row < rows;   // dead groups still take part in the block's barriers
     const elem_t *x = in + (live ? row : 0) * COLS;
     elem_t *y = out + (live ? row : 0) * COLS;
-    const Geo g = geometry(x);
+    const Geo g = geometry(x, COLS);
     float e[EDGE_SLOTS];
     edge_load(x, g, lane, live, e);
 % if hold == "reg" or hold == "packed" then

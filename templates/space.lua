@@ -146,6 +146,16 @@ function M.problem(P)
   if math.type(P.cols) ~= "integer" or P.cols < 1 or P.cols > 0x7fffffff then
     bad("cols must be in 1..2147483647, got", P.cols)
   end
+  -- The width class (gen_width_class, from the C side): one kernel serves every width in
+  -- [lo, hi]. The rules size a config for the widest row (P.cols = hi: items, stages, shared
+  -- memory) and check its vectors against the narrowest (P.lo); P.width is the width asked, for
+  -- choices only (enumerate, heuristic), never for what a kernel's text or launch depends on.
+  P.width = P.width or P.cols
+  P.lo, P.hi = P.lo or P.width, P.hi or P.width
+  if math.type(P.lo) ~= "integer" or math.type(P.hi) ~= "integer" or P.lo > P.width or P.hi < P.width or P.lo < 1 then
+    bad("width class must hold the width, got", tostring(P.lo) .. ".." .. tostring(P.hi) .. " for " .. tostring(P.width))
+  end
+  P.cols = P.hi
   local d = ARCH[P.arch]
   if not d then
     local known = {}
@@ -217,7 +227,7 @@ local function facts(cfg, P)
     -- fit 7 stages (bf16 there: 0.988, dy alone in 8 0.930, the y loads' latency then showing
     -- in each finisher's row), and where a pair fits fewer the finishers' y vectors spill
     f.LV = 128 // (cfg.vec * P.es)
-    f.MIDLINE = P.cols * P.es % 128 ~= 0
+    f.MIDLINE = P.lo ~= P.hi or P.cols * P.es % 128 ~= 0   -- a class's rows: not all whole lines
     f.RV = ((f.NVMAX + (f.MIDLINE and 2 * f.LV - 2 or f.LV - 1)) // f.LV + cfg.split - 1) // cfg.split * f.LV
     f.BUDGET = P.smem_block * math.min(cfg.threads, 1024) // 1024 - KB
     local part = f.RV * cfg.vec * P.es
@@ -247,7 +257,7 @@ function M.check(cfg, P)
   local f = facts(cfg, P)
   local vb = cfg.vec * P.es
   if vb > 16 then return string.format("vec=%d is %d bytes per access (max 16)", cfg.vec, vb) end
-  if cfg.vec > P.cols then return string.format("vec=%d is wider than the row (cols=%d)", cfg.vec, P.cols) end
+  if cfg.vec > P.lo then return string.format("vec=%d is wider than the row (cols=%d)", cfg.vec, P.lo) end
   if cfg.threads % cfg.rows ~= 0 then
     return string.format("rows=%d does not divide threads=%d", cfg.rows, cfg.threads)
   end
@@ -339,7 +349,7 @@ local function vecs(P)
   local t = {}
   for _, v in ipairs({ 8, 4, 2, 1 }) do
     -- 2-byte accesses never beat 4-byte ones: skip vec=1 for 16-bit types when vec=2 fits
-    if v * P.es <= 16 and v <= P.cols and not (v * P.es < 4 and 2 * v <= P.cols) then t[#t + 1] = v end
+    if v * P.es <= 16 and v <= P.lo and not (v * P.es < 4 and 2 * v <= P.lo) then t[#t + 1] = v end
   end
   return t
 end
@@ -533,7 +543,7 @@ end
 -- fits in at most 32 values per thread, else two passes with one 512-thread block per row.
 function M.heuristic(P, unaligned)
   local vec = unaligned and 1 or 16 // P.es
-  while vec > P.cols do vec = vec // 2 end
+  while vec > P.lo do vec = vec // 2 end
   local nv = P.cols // vec
   for _, G in ipairs(POW2) do
     local items = (nv + G - 1) // G
@@ -552,6 +562,10 @@ end
 function M.vars(cfg, P)
   local v = {
     dtype = P.dtype, op = P.op, cols = P.cols, es = P.es, ctype = CTYPE[P.dtype], arch = P.arch, has = P.has,
+    -- COLS in a kernel: its width argument (the launch's, or the parameter block's for the ops
+    -- that have one), so one kernel serves the class; the tuner's own kernels (cfg nil) are
+    -- compiled for the one width they fill and check
+    COLSX = not cfg and tostring(P.width) or (M.CE[P.op] or M.ATTN[P.op]) and "p.cols" or "cols",
   }
   if cfg then
     local f = facts(cfg, P)

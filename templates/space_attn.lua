@@ -46,7 +46,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- Q == K possible (P knows rows = B*H*Q and K only: rows a multiple of K). Not float32: its
   -- forward's causal rows reach 0.98-0.99 of the masked floor alone (H100), and its twins spill at
   -- the cap (NVRTC sm_90, 4096 causal, 256 threads items=8: 32 bytes).
-  local function mirrored(P) return P.mask == "causal" and P.es == 2 and P.rows % P.cols == 0 end
+  local function mirrored(P) return P.mask == "causal" and P.es == 2 and P.rows % P.width == 0 end
 
   -- pair=mirror's blocks per SM, its __launch_bounds__: those of fits()'s budget (values + 32
   -- registers a thread, values counting y and dy in the backward), which the plain row reaches; uncapped, ptxas spends more registers on the

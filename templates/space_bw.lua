@@ -145,7 +145,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
   -- values a thread (threads = max(G, 256)), else two passes with one 512-thread block per row.
   function B.heuristic(P, unaligned)
     local vec = unaligned and 1 or 16 // P.es
-    while vec > P.cols do vec = vec // 2 end
+    while vec > P.lo do vec = vec // 2 end
     local r = not unaligned and ring_rule(P, vec)
     if r then return r end
     local list = {}

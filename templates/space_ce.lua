@@ -99,7 +99,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
   -- cluster's where one holds it, else two reads with a 512-thread block a row.
   function C.heuristic(P, unaligned)
     local vec = unaligned and 1 or 16 // P.es
-    while vec > P.cols do vec = vec // 2 end
+    while vec > P.lo do vec = vec // 2 end
     local nv = P.cols // vec
     for _, G in ipairs(H.POW2) do
       local items = (nv + G - 1) // G

@@ -40,7 +40,7 @@
 % -- the kernels' text stays as it was before they moved, and the default table with it)
 % include("ring.cu")
 #define S $(split)
-#define CV $(CV)
+#define CV ((int)((COLS / VEC + S - 1) / S))   // vectors per block of a row
 
 % if hold == "ring" or xchg == "dsmem" then
 % ring_barriers(xchg == "dsmem" and "cluster" or "cta")   -- dsmem: the bytes come from other blocks of the cluster
@@ -87,20 +87,20 @@ __device__ __forceinline__ void post_remote(MS *slot, u64 *got, u32 rank, MS t)
 % if hold == "pipe" then
 
 // This block's part of the row at x into v (pipe: a row ahead of the one being finished).
-__device__ __forceinline__ void load_part(const elem_t *x, u32 rank, int lane, held_t *v)
+__device__ __forceinline__ void load_part(const elem_t *x, i64 n, u32 rank, int lane, held_t *v)
 {
   Geo g;
   int begin, end;
-  part_of(x, rank, &g, &begin, &end);
+  part_of(x, n, rank, &g, &begin, &end);
   hold_load<true>(x + g.h, begin, end, lane, true, v);
 }
 % end
 
 % if hold == "mix" or hold == "ahead" then
 // hold=mix's split of a block's part of the row at x: streamed [begin, mid), held [mid, end).
-__device__ __forceinline__ void shares(const elem_t *x, u32 rank, Geo *g, int *begin, int *mid, int *end)
+__device__ __forceinline__ void shares(const elem_t *x, i64 n, u32 rank, Geo *g, int *begin, int *mid, int *end)
 {
-  part_of(x, rank, g, begin, end);
+  part_of(x, n, rank, g, begin, end);
   *mid = max(*begin, *end - ITEMS * TEAM);
 }
 
@@ -207,7 +207,7 @@ __device__ __forceinline__ float stage_max(const elem_t *st, int r, int n, float
 % ring_tail()
 % end
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and ", " .. minb or ""))
-$(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
+$(kernel)(const elem_t *in, elem_t *out, i64 rows, i64 cols, void *ws)
 {
   const u32 rank = blockIdx.x % S;   // a cluster's blocks are consecutive: this is its rank
   const int lane = threadIdx.x;
@@ -231,7 +231,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % end
 % if hold == "pipe" then
   held_t v[HELD];   // the first row's part; each later one is prefetched
-  if ((i64)(blockIdx.x / S) < rows) load_part(in + (i64)(blockIdx.x / S) * COLS, rank, lane, v);
+  if ((i64)(blockIdx.x / S) < rows) load_part(in + (i64)(blockIdx.x / S) * COLS, COLS, rank, lane, v);
 % end
 % if hold == "ring" then
 % ring_setup()
@@ -295,14 +295,14 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
   auto stream = [&](const elem_t *x) {
     Geo g;
     int begin, mid, end;
-    shares(x, rank, &g, &begin, &mid, &end);
+    shares(x, COLS, rank, &g, &begin, &mid, &end);
     return online_stats(x + g.h, begin, mid, lane, true);
   };
   // the held share and edges of the row at x (its streamed share's pair is `rest`), then post
   auto hold_and_post = [&](const elem_t *x, MS rest, u64 kk) {
     Geo g;
     int begin, mid, end;
-    shares(x, rank, &g, &begin, &mid, &end);
+    shares(x, COLS, rank, &g, &begin, &mid, &end);
     edge_load(x, g, lane, edges, e);
     const MS t = group_reduce(held_share(x + g.h, mid, end, lane, v, e, rest, &held), OpMS());
     if (threadIdx.x == 0) post_part(&xp->part[kk % NB][rank], t, kk);
@@ -319,7 +319,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     elem_t *y = out + row * COLS;
     Geo g;
     int begin, mid, end;
-    shares(x, rank, &g, &begin, &mid, &end);
+    shares(x, COLS, rank, &g, &begin, &mid, &end);
     normalize(x + g.h, y + g.h, begin, mid, lane, true, all.m, row_k(all));
     hold_out(y, g, mid, end, lane, true, edges, v, e, held, all);
     if (more) hold_and_post(nx, ahead, k);
@@ -332,9 +332,9 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
     int begin, end;
 % if hold == "mix" then
     int mid;
-    shares(x, rank, &g, &begin, &mid, &end);
+    shares(x, COLS, rank, &g, &begin, &mid, &end);
 % else
-    part_of(x, rank, &g, &begin, &end);
+    part_of(x, COLS, rank, &g, &begin, &end);
 % end
     float e[EDGE_SLOTS];
     edge_load(x, g, lane, edges, e);
@@ -378,7 +378,7 @@ $(kernel)(const elem_t *in, elem_t *out, i64 rows, void *ws)
 % end
 % if hold == "pipe" then
     held_t nxt[HELD];   // the next row's part, in flight while the other blocks arrive
-    if (row + ngroups < rows) load_part(x + ngroups * COLS, rank, lane, nxt);
+    if (row + ngroups < rows) load_part(x + ngroups * COLS, COLS, rank, lane, nxt);
 % end
 % if xchg == "dsmem" then
     bar_wait(&got[k & 1], (k >> 1) & 1);   // every pair of the row is in

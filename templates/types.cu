@@ -1,5 +1,6 @@
 // types.cu — element type, scalar conversions and the guarded exp, shared by every kernel
-// (softmax families, fill, check). Uses: dtype, ctype, cols. Needs no headers, so NVRTC
+// (softmax families, fill, check). Uses: dtype, ctype, COLSX (the width: a literal, or the
+// name of the kernel's width argument). Needs no headers, so NVRTC
 // compiles it anywhere with no include path.
 typedef long long i64;
 typedef unsigned long long u64;
@@ -7,7 +8,7 @@ typedef unsigned int u32;
 typedef unsigned short u16;
 typedef $(ctype) elem_t;
 
-#define COLS $(cols)
+#define COLS $(COLSX)
 #define NEG_INF __int_as_float(0xff800000)
 #define LOG2E 1.4426950408889634f
 

@@ -112,7 +112,7 @@ local function adapt(c0, P, unaligned, e)
     end
     c.split = math.min(max, s)
   end
-  while c.vec > P.cols do c.vec = c.vec // 2 end
+  while c.vec > P.lo do c.vec = c.vec // 2 end
   if c.split == 1 and P.cols < 4 * c.vec and P.cols % c.vec ~= 0 and c.vec >= 4 and P.cols % (c.vec // 2) == 0 then
     -- a row of a few vectors that do not tile it: half-width vectors that do, so no row starts
     -- or ends in a partial vector (bf16 16x6 from a vec=4 entry: 0.96 of torch, vec=2 tuned 0.99)

@@ -244,7 +244,7 @@ static void expect_corrupt(cache_Db *db, const cache_Key *k, const char *needle)
   for (int similar = 0; similar < 2; similar++) {
     cache_Entry e;
     memset(&e, 0, sizeof e);
-    int rc = similar ? cache_similar(db, k, &e) : cache_get(db, k, &e);
+    int rc = similar ? cache_similar(db, k, k->cols, k->cols, &e) : cache_get(db, k, &e);
     CHECK(rc == CACHE_CORRUPT, "%s: rc %d", similar ? "similar" : "get", rc);
     CHECK(e.cubin == NULL, "a spoiled cubin was handed out");
     CHECK(strstr(cache_error(db), needle), "message '%s' lacks '%s'", cache_error(db), needle);
@@ -446,18 +446,23 @@ static void test_clear(void)
 
 /* ---- similar entries ---- */
 
-/* cache_similar for (rows, cols, dtype, op) finds the entry of want_rows (0: misses). */
-static void expect_similar(cache_Db *db, cache_Key k, int64_t want_rows)
+/* cache_similar for (rows, cols, dtype, op) over cols' width class finds the entry of want_rows
+** and want_cols (0: misses). */
+static void expect_similar_in(cache_Db *db, cache_Key k, int64_t want_rows, int64_t want_cols)
 {
   cache_Entry e;
-  int rc = cache_similar(db, &k, &e);
+  int64_t lo, hi;
+  gen_width_class(k.cols, &lo, &hi);
+  int rc = cache_similar(db, &k, lo, hi, &e);
   CHECK(rc == (want_rows ? CACHE_OK : CACHE_MISS), "similar to %lldx%lld: rc %d (%s)", (long long)k.rows,
         (long long)k.cols, rc, cache_error(db));
   if (rc != CACHE_OK) return;
-  CHECK(e.key.rows == want_rows && e.key.cols == k.cols && e.cubin && e.size == (size_t)want_rows / 10,
+  CHECK(e.key.rows == want_rows && e.key.cols == want_cols && e.cubin && e.size == (size_t)want_rows / 10,
         "similar to %lld rows: %lld rows, %zu bytes", (long long)k.rows, (long long)e.key.rows, e.size);
   cache_entry_free(&e);
 }
+
+static void expect_similar(cache_Db *db, cache_Key k, int64_t want_rows) { expect_similar_in(db, k, want_rows, k.cols); }
 
 static void test_similar(void)
 {
@@ -480,6 +485,13 @@ static void test_similar(void)
   expect_similar(db, key(5000, 2048, GEN_F32, GEN_SOFTMAX), 0);
   expect_clear(db, filter(4000, 4096, GEN_F32, GEN_SOFTMAX), 1, "rows 4000");
   expect_similar(db, key(5200, 4096, GEN_F32, GEN_SOFTMAX), 1000);   /* the next nearest */
+  /* another width of 4096's class (3585..4096) finds it; the class's own width first */
+  expect_similar_in(db, key(5200, 3600, GEN_F32, GEN_SOFTMAX), 1000, 4096);
+  expect_similar_in(db, key(5200, 4097, GEN_F32, GEN_SOFTMAX), 0, 0);
+  cache_Key own = key(20000, 3600, GEN_F32, GEN_SOFTMAX);
+  store_entry(db, &own, 2000, 10);
+  expect_similar_in(db, key(1000, 3600, GEN_F32, GEN_SOFTMAX), 20000, 3600);
+  expect_similar_in(db, key(1000, 3599, GEN_F32, GEN_SOFTMAX), 20000, 3600);
   cache_close(db);
 }
 

@@ -3,7 +3,8 @@
 **   test_runtime cpu   error paths without a GPU: codes and messages, nothing printed
 **   test_runtime gpu   on a GPU (exit 77 without one): every dtype and op against float64, with
 **                      in == out, a non-default stream, 4 host threads at once, input and output
-**                      aligned differently, and the miss policies heuristic, tune and error
+**                      aligned differently, widths and rows of one width class through one
+**                      kernel, and the miss policies heuristic, tune and error
 */
 #include <pthread.h>
 #include <stddef.h>
@@ -128,6 +129,37 @@ static void test_dtypes_ops(st_ctx *c)
       }
       env_close(&e);
     }
+}
+
+/* Widths of one class (2817..3072) and row counts each run verified, through one kernel: one
+** class resolved, one load and at most one compile (none when a kept cubin is read back); the
+** next class's first width resolves one more. */
+static void test_classes(st_ctx *c)
+{
+  static const int64_t shapes[][2] = { { 77, 3000 }, { 300, 2817 }, { 1, 3072 }, { 513, 2901 }, { 4096, 3001 } };
+  char err[1024], cfg[256], first[256] = "";
+  st_stats s0, s1;
+  CHECK(st_get_stats(c, &s0) == ST_OK, "st_get_stats: %s", st_error(c));
+  for (int i = 0; i < 5; i++) {
+    Env e;
+    if (env_open(&e, shapes[i][0], shapes[i][1], GEN_BF16, GEN_SOFTMAX) == 0) {
+      CHECK(tune_gpu_fill(e.gpu, err, sizeof err) == 0, "%s", err);
+      CHECK(run(c, &e, e.in, e.out, NULL) == ST_OK, "class width %lld: %s", (long long)e.p.cols, st_error(c));
+      expect_correct(&e, e.in, e.out, "a width of the class");
+      CHECK(st_config(c, ST_BF16, ST_SOFTMAX, e.p.rows, e.p.cols, cfg, sizeof cfg) == ST_OK, "%s", st_error(c));
+      if (!first[0]) snprintf(first, sizeof first, "%s", cfg);
+      CHECK(strcmp(cfg, first) == 0, "%lldx%lld runs '%s', not the class's '%s'", (long long)e.p.rows, (long long)e.p.cols,
+            cfg, first);
+    }
+    env_close(&e);
+  }
+  CHECK(st_get_stats(c, &s1) == ST_OK && s1.classes - s0.classes == 1 && s1.loads - s0.loads == 1 &&
+        s1.compiles - s0.compiles <= 1 && s1.calls - s0.calls == 10, "one class: %lld resolved, %lld loads, %lld compiles, "
+        "%lld calls", (long long)(s1.classes - s0.classes), (long long)(s1.loads - s0.loads),
+        (long long)(s1.compiles - s0.compiles), (long long)(s1.calls - s0.calls));
+  CHECK(st_config(c, ST_BF16, ST_SOFTMAX, 77, 3073, cfg, sizeof cfg) == ST_OK && st_get_stats(c, &s0) == ST_OK &&
+        s0.classes == s1.classes + 1, "the next class: %s", st_error(c));
+  CHECK(st_get_stats(c, NULL) == ST_EINVAL && st_get_stats(NULL, &s0) == ST_EINVAL, "st_get_stats: NULL accepted");
 }
 
 /* st_softmax_backward through the heuristic miss path, every dtype and op, a ragged shape: dx
@@ -278,6 +310,9 @@ static void test_policies(void)
         "cached after tuning: '%s' vs '%s': %s", cfg, cfg2, st_error(c));
   CHECK(c && st_config(c, ST_F32, ST_SOFTMAX, 999, 1024, cfg2, sizeof cfg2) == ST_OK && strcmp(cfg, cfg2) == 0,
         "same cols reuse: %s", st_error(c));
+  CHECK(c && st_config(c, ST_F32, ST_SOFTMAX, 7, 961, cfg2, sizeof cfg2) == ST_OK && strcmp(cfg, cfg2) == 0,
+        "a width of the class (961..1024) reuses it: %s", st_error(c));
+  CHECK(c && st_config(c, ST_F32, ST_SOFTMAX, 256, 1025, cfg2, sizeof cfg2) == ST_EMISS, "the next class is a miss");
   st_close(c);
   c = open_with(ST_MISS_HEURISTIC);
   logged = 0;
@@ -309,6 +344,7 @@ int main(int argc, char **argv)
     test_threads(c);
     test_unaligned(c);
     test_backward(c);
+    test_classes(c);
     st_close(c);
   }
   test_policies();

@@ -50,6 +50,7 @@ int tune_attn_check(const gen_Problem *p, const tune_AttnOptions *o, char *err, 
 void tune_attn_params(const gen_Problem *p, const tune_AttnOptions *o, AttnParams *a)
 {
   memset(a, 0, sizeof *a);
+  a->cols = p->cols;
   a->q = o->q, a->h = o->h;
   a->offset = o->offset == TUNE_ATTN_AUTO ? p->cols - o->q : o->offset;
   a->window = o->window;

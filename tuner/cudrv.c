@@ -158,12 +158,13 @@ CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, co
   CUlaunchAttribute attr;
   const gen_Op *op = gen_op(l->op);
   tune_Args c = *a;
-  long long n = a->rows;
-  void *args[TUNE_MAX_BUFS + 3];
+  long long n = a->rows, cols = a->cols;
+  void *args[TUNE_MAX_BUFS + 4];
   int k = 0;
-  if (!op) return CUDA_ERROR_INVALID_VALUE;
+  if (!op || cols < 1 || (op->params && (!a->params || *(const long long *)a->params != cols))) return CUDA_ERROR_INVALID_VALUE;
   for (; k < op->nbufs; k++) args[k] = &c.buf[k];
   args[k++] = &n;
+  if (!op->params) args[k++] = &cols;
   args[k++] = &c.ws;
   if (op->params) args[k++] = (void *)a->params;
   memset(&cfg, 0, sizeof cfg);

@@ -83,8 +83,10 @@ typedef struct tune_Args {
   int64_t rows;
   CUdeviceptr ws;
   const void *params;
+  int64_t cols;             /* the row width: an argument after rows, or the params block's first field */
 } tune_Args;
-/* Launch a kernel of op l->op: f(buf..., rows, ws[, params]). */
+/* Launch a kernel of op l->op: f(buf..., rows, cols, ws) or, for ops with a parameter block
+** (whose first field is cols, equal to a->cols), f(buf..., rows, ws, params). */
 CUresult tune_launch(const tune_Driver *d, CUfunction f, const gen_Launch *l, const tune_Args *a, int resident, CUstream s);
 
 /* A green context of some of a GPU's SMs (green.c), for the tuner's --sms. */

@@ -195,7 +195,7 @@ static CUresult alloc_ce(tune_Gpu *g)
       (r = d->cuMemAlloc(&g->scale, 4)) || (r = d->cuMemAlloc(&g->flag, 4)) ||
       (r = d->cuMemsetD32Async(g->flag, 0, 1, g->stream)) || (r = d->cuStreamSynchronize(g->stream)))
     return r;
-  g->params.stride = g->p.cols;
+  g->params.cols = g->params.stride = g->p.cols;
   g->params.weight = g->use_weight ? g->weight : 0;
   g->params.scale = 0;
   g->params.flag = g->flag;
@@ -580,6 +580,7 @@ void tune_gpu_args(tune_Gpu *g, tune_Args *a)
     a->params = g->attn ? &g->aparams : NULL;
   }
   a->rows = g->p.rows;
+  a->cols = g->p.cols;
   a->ws = g->ws;
 }
 

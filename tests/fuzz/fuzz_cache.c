@@ -306,7 +306,7 @@ static void read_all(cache_Db *db)
   check_lookup(db, cache_get(db, &K, &e), &K, 1, &e);
   memset(&e, 0, sizeof e);
   near.rows = K.rows + 1;
-  check_lookup(db, cache_similar(db, &near, &e), &near, 0, &e);
+  check_lookup(db, cache_similar(db, &near, near.cols, near.cols, &e), &near, 0, &e);
 
   cache_filter_all(&f);
   for (int pass = 0; pass < 2; pass++) {
