@@ -40,13 +40,14 @@ from . import _lib, _native, fusion, nn, ops
 from .cross_entropy import check_labels, cross_entropy   # docs/cross-entropy.md
 from .attention import attention_softmax   # docs/attention-softmax.md
 
-__all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "UntunedWarning", "library_path", "nn",
+__all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "stats", "UntunedWarning", "library_path", "nn",
            "cpp_ops", "compile_fusion", "cross_entropy", "check_labels", "attention_softmax"]
 library_path = _lib.library_path
 cpp_ops = _native.C is not None   # the C++ ops serve (else Python's custom ops and ctypes)
 _cpp = _native.C
 compile_fusion = fusion.install()   # Inductor: a softmax of elementwise uses only becomes torch's (fusion.py, at the first trace)
 untuned = _lib.untuned
+stats = _lib.stats   # what the library did: calls, width classes resolved, SQLite reads, NVRTC compiles, loads
 UntunedWarning = _lib.UntunedWarning
 
 

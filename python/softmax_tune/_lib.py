@@ -291,6 +291,30 @@ def untuned():
     return list(seen)
 
 
+class _Stats(ctypes.Structure):
+    _fields_ = [(name, _I64) for name in ("calls", "classes", "cache_reads", "compiles", "loads", "tunes")]
+
+
+def stats():
+    """What the library did so far, summed over the devices' contexts (st_get_stats): calls (launches
+    asked for), classes (width classes resolved: calls that went past the in-memory table),
+    cache_reads (SQLite look-ups), compiles (NVRTC), loads (cubins loaded), tunes (tuning runs).
+    All 0 before the first call; {} with a library that lacks st_get_stats."""
+    lib = _load()
+    if not hasattr(lib, "st_get_stats"):
+        return {}
+    lib.st_get_stats.argtypes = [_PTR, ctypes.POINTER(_Stats)]
+    with _lock:
+        contexts = sorted(_contexts.items())
+    total = dict.fromkeys((f[0] for f in _Stats._fields_), 0)
+    for _device, ctx in contexts:
+        s = _Stats()
+        _check(lib.st_get_stats(ctx, ctypes.byref(s)), ctx)
+        for name in total:
+            total[name] += getattr(s, name)
+    return total
+
+
 def write_shapes(path, problems, merge=False):
     """problems as a shapes file for `softmax-tune --shapes`: 'RxC dtype op' a line, written whole
     (a temporary file renamed over path). merge: the lines path has already are kept, first."""
