@@ -39,9 +39,12 @@ import torch
 from . import _lib, _native, fusion, nn, ops
 from .cross_entropy import check_labels, cross_entropy   # docs/cross-entropy.md
 from .attention import attention_softmax   # docs/attention-softmax.md
+from .linear_cross_entropy import linear_cross_entropy   # docs/linear-cross-entropy.md
+from .vocab_parallel import vocab_parallel_cross_entropy, vocab_parallel_linear_cross_entropy
 
 __all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "stats", "UntunedWarning", "library_path", "nn",
            "cpp_ops", "compile_fusion", "cross_entropy", "check_labels", "attention_softmax"]
+__all__ += ["linear_cross_entropy", "vocab_parallel_cross_entropy", "vocab_parallel_linear_cross_entropy"]
 library_path = _lib.library_path
 cpp_ops = _native.C is not None   # the C++ ops serve (else Python's custom ops and ctypes)
 _cpp = _native.C

@@ -44,3 +44,6 @@ class CrossEntropyLoss(torch.nn.Module):
     def extra_repr(self):
         return "ignore_index=%s, reduction=%s, label_smoothing=%s, z_loss=%s, softcap=%s, inplace=%s" % (
             self.ignore_index, self.reduction, self.label_smoothing, self.z_loss, self.softcap, self.inplace)
+
+
+from .linear_cross_entropy import LinearCrossEntropyLoss  # noqa: E402,F401  (docs/linear-cross-entropy.md)

@@ -23,7 +23,7 @@ writes them, as the single-GPU op does (plus the read for the statistics).
 Eager only: under torch.compile these run as graph breaks (a process group is no op argument)."""
 
 import torch
-import torch.distributed as dist
+from torch import distributed as dist
 
 from . import cross_entropy as _ce
 from . import linear_cross_entropy as _lce
