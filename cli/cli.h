@@ -41,6 +41,7 @@ typedef struct cli_Options {
   int with_host, retime;      /* cache export --with-host, cache import --retime */
   const char *restamp;        /* pretune --restamp DIR: the templates the table was made with */
   int add;                    /* pretune --add: the new entries join the table FILE, its others kept */
+  int keep_configs;           /* pretune --restamp DIR --keep-configs: kernels may differ, configs carried */
   int gpu_set;                /* --gpu was given */
   tune_CeOptions ce;          /* --ignore-index ... --labels: the cross-entropy ops' launch options */
   const char *ce_flag;        /* the first of those given, NULL if none */

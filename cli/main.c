@@ -84,6 +84,8 @@ static const char *const USAGE =
   "                   replacing its entries of the same problems and keeping the others\n"
   "  --restamp DIR    pretune: the table FILE was made with the templates in DIR; where every\n"
   "                   entry's kernel is the same under these templates, name these in it\n"
+  "  --keep-configs   pretune --restamp: carry each entry's config over where its kernel changed\n"
+  "                   but the config is valid under these templates (the made line says so)\n"
   "  --unaligned      explain: input and output pointers aligned differently (vec=1 kernels)\n"
   "  --with-host      cache export: name this host in the bundle (by default nothing of it is)\n"
   "  --retime         cache import: verify and time each entry of this GPU's model on GPU N\n"
@@ -153,7 +155,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
        O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
        O_SWEEP, O_RESTAMP, O_ADD, O_CUBINS, O_SMS, O_WITH_HOST, O_RETIME, O_IGNORE_INDEX, O_SMOOTHING, O_ZLOSS, O_SOFTCAP,
-       O_WEIGHT, O_LABELS, O_MASK, O_WINDOW, O_OFFSET, O_SCALE, O_ALIBI, O_BIAS_TENSOR };
+       O_WEIGHT, O_LABELS, O_MASK, O_WINDOW, O_OFFSET, O_SCALE, O_ALIBI, O_BIAS_TENSOR, O_KEEP_CONFIGS };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -169,7 +171,7 @@ static const struct option LONGOPTS[] = {
   { "shapes", required_argument, 0, O_SHAPES },      { "grid", required_argument, 0, O_GRID },
   { "from-cache", no_argument, 0, O_FROM_CACHE },   { "unaligned", no_argument, 0, O_UNALIGNED },
   { "sweep", required_argument, 0, O_SWEEP },       { "restamp", required_argument, 0, O_RESTAMP },
-  { "add", no_argument, 0, O_ADD },
+  { "add", no_argument, 0, O_ADD },                 { "keep-configs", no_argument, 0, O_KEEP_CONFIGS },
   { "cubins", required_argument, 0, O_CUBINS },     { "sms", required_argument, 0, O_SMS },
   { "with-host", no_argument, 0, O_WITH_HOST },     { "retime", no_argument, 0, O_RETIME },
   { "ignore-index", required_argument, 0, O_IGNORE_INDEX }, { "label-smoothing", required_argument, 0, O_SMOOTHING },
@@ -280,6 +282,7 @@ static int parse_options(int argc, char **argv, cli_Options *o)
     case O_FROM_CACHE: o->from_cache = 1; break;
     case O_RESTAMP: o->restamp = optarg; break;
     case O_ADD: o->add = 1; break;
+    case O_KEEP_CONFIGS: o->keep_configs = 1; break;
     case O_UNALIGNED: o->unaligned = 1; break;
     case O_DTYPE:
       if (strchr(optarg, ',')) {

@@ -68,8 +68,9 @@ int cli_templates_hash(gen_State *g, char hash[65], char *err, size_t errlen)
   return 0;
 }
 
-/* 0 when an entry line (dtype op rows cols frac config) renders alike under a and b. */
-static int same_kernel(gen_State *a, gen_State *b, int arch, const char *line, char *why, size_t n)
+/* 0 when an entry line (dtype op rows cols frac config) renders alike under a and b (any: it
+** renders under both, the kernels may differ). */
+static int same_kernel(gen_State *a, gen_State *b, int arch, const char *line, int any, char *why, size_t n)
 {
   char config[256];
   double frac;
@@ -80,7 +81,7 @@ static int same_kernel(gen_State *a, gen_State *b, int arch, const char *line, c
   long long rows = (long long)p.rows, cols = (long long)p.cols;
   int rc = gen_render(a, &p, config, &ka) || gen_render(b, &p, config, &kb);
   if (rc) snprintf(why, n, "entry %lldx%lld %s %s does not render: %s", rows, cols, dtype, op, gen_error(ka.source ? b : a));
-  else if (strcmp(ka.source, kb.source) || memcmp(&ka.launch, &kb.launch, sizeof ka.launch))
+  else if (!any && (strcmp(ka.source, kb.source) || memcmp(&ka.launch, &kb.launch, sizeof ka.launch)))
     rc = 1, snprintf(why, n, "entry %lldx%lld %s %s: its kernel differs under these templates", rows, cols, dtype, op);
   gen_kernel_free(&ka);
   gen_kernel_free(&kb);
@@ -112,7 +113,7 @@ static void put_clause(FILE *f, int *first, const char *c, size_t n, const char 
 ** then one restamped clause. Those templates are the next restamped clause's "from templates
 ** H" (as restamp wrote it before) or, for the last command, the table's templates now (hash):
 ** --add adds only to a table of the current templates. Earlier restamped clauses go. */
-static void made_line(FILE *f, const char *made, const char *hash)
+static void made_line(FILE *f, const char *made, const char *hash, int keep)
 {
   const char *c = made, *held = NULL;
   size_t held_n = 0;
@@ -134,10 +135,12 @@ static void made_line(FILE *f, const char *made, const char *hash)
     c += n + (end ? 2 : 0);
   }
   if (held) put_clause(f, &first, held, held_n, hash, 12);
-  fprintf(f, "%s" RESTAMPED "by softmax-tune pretune --restamp (every entry's kernel the same)\n", first ? "" : "; ");
+  fprintf(f, "%s" RESTAMPED "by softmax-tune pretune --restamp%s\n", first ? "" : "; ",
+          keep ? " --keep-configs (kernels changed, each entry's config valid and kept, its frac measured before)"
+               : " (every entry's kernel the same)");
 }
 
-static int write_restamped(const char *path, const cli_Table *t, const char *hash)
+static int write_restamped(const char *path, const cli_Table *t, const char *hash, int keep)
 {
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -145,7 +148,7 @@ static int write_restamped(const char *path, const cli_Table *t, const char *has
   if (!f) return cli_fail("cannot write '%s'", tmp), 1;
   for (int i = 0; i < t->n; i++) {
     if (t->lines[i] == t->hash - 12) fprintf   /* the templates line */(f, "# templates\t%s\n", hash);
-    else if (!strncmp(t->lines[i], "# made\t", 7)) made_line(f, t->lines[i] + 7, t->hash);
+    else if (!strncmp(t->lines[i], "# made\t", 7)) made_line(f, t->lines[i] + 7, t->hash, keep);
     else if (i < t->n - 1 || t->lines[i][0]) fprintf(f, "%s\n", t->lines[i]);
   }
   if (fclose(f) || rename(tmp, path)) return remove(tmp), cli_fail("cannot write '%s'", path), 1;
@@ -165,12 +168,14 @@ int cli_restamp(cli_Options *o)
     rc = 2, cli_fail("the table was made with templates %.12s, but '%s' holds templates %.12s", t.hash, o->restamp, hold);
   for (int i = 0; !rc && i < t.n; i++) {
     if (t.lines[i][0] == '#' || !t.lines[i][0] || !strncmp(t.lines[i], "dtype\t", 6)) continue;
-    if (same_kernel(old, cur, t.arch, t.lines[i], why, sizeof why)) rc = 1, cli_fail("%s: tune the table again (pretune --grid)", why);
+    if (same_kernel(old, cur, t.arch, t.lines[i], o->keep_configs, why, sizeof why))
+      rc = 1, cli_fail("%s: tune the table again (pretune --grid)%s", why, o->keep_configs ? "" : ", or keep its configs (--keep-configs)");
     entries++;
   }
   if (!rc && !strcmp(hold, hcur)) printf("%s: already made for these templates (%.12s)\n", o->output, hcur);
-  else if (!rc && !(rc = write_restamped(o->output, &t, hcur)))
-    printf("%s: %d entries, each kernel the same under templates %.12s and %.12s: restamped\n", o->output, entries, hold, hcur);
+  else if (!rc && !(rc = write_restamped(o->output, &t, hcur, o->keep_configs)))
+    printf("%s: %d entries, each %s under templates %.12s and %.12s: restamped\n", o->output, entries,
+           o->keep_configs ? "config valid" : "kernel the same", hold, hcur);
   gen_close(old);
   gen_close(cur);
   free(t.text);

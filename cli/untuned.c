@@ -325,6 +325,7 @@ int cli_pretune(cli_Options *o)
   int rc;
   if (!o->output) return cli_fail("pretune needs -o FILE (the table, such as templates/defaults/sm_90.tsv)"), 2;
   if (o->restamp && (o->from_cache || o->grid || o->add)) return cli_fail("pretune --restamp DIR takes no --grid, --from-cache or --add"), 2;
+  if (o->keep_configs && !o->restamp) return cli_fail("--keep-configs goes with pretune --restamp DIR"), 2;
   if (o->restamp) return cli_restamp(o);
   if (!o->from_cache && !o->grid) return cli_fail("pretune needs --grid FILE (shapes to tune) or --from-cache"), 2;
   if (o->from_cache && o->grid) return cli_fail("pretune takes --grid FILE or --from-cache, not both"), 2;

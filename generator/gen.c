@@ -181,7 +181,7 @@ static int bad_problem(gen_State *g, const gen_Problem *p) { return gen_check_pr
 void gen_width_class(int64_t cols, int64_t *lo, int64_t *hi)
 {
   int64_t step = 1;
-  if (cols > 32) {
+  if (cols > 64) {
     int k = 0;
     while (((int64_t)1 << (k + 1)) < cols) k++;   /* cols in (2^k, 2^(k+1)] */
     step = (int64_t)1 << (k - 3);

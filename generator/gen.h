@@ -64,9 +64,11 @@ typedef struct gen_Problem {
 } gen_Problem;
 
 /* The width class of a row of `cols` elements: the widths [lo, hi] one kernel serves (its knobs
-** sized for hi, its vectors for lo; the kernel takes its width at run time). Widths up to 32
-** are classes of one; above, each octave (2^k, 2^(k+1)] is cut into 8 classes of 2^(k-3)
-** widths, so a class's widths differ by less than 12.5%. */
+** sized for hi, its vectors for lo; the kernel takes its width at run time). Widths up to 64
+** are classes of one (narrow rows, where a row ends in its last vector and sector matters);
+** above, each octave (2^k, 2^(k+1)] is cut into 8 classes of 2^(k-3) widths, so a class's widths
+** differ by less than 12.5%. templates/space.lua holds the same rule and refuses a problem whose
+** class differs from it, so the rule is part of the templates' hash (cache keys). */
 void gen_width_class(int64_t cols, int64_t *lo, int64_t *hi);
 
 /* How a kernel (its arguments: gen_Op) is launched: grid = ceil(rows/rows_per_block) *

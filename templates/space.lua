@@ -132,6 +132,18 @@ local function describe(k)
   return table.concat(t, "|")
 end
 
+-- The width class of w, as gen_width_class (generator/gen.c) computes it on the call path: widths
+-- up to 64 alone, then 8 classes an octave (docs/width-classes.md). Kept here too so that a change
+-- of the rule changes the templates' hash, and with it every cache key.
+function M.width_class(w)
+  if w <= 64 then return w, w end
+  local k = 0
+  while (1 << (k + 1)) < w do k = k + 1 end   -- w in (2^k, 2^(k+1)]
+  local step = 1 << (k - 3)
+  local hi = (w + step - 1) // step * step
+  return hi - step + 1, math.min(hi, 0x7fffffff)
+end
+
 -- Fill in and check a problem table coming from C.
 function M.problem(P)
   if P.checked then return P end
@@ -151,11 +163,12 @@ function M.problem(P)
   -- memory) and check its vectors against the narrowest (P.lo); P.width is the width asked, for
   -- choices only (enumerate, heuristic), never for what a kernel's text or launch depends on.
   P.width = P.width or P.cols
-  P.lo, P.hi = P.lo or P.width, P.hi or P.width
-  if math.type(P.lo) ~= "integer" or math.type(P.hi) ~= "integer" or P.lo > P.width or P.hi < P.width or P.lo < 1 then
-    bad("width class must hold the width, got", tostring(P.lo) .. ".." .. tostring(P.hi) .. " for " .. tostring(P.width))
+  local lo, hi = M.width_class(P.width)
+  if (P.lo or lo) ~= lo or (P.hi or hi) ~= hi then
+    bad("the generator's width class (gen_width_class) is not the templates' " .. lo .. ".." .. hi .. " for width " ..
+        P.width .. ": rebuild, got", tostring(P.lo) .. ".." .. tostring(P.hi))
   end
-  P.cols = P.hi
+  P.lo, P.hi, P.cols = lo, hi, hi
   local d = ARCH[P.arch]
   if not d then
     local known = {}

@@ -157,11 +157,12 @@ local function adapt(c0, P, unaligned, e)
     -- it takes 64 (16x241878 bf16, H100: 0.835 -> 1.037 of copy)
     c.hold = "packed"
   end
-  if c.hint == "stream" and P.cols * es % 32 ~= 0 and P.cols * es < 4096 then
+  if c.hint == "stream" and (P.lo ~= P.hi or P.cols * es % 32 ~= 0) and P.cols * es < 4096 then
     -- short rows that end inside a 32-byte sector: two rows write each such sector, and an
     -- evict-first store (.cs) can send it out half written, to be read back (f32 246102x99
     -- log_softmax, 97 MB, H200: 0.92 of copy with hint=stream, 1.00 with none; in problems that
-    -- fit the L2 the twins were within 1%, and the tuner took none in 7 of 8 such)
+    -- fit the L2 the twins were within 1%, and the tuner took none in 7 of 8 such); a width class
+    -- of several widths has such rows
     c.hint = "none"
   end
   return c

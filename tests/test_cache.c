@@ -485,13 +485,14 @@ static void test_similar(void)
   expect_similar(db, key(5000, 2048, GEN_F32, GEN_SOFTMAX), 0);
   expect_clear(db, filter(4000, 4096, GEN_F32, GEN_SOFTMAX), 1, "rows 4000");
   expect_similar(db, key(5200, 4096, GEN_F32, GEN_SOFTMAX), 1000);   /* the next nearest */
-  /* another width of 4096's class (3585..4096) finds it; the class's own width first */
-  expect_similar_in(db, key(5200, 3600, GEN_F32, GEN_SOFTMAX), 1000, 4096);
+  /* another width of 4096's class (3841..4096) finds it; the width nearest first */
+  expect_similar_in(db, key(5200, 3900, GEN_F32, GEN_SOFTMAX), 1000, 4096);
   expect_similar_in(db, key(5200, 4097, GEN_F32, GEN_SOFTMAX), 0, 0);
-  cache_Key own = key(20000, 3600, GEN_F32, GEN_SOFTMAX);
+  expect_similar_in(db, key(5200, 3840, GEN_F32, GEN_SOFTMAX), 0, 0);
+  cache_Key own = key(20000, 3900, GEN_F32, GEN_SOFTMAX);
   store_entry(db, &own, 2000, 10);
-  expect_similar_in(db, key(1000, 3600, GEN_F32, GEN_SOFTMAX), 20000, 3600);
-  expect_similar_in(db, key(1000, 3599, GEN_F32, GEN_SOFTMAX), 20000, 3600);
+  expect_similar_in(db, key(1000, 3900, GEN_F32, GEN_SOFTMAX), 20000, 3900);
+  expect_similar_in(db, key(1000, 3899, GEN_F32, GEN_SOFTMAX), 20000, 3900);
   cache_close(db);
 }
 

@@ -4,7 +4,8 @@
 ** row counts that leave blocks partly empty, and all dtypes and ops (the backward ones too), a sample of each space
 ** that takes every knob value runs and is verified against the float64 reference. The check
 ** kernel itself is held to the CPU reference (tune_gpu_selftest). Every knob value of the
-** whole sample must have run verified at least once.
+** sample's configs the device runs (not pruned: a spill, too many resources) must have run
+** verified at least once.
 **   test_gpu [--all]   --all: every config of every space, not a sample (label long)
 **   test_gpu --backward  the sample of the backward ops' cases only
 **   test_gpu --ce        the cross-entropy cases only, and their options: int32 labels, class
@@ -139,7 +140,7 @@ static void family_of(const char *cfg, char *out, size_t n)
 static Cover verified;   /* knob=value pairs seen verified, over all cases */
 static Cover wanted;     /* knob=value pairs in the samples */
 
-/* Compile, load and verify one config; 1 if it verified. */
+/* Compile, load and verify one config; 1 if it verified, -1 if the device pruned it. */
 static int run_one(tune_Gpu *gpu, tune_Backend *b, gen_State *g, const gen_Problem *p, const char *cfg, int slot)
 {
   gen_Kernel k;
@@ -172,7 +173,7 @@ static int run_one(tune_Gpu *gpu, tune_Backend *b, gen_State *g, const gen_Probl
   if (ok > 0) cover_adds(&verified, cfg);
   gen_kernel_free(&k);
   gen_cubin_free(&c);
-  return ok > 0;
+  return ok;
 }
 
 /* ---- the cross-entropy options: launch arguments, verified on one config of every family ---- */
@@ -272,8 +273,7 @@ static void run_case(const Case *cs, int all, int ordinal, int families, const C
       char fam[64];
       family_of(list[i], fam, sizeof fam);
       if (families ? !cover_adds(&mine, fam) : !all && !cover_adds(&mine, list[i])) continue;
-      if (!ce) cover_adds(&wanted, list[i]);
-      run_one(gpu, &b, g, &p, list[i], runs++);
+      if (run_one(gpu, &b, g, &p, list[i], runs++) >= 0 && !ce) cover_adds(&wanted, list[i]);   /* pruned: not wanted */
     }
     if (ce) {
       CHECK(tune_gpu_ce_flag(gpu, &flag, err, sizeof err) == 0, "flag: %s", err);
