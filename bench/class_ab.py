@@ -25,9 +25,9 @@ import sys
 
 
 def width_class(cols):
-    """gen_width_class (generator/gen.c): widths up to 32 alone; each octave above in 8 classes."""
+    """gen_width_class (generator/gen.c): widths up to 64 alone; each octave above in 8 classes."""
     step = 1
-    if cols > 32:
+    if cols > 64:
         k = (cols - 1).bit_length() - 1   # cols in (2^k, 2^(k+1)]
         step = 1 << (k - 3)
     hi = (cols + step - 1) // step * step
