@@ -44,9 +44,9 @@ speed() {
 }
 
 dynamic() {   # the Python package of .carry/python where it is there (carry it: git archive HEAD python), else python/
-  local py=python
+  local py=python root=$PWD
   [ -d .carry/python ] && py=.carry/python
-  (cd "$py" && SOFTMAX_TUNE_INCLUDE=$PWD/include SOFTMAX_TUNE_CPP=1 python3 setup.py build_ext --inplace >"$out/build_dyn.log" 2>&1); echo "C++ ops build ($py): rc=$?"
+  (cd "$py" && SOFTMAX_TUNE_INCLUDE=$root/include SOFTMAX_TUNE_CPP=1 python3 setup.py build_ext --inplace >"$out/build_dyn.log" 2>&1); echo "C++ ops build ($py): rc=$?"
   PYTHONPATH=$PWD/$py ST_TREE=$(cat .carry/TREE) python3 bench/dynamic.py --out "$out/dynamic-$gpu-$day.tsv" \
     ${WORKLOADS:+--workloads $WORKLOADS} 2>"$out/dynamic.log"
   cat "$out/dynamic-$gpu-$day.tsv"
