@@ -98,7 +98,7 @@ def mean_divisor(t1, class_weight, ignore_index, v):
     valid = t1 != ignore_index
     if class_weight is None:
         return valid.sum(dtype=torch.float64)
-    return (class_weight[t1.clamp(0, v - 1)].double() * valid).sum()
+    return (class_weight[t1.clamp(0, v - 1).long()].double() * valid).sum()
 
 
 def factor(divisor):

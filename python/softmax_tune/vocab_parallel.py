@@ -64,6 +64,7 @@ class Rows:
         if parts is not None:
             self.good, self.bad, self.owned, self.yloc, self.wy, self.lab = parts
             return
+        t = t.long()
         valid = t != o.ignore_index
         inside = (t >= 0) & (t < sh.total)
         self.good = valid & inside
