@@ -13,7 +13,7 @@ set -u
 SEED=${SEED:-20261127}
 N=${N:-40}
 day=$(date +%F)
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9]*' | tr H h)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9]\+' | head -1 | tr H h)
 t0=$(date +%s)
 
 lane() {   # lane NAME LIMIT CMD...: the command's output to $out/NAME.log, its verdict line
