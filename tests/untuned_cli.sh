@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # untuned_cli.sh BINARY REPORT_CACHE SOURCE_DIR — `softmax-tune explain` without a GPU (--arch): the default
-# table's choice and its source, a stale table reported, no table (the rule), a table given by
+# table's choice and its source, a shape's width class (two shapes of one class, one kernel), a stale table reported, no table (the rule), a table given by
 # $SOFTMAX_TUNE_TABLE; `pretune --from-cache` on a cache filled by the fake backend, its table read
 # back by explain; bad input: one line, exit 2.
 set -u
@@ -20,6 +20,12 @@ has "$out" "aligned differently"
 out=$(SOFTMAX_TUNE_TABLE=none "$bin" explain --arch sm_90 --shape 1x1000000 2>&1) || bad "no table: $?"
 has "$out" "source   rule (no tuned entry"
 "$bin" explain --arch sm_80 --shape 64x64 >/dev/null 2>&1 || bad "sm_80 (no table) failed"
+# two shapes of one width class (2817..3072) name the class and the same kernel
+a=$("$bin" explain --arch sm_90 --shape 256x3000 --dtype bf16 2>&1) || bad "explain 256x3000: $?"
+b=$("$bin" explain --arch sm_90 --shape 256x2817 --dtype bf16 2>&1) || bad "explain 256x2817: $?"
+has "$a" "class    cols 2817..3072"
+has "$b" "class    cols 2817..3072"
+[ "$(grep '^kernel' <<<"$a")" = "$(grep '^kernel' <<<"$b")" ] || bad "one class, two kernels: $a / $b"
 
 # a stale copy of the table: said, and still used (each config checked)
 sed 's/^# templates\t.*/# templates\t0000/' "$src/templates/defaults/sm_90.tsv" > stale.tsv
