@@ -316,7 +316,8 @@ static int still_good(st_ctx *c, const gen_Problem *p, const cache_Key *k, cache
   gen_Problem q = *p;
   cache_Key kk = *k;
   if (!tune_stale(k, e)) return CACHE_OK;
-  q.rows = kk.rows = e->key.rows;
+  q.rows = kk.rows = e->key.rows;   /* its own shape: another of its class may have found it */
+  q.cols = kk.cols = e->key.cols;
   /* driver 0: imported from a bundle and not timed here */
   if (e->key.driver) snprintf(made, sizeof made, "was tuned under driver %d, NVRTC %d", e->key.driver, e->key.nvrtc);
   else snprintf(made, sizeof made, "came from a bundle");
