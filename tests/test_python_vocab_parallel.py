@@ -12,6 +12,7 @@ blocks), and bad labels; and against the single-GPU ops (softmax_tune.cross_entr
 linear_cross_entropy on the whole inputs), each within the same bound of float64. A GPU machine only: without
 torch or a CUDA GPU it prints a SKIP line and exits 0."""
 
+import datetime
 import os
 import queue
 import socket
@@ -51,7 +52,8 @@ def worker(rank, port, out):
     nccl = torch.cuda.device_count() >= WORLD
     torch.cuda.set_device(rank if nccl else 0)
     dist.init_process_group("nccl" if nccl else "gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank,
-                            world_size=WORLD, device_id=torch.device("cuda", rank) if nccl else None)
+                            world_size=WORLD, device_id=torch.device("cuda", rank) if nccl else None,
+                            timeout=datetime.timedelta(seconds=120))   # a rank that fails alone: no long hang
     B = _bound_tools()
 
     import pyharness
@@ -74,6 +76,25 @@ def worker(rank, port, out):
         t[torch.rand(n, generator=gen) < ignored] = ii
         return t.cuda()
 
+    def ce_case(x, t, go, start, size, total, how, inplace, dtype, what, kw, ii):
+        leaf = x[:, start:start + size].clone().requires_grad_()
+        xs = leaf * 1.0 if inplace else leaf
+        loss = softmax_tune.vocab_parallel_cross_entropy(
+            xs, t, vocab_start=start if how != "even" else None, vocab_size=total, inplace=inplace, **kw)
+        loss.backward(go.to(dtype))
+        ref = ref_ce(B, x, t, go.to(dtype), start, size, dtype, **kw)
+        reduction = kw["reduction"]
+        close(loss, *ref["loss"], dtype, what + " loss")
+        close(leaf.grad, *ref["g"], dtype, what + " grad")
+        if not inplace:   # the single-GPU op on the whole logits, within the same bound
+            xw = x.clone().requires_grad_()
+            lw = softmax_tune.cross_entropy(xw, t, kw.get("class_weight"), ii, reduction,
+                                            kw.get("label_smoothing", 0.0), z_loss=kw.get("z_loss", 0.0),
+                                            softcap=kw.get("softcap"))
+            lw.backward(go.to(dtype))
+            close(lw, *ref["loss"], dtype, what + " single-GPU loss")
+            close(xw.grad[:, start:start + size], *ref["g"], dtype, what + " single-GPU grad")
+
     # ---- cross-entropy of sharded logits ----
     n, v = 130, 5000
     cases = [({}, "even"), ({"label_smoothing": 0.1}, "even"), ({"z_loss": 1e-3}, "uneven"),
@@ -92,23 +113,11 @@ def worker(rank, port, out):
                     t = labels(n, v, ii)
                     go = randn(n) if reduction == "none" else torch.tensor(0.37, device="cuda")
                     start, size, total = shard_of(v, how)
-                    leaf = x[:, start:start + size].clone().requires_grad_()
-                    xs = leaf * 1.0 if inplace else leaf
-                    loss = softmax_tune.vocab_parallel_cross_entropy(
-                        xs, t, vocab_start=start if how != "even" else None, vocab_size=total, inplace=inplace, **kw)
-                    loss.backward(go.to(dtype))
-                    ref = ref_ce(B, x, t, go.to(dtype), start, size, dtype, **kw)
                     what = "vp ce %s %s %s %s inplace=%s" % (dtype, opts, how, reduction, inplace)
-                    close(loss, *ref["loss"], dtype, what + " loss")
-                    close(leaf.grad, *ref["g"], dtype, what + " grad")
-                    if not inplace:   # the single-GPU op on the whole logits, within the same bound
-                        xw = x.clone().requires_grad_()
-                        lw = softmax_tune.cross_entropy(xw, t, kw.get("class_weight"), ii, reduction,
-                                                        kw.get("label_smoothing", 0.0), z_loss=kw.get("z_loss", 0.0),
-                                                        softcap=kw.get("softcap"))
-                        lw.backward(go.to(dtype))
-                        close(lw, *ref["loss"], dtype, what + " single-GPU loss")
-                        close(xw.grad[:, start:start + size], *ref["g"], dtype, what + " single-GPU grad")
+                    try:
+                        ce_case(x, t, go, start, size, total, how, inplace, dtype, what, kw, ii)
+                    except Exception as e:  # noqa: BLE001  (the other cases still run)
+                        expect(False, "%s: %s: %s" % (what, type(e).__name__, str(e)[:500]))
         print("rank %d: vp cross-entropy %s checked" % (rank, dtype), flush=True)
 
     # more rows than a shard has classes (the weighted kernel's blocks); bad labels
@@ -153,30 +162,34 @@ def worker(rank, port, out):
                 b = (randn(v) * 0.5).to(dtype) if kw.pop("bias", False) else None
                 t = labels(n, v)
                 go = randn(n) if reduction == "none" else torch.tensor(0.37, device="cuda")
-                start, size, total = shard_of(v, how)
-                hl = h.clone().requires_grad_()
-                wl = w[start:start + size].clone().requires_grad_()
-                bl = b[start:start + size].clone().requires_grad_() if b is not None else None
-                loss = softmax_tune.vocab_parallel_linear_cross_entropy(
-                    hl, wl, t, bias=bl, vocab_start=start if how != "even" else None, vocab_size=total,
-                    chunk_rows=128, **kw)
-                loss.backward(go.to(dtype))
-                ref = B.reference(h, w, t, b, go=go.to(dtype), chunk=128, dtype=dtype, shard=size, **kw)
                 what = "vp lce %s %s %s %s" % (dtype, opts, how, reduction)
-                close(loss, *ref["loss"], dtype, what + " loss")
-                close(hl.grad, *ref["gh"], dtype, what + " grad hidden")
-                close(wl.grad, ref["gw"][0][start:start + size], ref["gw"][1][start:start + size], dtype,
-                      what + " grad weight")
-                if b is not None:
-                    close(bl.grad, ref["gb"][0][start:start + size], ref["gb"][1][start:start + size], dtype,
-                          what + " grad bias")
-                if reduction == "mean" and how == "even":   # the single-GPU op, within the same bound
-                    hw, ww = h.clone().requires_grad_(), w.clone().requires_grad_()
-                    lw = softmax_tune.linear_cross_entropy(hw, ww, t, b, chunk_rows=128, **kw)
-                    lw.backward(go.to(dtype))
-                    close(lw, *ref["loss"], dtype, what + " single-GPU loss")
-                    close(ww.grad[start:start + size], ref["gw"][0][start:start + size],
-                          ref["gw"][1][start:start + size], dtype, what + " single-GPU grad weight")
+                try:
+                    start, size, total = shard_of(v, how)
+                    hl = h.clone().requires_grad_()
+                    wl = w[start:start + size].clone().requires_grad_()
+                    bl = b[start:start + size].clone().requires_grad_() if b is not None else None
+                    loss = softmax_tune.vocab_parallel_linear_cross_entropy(
+                        hl, wl, t, bias=bl, vocab_start=start if how != "even" else None, vocab_size=total,
+                        chunk_rows=128, **kw)
+                    loss.backward(go.to(dtype))
+                    ref = B.reference(h, w, t, b, go=go.to(dtype), chunk=128, dtype=dtype, shard=size, **kw)
+                    what = "vp lce %s %s %s %s" % (dtype, opts, how, reduction)
+                    close(loss, *ref["loss"], dtype, what + " loss")
+                    close(hl.grad, *ref["gh"], dtype, what + " grad hidden")
+                    close(wl.grad, ref["gw"][0][start:start + size], ref["gw"][1][start:start + size], dtype,
+                          what + " grad weight")
+                    if b is not None:
+                        close(bl.grad, ref["gb"][0][start:start + size], ref["gb"][1][start:start + size], dtype,
+                              what + " grad bias")
+                    if reduction == "mean" and how == "even":   # the single-GPU op, within the same bound
+                        hw, ww = h.clone().requires_grad_(), w.clone().requires_grad_()
+                        lw = softmax_tune.linear_cross_entropy(hw, ww, t, b, chunk_rows=128, **kw)
+                        lw.backward(go.to(dtype))
+                        close(lw, *ref["loss"], dtype, what + " single-GPU loss")
+                        close(ww.grad[start:start + size], ref["gw"][0][start:start + size],
+                              ref["gw"][1][start:start + size], dtype, what + " single-GPU grad weight")
+                except Exception as e:  # noqa: BLE001  (the other cases still run)
+                    expect(False, "%s: %s: %s" % (what, type(e).__name__, str(e)[:500]))
         print("rank %d: vp linear cross-entropy %s checked" % (rank, dtype), flush=True)
 
     dist.barrier()
@@ -256,6 +269,8 @@ def main():
                 break
     for p in procs:
         p.join(60)
+        if p.is_alive():
+            p.terminate()
     failures = 0
     for r, p in enumerate(procs):
         if p.exitcode != 0 or r not in results:
