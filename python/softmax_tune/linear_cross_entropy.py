@@ -23,6 +23,7 @@ the custom ops softmax_tune::linear_cross_entropy and softmax_tune::linear_cross
 (fake impls, register_autograd) run. Other forms (CPU tensors, float64, class weights together with
 label smoothing) go to torch (F.linear, then cross_entropy's torch path) with one warning."""
 
+import importlib
 import math
 import os
 import warnings
@@ -32,8 +33,9 @@ import torch
 import torch.nn.functional as F
 
 from . import _lib
-from . import cross_entropy as _ce
 from .ops import DTYPES, _stream, device_of
+
+_ce = importlib.import_module(__package__ + ".cross_entropy")   # the module (the package's name is the function)
 
 REDUCTIONS = _ce.REDUCTIONS
 _LABELS = {torch.int32: 0, torch.int64: 1}
@@ -108,19 +110,20 @@ def factor(divisor):
 
 
 def run(h2, w, t1, bias, class_weight, ignore_index, label_smoothing, z_loss, softcap, chunk=0,
-        need=(False, False, False), rs=None):
+        need=(False, False, False), rs=None, check=True):
     """The chunked loop over hidden rows h2 [N, D] (contiguous), weight w [V, D] (contiguous), labels t1 [N]
     (contiguous int32/int64), bias [V] or None, class_weight float32 [V] or None. need: which gradients
     (hidden, weight, bias); none: the loss-only kernel. rs: the gradient's factor, None (1), float32 [1] (one
     for every row: the mean's) or float32 [N] (one a row: grad_output of reduction none).
     Returns (loss float32 [N], lse float32 [N], grad_hidden, grad_weight, grad_bias), a gradient None where not
-    needed; grad_bias is [1, V]."""
+    needed; grad_bias is [1, V]. check: raise first for a bad label an earlier call's kernel flagged (not in a
+    backward, whose forward's own bad label is for the next call to report)."""
     n, d = h2.shape
     v = w.shape[0]
     dtype = h2.dtype
     device = device_of(h2)
     f = _ce._flag(device)
-    if not _ce._capturing():
+    if check and not _ce._capturing():
         _ce._check_lazily(f, device)
     chunk = chunk if chunk and chunk > 0 else chunk_rows(n, v, dtype, device)
     chunk = min(chunk, n)
@@ -198,7 +201,7 @@ def backward_none(go, h2, w, t1, bias, class_weight, ignore_index, label_smoothi
     """The gradients of reduction none's losses under grad_output go (one value a row): the chunks computed again."""
     rs = go.reshape(-1).float().contiguous()
     _loss, _lse, gh, gw, gb = run(h2, w, t1, bias, class_weight, ignore_index, label_smoothing, z_loss, softcap, chunk,
-                                  need, rs)
+                                  need, rs, check=False)
     return gh, gw, gb
 
 

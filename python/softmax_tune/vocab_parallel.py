@@ -22,12 +22,16 @@ writes them, as the single-GPU op does (plus the read for the statistics).
 
 Eager only: under torch.compile these run as graph breaks (a process group is no op argument)."""
 
+import importlib
+
 import torch
 from torch import distributed as dist
 
-from . import cross_entropy as _ce
-from . import linear_cross_entropy as _lce
 from .ops import DTYPES, device_of
+
+# the modules (the package's names cross_entropy and linear_cross_entropy are the functions)
+_ce = importlib.import_module(__package__ + ".cross_entropy")
+_lce = importlib.import_module(__package__ + ".linear_cross_entropy")
 
 _LOCAL_IGNORE = -1   # the kernel's ignore_index here: every label it sees is one we made
 
@@ -256,7 +260,7 @@ class _CE(torch.autograd.Function):
             rows, st = ctx.rest
             g = torch.empty_like(x2)
             device = device_of(x2)
-            gradient(x2, g, rows, st, go.reshape(-1).double(), ctx.sh, ctx.o, _flag(device), device)
+            gradient(x2, g, rows, st, go.reshape(-1).double(), ctx.sh, ctx.o, _ce._flag(device), device)
         else:
             g = ctx.g
             if g is None:
@@ -268,6 +272,7 @@ class _CE(torch.autograd.Function):
 
 
 def _flag(device):
+    """The bad-label flag, after raising for a bad label an earlier call's kernel flagged (no sync)."""
     f = _ce._flag(device)
     if not _ce._capturing():
         _ce._check_lazily(f, device)
@@ -331,7 +336,7 @@ def _lce_loop(h2, w, t1, bias, sh, o, chunk, need, sg_rows=None, saved=None):
     size = w.shape[0]
     dtype = h2.dtype
     device = device_of(h2)
-    flag = _flag(device)
+    flag = _flag(device) if sg_rows is None else _ce._flag(device)   # a backward: the forward's flag is not ours
     two = o.eps > 0 and bool(o.cap)   # label smoothing under a softcap: the gradient beside the logits
     chunk = chunk if chunk and chunk > 0 else _lce.chunk_rows(n, size, dtype, device,
                                                               _lce._budget(device) // (2 if two else 1))
