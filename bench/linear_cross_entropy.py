@@ -5,6 +5,7 @@ every system in one run, each checked against float64 before it is timed.
 
     python3 bench/linear_cross_entropy.py [--models llama3-8b,qwen2.5-7b,gemma2-9b] [--n 4096,16384]
         [--systems ours,liger,cce,torch,compile] [--rounds 10] [--chunks R1,R2] [--peers DIR] [--out F]
+        [--breakdown R1,R2]   (--systems "": the breakdown alone)
 
 Writes bench/results/linear-cross-entropy-<gpu>-<date>.tsv (or --out): model, N, D, V, dtype, options, system,
 ms, peak_extra_gb, floor_ms.
@@ -215,6 +216,40 @@ def floor(h, w, rounds):
     return interleaved_ms([gemms, copy], rounds=rounds)   # the buffers go with this frame
 
 
+def breakdown(key, n, rows_list, rounds):
+    """Where ours' time goes (printed, no table rows): each GEMM whole, then for chunks of each R rows the logits
+    GEMM, the cross-entropy kernel (out of place, the model's softcap), grad_hidden's GEMM and grad_weight's
+    accumulating addmm, each timed on one chunk and scaled by the chunks N takes."""
+    label, d, v, cap = MODELS[key]
+    lce = sys.modules["softmax_tune.linear_cross_entropy"]
+    g = torch.Generator(device="cuda").manual_seed(7)
+    h = torch.randn(n, d, device="cuda", generator=g).to(torch.bfloat16)
+    w = (torch.randn(v, d, device="cuda", generator=g) * (2.0 / d ** 0.5)).to(torch.bfloat16)
+    t = torch.randint(0, v, (n,), device="cuda", generator=g)
+    full = torch.mm(h, w.t())
+    dl = full.clone()
+    gh, gw = torch.empty_like(h), torch.empty_like(w)
+    names = ["whole logits", "whole grad_hidden", "whole grad_weight"]
+    fns = [lambda: torch.mm(h, w.t(), out=full), lambda: torch.mm(dl, w, out=gh), lambda: torch.mm(dl.t(), h, out=gw)]
+    flag = sys.modules["softmax_tune.cross_entropy"]._flag(0)
+    for r in rows_list:
+        x, y = full[:r], dl[:r]
+        loss = torch.empty(r, dtype=torch.float32, device="cuda")
+        lse = torch.empty_like(loss)
+        names += ["%d rows: logits" % r, "%d rows: cross-entropy" % r, "%d rows: grad_hidden" % r,
+                  "%d rows: grad_weight +=" % r]
+        fns += [lambda x=x, r=r: torch.mm(h[:r], w.t(), out=x),
+                lambda x=x, y=y, r=r, loss=loss, lse=lse: lce._kernel(0, x, t[:r], y, loss, lse, IGNORE, 0.0, 0.0, cap,
+                                                                     None, flag),
+                lambda y=y, r=r: torch.mm(y, w, out=gh[:r]),
+                lambda y=y, r=r: gw.addmm_(y.t(), h[:r])]
+    times = interleaved_ms(fns, rounds=rounds)
+    for name, ms in zip(names, times):
+        r = int(name.split()[0]) if name[0].isdigit() else n
+        print("# breakdown %s N %d: %s %.3f ms, x%.2f chunks = %.3f ms" % (label, n, name, ms, n / r, ms * n / r),
+              flush=True)
+
+
 def problem(key, n, args, peers, systems_wanted):
     label, d, v, cap = MODELS[key]
     g = torch.Generator(device="cuda").manual_seed(n + v)
@@ -294,6 +329,10 @@ def main():
     ap.add_argument("--chunks", default="", help="ours again with chunks of these rows (ours@R)")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--peers", default=os.environ.get("LCE_PEERS", os.path.join(HERE, "..", ".peers")))
+    ap.add_argument("--breakdown", default="", help="rows of chunks: first print where ours' time goes, for the "
+                    "first N of each model (breakdown())")
+    ap.add_argument("--breakdown-n", type=int, help="its N (default: the first of --n)")
+    ap.add_argument("--breakdown-models", help="its models (default: --models)")
     ap.add_argument("--out")
     args = ap.parse_args()
     args.chunks = [int(c) for c in args.chunks.split(",") if c]
@@ -322,7 +361,13 @@ def main():
                    timing="Median of %d interleaved rounds (benchlib.interleaved_ms: L2 cleared before each call, a "
                           "GPU-side hold so launch time is not counted)." % args.rounds)
     t0 = time.time()
-    for n in [int(x) for x in args.n.split(",")]:
+    if args.breakdown:
+        for key in (args.breakdown_models or args.models).split(","):
+            breakdown(key, args.breakdown_n or int(args.n.split(",")[0]), [int(r) for r in args.breakdown.split(",")],
+                      args.rounds)
+            gc.collect()
+            torch.cuda.empty_cache()
+    for n in [int(x) for x in args.n.split(",")] if any(wanted) else []:   # --systems "": the breakdown alone
         for key in args.models.split(","):
             lines += problem(key, n, args, peers, wanted)
             gc.collect()
