@@ -51,7 +51,7 @@ def shared_libstdcxx():
     """Link arguments that bind libstdc++ as a shared library. A toolchain that links it statically
     (the GPU machines' /opt/gcc/bin/g++ wrapper does) puts a second copy beside the one torch
     loaded: its locale facets then index the other copy's tables, and the first error message that
-    formats a number crashes the process (bench/cpp_probe.py, lab/NOTES.md). Naming the libstdc++
+    formats a number crashes the process (bench/cpp_probe.py, docs/design/python-host.md). Naming the libstdc++
     that torch runs with (else the compiler's libstdc++.so) first makes the linker take every
     symbol from it; the static archive the driver adds later then has nothing left to give."""
     import subprocess

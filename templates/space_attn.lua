@@ -220,7 +220,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
 
   -- The packed rule of either op: the space's hold=packed config (16-bit rows of 16-byte vectors)
   -- with 4 vectors a thread (8 from 1024 vectors a row) and threads = max(G, 128): the shape of
-  -- the tuned winners of session 33 (H100, bf16 and f16, padding and causal 1024-8192; the
+  -- the tuned winners of 2026-11-26 (H100, bf16 and f16, padding and causal 1024-8192; the
   -- backward's decode 1x32768 too); nil where the space has none.
   local function packed_rule(P, vec)
     local items = P.cols // vec >= 1024 and 8 or 4

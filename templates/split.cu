@@ -30,7 +30,7 @@
 % -- xchg=claim (hold=ring only; a Lua comment, so the other kernels' text stays as it was): the
 % -- ring's blocks do not own parts; each claims its next (row, rank) from a ticket counter when
 % -- a stage frees, so a block on a slower SM takes fewer parts (blocks owning parts b, b+G, ...
-% -- end at the slowest SM's pace: 3-4% of a copy on an H100, bench/ringcopy.cu). Pairs go to
+% -- end at the slowest SM's pace: 3-4% of a copy on an H100, lab/ringcopy.cu). Pairs go to
 % -- NB = 32 buffers by row; a row's buffer is posted to and read only once the row NB back has
 % -- been read by all its parts. The grid is every resident block (132, not split=32's 128).
 % team = threads
