@@ -9,7 +9,8 @@ tests/test_python_lce.py (the shard's softmax factor and the global lse's float3
 smoothing the second pass's rounding, added), for float32, float16 and bfloat16, every option, the three
 reductions under a grad_output that is not 1, inplace=True, more rows than a shard has classes (the kernel's
 blocks), and bad labels; and against the single-GPU ops (softmax_tune.cross_entropy and
-linear_cross_entropy on the whole inputs), each within the same bound of float64. A GPU machine only: without
+linear_cross_entropy on the whole inputs), each within the same bound of float64 (cross_entropy's gradient
+with test_python_ce.py's own allowance added). A GPU machine only: without
 torch or a CUDA GPU it prints a SKIP line and exits 0."""
 
 import datetime
@@ -93,7 +94,12 @@ def worker(rank, port, out):
                                             softcap=kw.get("softcap"))
             lw.backward(go.to(dtype))
             close(lw, *ref["loss"], dtype, what + " single-GPU loss")
-            close(xw.grad[:, start:start + size], *ref["g"], dtype, what + " single-GPU grad")
+            # the single-GPU op by test_python_ce.py's own rule (its 1e-5 x the row's largest term besides): with
+            # reduction none in float16 it lands up to 3 subnormal spacings off (1.7e-7 at 7e-7 on an H100,
+            # 2026-11-27), more than its kernel's rounding and grad_output's multiply (two roundings) explain
+            g, e = ref["g"]
+            close(xw.grad[:, start:start + size], g, e + 1e-5 * g.abs().amax(1, keepdim=True), dtype,
+                  what + " single-GPU grad")
 
     # ---- cross-entropy of sharded logits ----
     n, v = 130, 5000
