@@ -181,7 +181,7 @@ def rel(got, want):
 def verdict(out, ref):
     """(ok, 'loss e, gh e, gw e') of a system's (loss, gh, gw) against the reference's."""
     loss, gh, gw = out
-    el = abs(float(loss) - float(ref[0])) / abs(float(ref[0]))
+    el = abs(float(loss.detach()) - float(ref[0])) / abs(float(ref[0]))
     eh, ew = rel(gh, ref[1]), rel(gw, ref[2])
     return el <= 2.0 ** -6 and eh <= 0.1 and ew <= 0.1, "loss %.2e, grad_hidden %.2e, grad_weight %.2e" % (el, eh, ew)
 
