@@ -11,7 +11,7 @@ reductions under a grad_output that is not 1, inplace=True, more rows than a sha
 blocks), and bad labels; and against the single-GPU ops (softmax_tune.cross_entropy and
 linear_cross_entropy on the whole inputs), each within the same bound of float64 (cross_entropy's gradient
 with test_python_ce.py's own allowance added). A GPU machine only: without
-torch or a CUDA GPU it prints a SKIP line and exits 0."""
+torch or a CUDA GPU it prints a SKIP line and exits 77 (skipped)."""
 
 import datetime
 import os
@@ -20,17 +20,9 @@ import socket
 import sys
 import time
 
-try:
-    import torch
-except ImportError:
-    print("SKIP: torch is not installed")
-    sys.exit(0)
-if not torch.cuda.is_available():
-    print("SKIP: torch sees no CUDA GPU")
-    sys.exit(0)
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from pyharness import torch  # noqa: E402  (exit 77 without torch or a CUDA GPU)
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 WORLD = 2
 
