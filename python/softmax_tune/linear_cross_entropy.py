@@ -285,6 +285,27 @@ lce_op.register_autograd(_backward, setup_context=_setup)
 
 # ---- eager autograd ----
 
+def kept_grads(ctx, go, name):
+    """The gradients an eager forward kept (ctx.grads: hidden's, weight's, bias's), times grad_output
+    go in place, handed out once."""
+    if ctx.grads is None:
+        raise RuntimeError("softmax_tune.%s: backward through it a second time (retain_graph): the gradients it "
+                           "kept were consumed by the first" % name)
+    gh, gw, gb = ctx.grads
+    ctx.grads = None
+    for g in (gh, gw, gb):
+        if g is not None:
+            _ce.scale_(g, go)
+    return gh, gw, gb
+
+
+def shaped(ctx, gh, gw, gb):
+    """The gradients in the shapes of hidden and weight (ctx.shapes) and bias (flat)."""
+    hs, ws = ctx.shapes
+    return (gh.view(hs) if gh is not None else None, gw.view(ws) if gw is not None else None,
+            gb.view(-1) if gb is not None else None)
+
+
 class _Eager(torch.autograd.Function):
     """Eager calls with a gradient: no dispatcher. Mean and sum keep the gradients on ctx (consumed by the one
     backward allowed; a second raises); none saves the inputs and computes the gradients in backward."""
@@ -309,17 +330,8 @@ class _Eager(torch.autograd.Function):
             h2, w2, t1, b2, class_weight = ctx.saved_tensors
             gh, gw, gb = backward_none(go, h2, w2, t1, b2, class_weight, *ctx.args, ctx.need)
         else:
-            if ctx.grads is None:
-                raise RuntimeError("softmax_tune.linear_cross_entropy: backward through it a second time "
-                                   "(retain_graph): the gradients it kept were consumed by the first")
-            gh, gw, gb = ctx.grads
-            ctx.grads = None
-            for g in (gh, gw, gb):
-                if g is not None:
-                    _ce.scale_(g, go)
-        hs, ws = ctx.shapes
-        return (gh.view(hs) if gh is not None else None, gw.view(ws) if gw is not None else None,
-                gb.view(-1) if gb is not None else None) + (None,) * 12
+            gh, gw, gb = kept_grads(ctx, go, "linear_cross_entropy")
+        return shaped(ctx, gh, gw, gb) + (None,) * 12
 
 
 # ---- the public function ----

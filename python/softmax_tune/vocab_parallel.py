@@ -413,17 +413,8 @@ class _LCE(torch.autograd.Function):
             if gh is not None and ctx.sum_hidden:
                 all_reduce(gh, ctx.sh.group)
         else:
-            if ctx.grads is None:
-                raise RuntimeError("softmax_tune.vocab_parallel_linear_cross_entropy: backward through it a second "
-                                   "time (retain_graph): the gradients it kept were consumed by the first")
-            gh, gw, gb = ctx.grads
-            ctx.grads = None
-            for g in (gh, gw, gb):
-                if g is not None:
-                    _ce.scale_(g, go)
-        hs, ws = ctx.shapes
-        return (gh.view(hs) if gh is not None else None, gw.view(ws) if gw is not None else None,
-                gb.view(-1) if gb is not None else None) + (None,) * 9
+            gh, gw, gb = _lce.kept_grads(ctx, go, "vocab_parallel_linear_cross_entropy")
+        return _lce.shaped(ctx, gh, gw, gb) + (None,) * 9
 
 
 @torch.compiler.disable
