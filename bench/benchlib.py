@@ -23,6 +23,32 @@ HOLD = 400_000   # GPU cycles each launch waits behind (torch.cuda._sleep): 0.2-
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+def peer_commit(root):
+    """The commit a peer's source copy names in root/COMMIT (written when it was fetched)."""
+    f = os.path.join(root, "COMMIT")
+    return open(f).read().strip() if os.path.exists(f) else "unknown commit"
+
+
+def load_liger(root, op):
+    """liger_kernel.ops.OP from a copy of Liger Kernel's sources under root, without running the
+    package __init__s (they import every op and optional dependencies); (module, commit) or (None, why)."""
+    import importlib
+    import types
+    pkg = os.path.join(root, "liger_kernel")
+    if not os.path.isdir(pkg):
+        return None, "no liger_kernel under %s" % root
+    sys.path.insert(0, root)
+    for name, sub in (("liger_kernel", pkg), ("liger_kernel.ops", os.path.join(pkg, "ops"))):
+        m = types.ModuleType(name)
+        m.__path__ = [sub]
+        sys.modules[name] = m
+    try:
+        mod = importlib.import_module("liger_kernel.ops." + op)
+    except Exception as e:  # noqa: BLE001
+        return None, "import liger_kernel.ops.%s: %s" % (op, e)
+    return mod, peer_commit(root)
+
+
 def tree():
     """The source tree measured: .carry/TREE (bench/carry.sh writes it; the GPU machines get no .git),
     else git's HEAD, else "unknown"."""

@@ -34,12 +34,11 @@ import importlib
 import os
 import sys
 import time
-import types
 
 import torch
 import torch.nn.functional as F
 
-from benchlib import DTYPES, header, interleaved_ms, run_table, table_rows
+from benchlib import DTYPES, header, interleaved_ms, load_liger, run_table, table_rows
 
 import softmax_tune  # noqa: E402  (benchlib put python/ on the path)
 
@@ -47,24 +46,6 @@ ce = importlib.import_module("softmax_tune.cross_entropy")
 SHAPES = ["4096x128256", "8192x50257", "16384x32000", "2048x151936", "1024x256000"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 UNCHECKED = ("floor", "softmax_tune_inplace", "softmax_tune_go2")   # the last two: softmax_tune's kernels
-
-
-def load_liger(path):
-    """liger_kernel.ops.cross_entropy from a copy of the package's sources, without running the
-    package __init__s (they import every op and optional dependencies); (module, commit) or (None, why)."""
-    root = os.path.join(path, "liger_kernel")
-    if not os.path.isdir(root):
-        return None, "no liger_kernel under %s" % path
-    for name, sub in (("liger_kernel", root), ("liger_kernel.ops", os.path.join(root, "ops"))):
-        m = types.ModuleType(name)
-        m.__path__ = [sub]
-        sys.modules[name] = m
-    try:
-        mod = importlib.import_module("liger_kernel.ops.cross_entropy")
-    except Exception as e:  # noqa: BLE001
-        return None, "import liger_kernel.ops.cross_entropy: %s" % e
-    commit = os.path.join(path, "COMMIT")
-    return mod, open(commit).read().strip() if os.path.exists(commit) else "unknown commit"
 
 
 def gpu_name():
@@ -252,7 +233,7 @@ def main():
     for k in ("cache_size_limit", "recompile_limit"):   # a compile per problem, all on one function
         if hasattr(torch._dynamo.config, k):
             setattr(torch._dynamo.config, k, 256)
-    liger, commit = load_liger(args.liger)
+    liger, commit = load_liger(args.liger, "cross_entropy")
     out = args.out or os.path.join(HERE, "results", "cross-entropy-%s-%s.tsv" % (gpu_name(),
                                                                                   datetime.date.today().isoformat()))
     lines = header("Loss: mean over the rows not ignored (5% of labels -100), labels int64; checked against float32 "

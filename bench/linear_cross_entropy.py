@@ -38,12 +38,11 @@ import importlib
 import os
 import sys
 import time
-import types
 
 import torch
 import torch.nn.functional as F
 
-from benchlib import header, interleaved_ms, write
+from benchlib import header, interleaved_ms, load_liger, peer_commit, write
 
 if os.environ.get("SOFTMAX_TUNE_PY"):   # the package to measure, ahead of the one benchlib put on the path
     sys.path.insert(0, os.environ["SOFTMAX_TUNE_PY"])
@@ -55,24 +54,6 @@ MODELS = {"llama3-8b": ("Llama-3-8B", 4096, 128256, None), "qwen2.5-7b": ("Qwen2
 IGNORE = -100
 
 
-def load_liger(root):
-    """liger_kernel.ops.fused_linear_cross_entropy from a copy of its sources (the package __init__s not run);
-    (module, commit) or (None, why)."""
-    pkg = os.path.join(root, "liger_kernel")
-    if not os.path.isdir(pkg):
-        return None, "no liger_kernel under %s" % root
-    sys.path.insert(0, root)
-    for name, sub in (("liger_kernel", pkg), ("liger_kernel.ops", os.path.join(pkg, "ops"))):
-        m = types.ModuleType(name)
-        m.__path__ = [sub]
-        sys.modules[name] = m
-    try:
-        mod = importlib.import_module("liger_kernel.ops.fused_linear_cross_entropy")
-    except Exception as e:  # noqa: BLE001
-        return None, "import liger_kernel.ops.fused_linear_cross_entropy: %s" % e
-    return mod, _commit(root)
-
-
 def load_cce(root):
     if not os.path.isdir(os.path.join(root, "cut_cross_entropy")):
         return None, "no cut_cross_entropy under %s" % root
@@ -81,12 +62,7 @@ def load_cce(root):
         mod = importlib.import_module("cut_cross_entropy")
     except Exception as e:  # noqa: BLE001
         return None, "import cut_cross_entropy: %s" % e
-    return mod, _commit(root)
-
-
-def _commit(root):
-    f = os.path.join(root, "COMMIT")
-    return open(f).read().strip() if os.path.exists(f) else "unknown commit"
+    return mod, peer_commit(root)
 
 
 def gpu_name():
@@ -341,7 +317,7 @@ def main():
             setattr(torch._dynamo.config, k, 256)
     wanted = args.systems.split(",")
     peers, notes = {}, []
-    for name, load in (("liger", load_liger), ("cce", load_cce)):
+    for name, load in (("liger", lambda root: load_liger(root, "fused_linear_cross_entropy")), ("cce", load_cce)):
         if name in wanted:
             mod, commit = load(os.path.join(args.peers, name))
             peers[name] = mod
