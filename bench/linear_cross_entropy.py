@@ -47,6 +47,7 @@ from benchlib import header, interleaved_ms, load_liger, peer_commit, write
 if os.environ.get("SOFTMAX_TUNE_PY"):   # the package to measure, ahead of the one benchlib put on the path
     sys.path.insert(0, os.environ["SOFTMAX_TUNE_PY"])
 import softmax_tune  # noqa: E402
+from cross_entropy import gpu_name  # noqa: E402  (after softmax_tune: it imports the package too)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = {"llama3-8b": ("Llama-3-8B", 4096, 128256, None), "qwen2.5-7b": ("Qwen2.5-7B", 3584, 152064, None),
@@ -63,14 +64,6 @@ def load_cce(root):
     except Exception as e:  # noqa: BLE001
         return None, "import cut_cross_entropy: %s" % e
     return mod, peer_commit(root)
-
-
-def gpu_name():
-    name = torch.cuda.get_device_name(0).lower()
-    for k in ("h200", "h100", "a100", "l40s", "b200", "gh200"):
-        if k in name:
-            return k
-    return "".join(c if c.isalnum() else "-" for c in name).strip("-")
 
 
 # ---- the systems: each a function of (h, w, t) returning (loss, grad_hidden, grad_weight) ----
