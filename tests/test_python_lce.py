@@ -95,18 +95,22 @@ def reference(h, w, t, bias=None, class_weight=None, ignore_index=-100, reductio
     edz = edz * valid[:, None]
     el = ((gu.abs() * ezc).sum(1) + KERNEL * ((1 - eps) * wy * (lse.abs() + zy.abs())
                                               + eps * (lse.abs() + zc.abs().mean(1)) + zl * lse * lse)) * valid
-    if reduction == "none":
-        eloss = el + u * rows.abs()
-    elif reduction == "sum":
-        eloss = el.sum() + u * loss.abs()
-    else:
-        eloss = el.sum() / divisor + u * loss.abs()
+    eloss = loss_error(el, u, rows, loss, reduction, divisor)
     adz = dz.abs()
     dzw = adz @ wd.abs()
     egh = edz @ wd.abs() + (v * F32 + split * u + (2 * u if shard else 0.0)) * dzw + 3 * u * gh.abs()
     egw = edz.t() @ h2.abs() + (chunk * F32 + split * u + u * (1 + nchunks)) * (adz.t() @ h2.abs()) + 2 * u * gw.abs()
     egb = edz.sum(0) + (n * F32 + u * nchunks) * adz.sum(0) + 3 * u * gb.abs()
     return {"loss": (loss, eloss), "gh": (gh, egh), "gw": (gw, egw), "gb": (gb, egb)}
+
+
+def loss_error(el, u, rows, loss, reduction, divisor):
+    """The loss's bound from the rows' errors el, reduced as the loss is, and its own rounding u."""
+    if reduction == "none":
+        return el + u * rows.abs()
+    if reduction == "sum":
+        return el.sum() + u * loss.abs()
+    return el.sum() / divisor + u * loss.abs()
 
 
 def close(got, want, bound, dtype, what):

@@ -237,12 +237,7 @@ def ref_ce(B, x, t, go, start, size, dtype, class_weight=None, ignore_index=-100
     e = e * valid[:, None]
     el = (B.KERNEL + 2.0 ** -20) * ((1 - eps) * wy * (lse.abs() + zy.abs()) + eps * (lse.abs() + z.abs().mean(1))
                                     + z_loss * lse * lse) * valid
-    if reduction == "none":
-        eloss = el + u * rows.abs()
-    elif reduction == "sum":
-        eloss = el.sum() + u * loss.abs()
-    else:
-        eloss = el.sum() / divisor + u * loss.abs()
+    eloss = B.loss_error(el, u, rows, loss, reduction, divisor)
     return {"loss": (loss, eloss), "g": (dz[:, start:start + size], e[:, start:start + size])}
 
 
