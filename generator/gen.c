@@ -265,12 +265,27 @@ void gen_free_list(char **list, int n)
   free(list);
 }
 
+/* lua_fail for a config refused for p: where p's width class has several widths, the message
+** says it (a kernel is sized for the class's widest row, not p's). */
+static int config_fail(gen_State *g, const gen_Problem *p)
+{
+  int64_t lo, hi;
+  char why[sizeof g->err];
+  lua_fail(g);
+  gen_width_class(p->cols, &lo, &hi);
+  if (lo == hi || strncmp(g->err, "config '", 8)) return 1;
+  snprintf(why, sizeof why, "%s", g->err);
+  seterr(g->err, sizeof g->err, "%s (cols %lld is in the width class %lld..%lld: a kernel holds its widest row)", why,
+         (long long)p->cols, (long long)lo, (long long)hi);
+  return 1;
+}
+
 int gen_canon(gen_State *g, const gen_Problem *p, const char *config, char *out, size_t outlen)
 {
   if (bad_problem(g, p)) return 1;
   push_call(g, "canon", p);
   lua_pushstring(g->L, config);
-  if (lua_pcall(g->L, 2, 1, 0) != LUA_OK) return lua_fail(g);
+  if (lua_pcall(g->L, 2, 1, 0) != LUA_OK) return config_fail(g, p);
   snprintf(out, outlen, "%s", lua_tostring(g->L, -1));
   lua_pop(g->L, 1);
   return 0;
@@ -387,7 +402,7 @@ int gen_render(gen_State *g, const gen_Problem *p, const char *config, gen_Kerne
   if (bad_problem(g, p)) return 1;
   push_call(g, "render", p);
   lua_pushstring(L, config);
-  if (lua_pcall(L, 2, 4, 0) != LUA_OK) return lua_fail(g);
+  if (lua_pcall(L, 2, 4, 0) != LUA_OK) return config_fail(g, p);
   k->source = strdup(lua_tostring(L, -4));
   snprintf(k->name, sizeof k->name, "%s", lua_tostring(L, -3));
   snprintf(k->config, sizeof k->config, "%s", lua_tostring(L, -1));
