@@ -65,7 +65,7 @@ struct st_ctx {
   Workspace *ws;            /* guarded by mu too */
   int nws;
   int nuntuned;             /* memo entries with untuned set, guarded by mu */
-  st_stats stats;           /* guarded by mu, but calls (atomic) */
+  st_stats stats;           /* guarded by mu */
 };
 
 static _Thread_local char last_error[1024];
