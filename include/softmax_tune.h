@@ -197,21 +197,29 @@ st_status st_attention_softmax_backward(st_ctx *ctx, st_dtype dtype, const st_at
 st_status st_config_attention_backward(st_ctx *ctx, st_dtype dtype, const st_attn_options *o, int64_t B, int64_t H, int64_t Q,
                                        int64_t K, char *out, int outlen);
 
+/* Which call a problem is of: the softmax ops (st_softmax, st_softmax_backward: op and backward
+** say which), or st_cross_entropy with a gradient (cross_entropy) or without (cross_entropy_loss). */
+typedef enum st_kind { ST_KIND_SOFTMAX = 0, ST_KIND_CE = 1, ST_KIND_CE_LOSS = 2 } st_kind;
+
 /* A problem this context ran without a tuned kernel (st_untuned). As a line of a shapes file
 ** for `softmax-tune --shapes FILE`: "ROWSxCOLS dtype op", dtype f32, f16 or bf16, op softmax,
-** log_softmax, softmax_backward or log_softmax_backward (backward: st_softmax_backward's). */
+** log_softmax, softmax_backward or log_softmax_backward (backward: st_softmax_backward's), or
+** cross_entropy or cross_entropy_loss (kind; op and backward are then 0). kind came last: the
+** struct's size is what it was without it. */
 typedef struct st_problem {
   int64_t rows, cols;
   st_dtype dtype;
   st_op op;
   int backward;
+  int kind;                 /* st_kind */
 } st_problem;
 
-/* The problems st_softmax and st_softmax_backward served on this context without a tuned
-** kernel (the untuned path, ST_MISS_HEURISTIC: a rule-based config compiled on first use), each
-** once, in the order first met: the first cap of them into out (out may be NULL when cap is 0).
-** Returns how many there are in all (more than cap: call again with a larger array), or -1 (ctx
-** NULL, cap < 0, or out NULL with cap > 0; st_error says which). A call with differently aligned
+/* The problems st_softmax, st_softmax_backward and st_cross_entropy served on this context without a
+** tuned kernel (the untuned path, ST_MISS_HEURISTIC: a rule-based config compiled on first use), one
+** for each width class (the first shape of it met: tuning it serves the class), in the order
+** first met: the first cap of them into out (out may be NULL when cap is 0). Returns how many
+** there are in all (more than cap: call again with a larger array), or -1 (ctx NULL, cap < 0, or
+** out NULL with cap > 0; st_error says which). A call with differently aligned
 ** input and output pointers is not listed: its vector-free kernel is never a tuned one. */
 int st_untuned(st_ctx *ctx, st_problem *out, int cap);
 

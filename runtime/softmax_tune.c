@@ -340,8 +340,9 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
       (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op),
       unaligned ? " with input and output differently aligned" : "", ch.config, ch.source, (long long)p->rows,
       (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), *note ? "; " : "", note);
-  /* tuning would not change an unaligned call's kernel; st_problem names the softmax ops only (not cross-entropy) */
-  m->untuned = !unaligned && m->op < GEN_CE;
+  /* tuning would not change an unaligned call's kernel; st_problem names the softmax and cross-entropy ops
+  ** (not attention's, whose shape and kinds a shapes line does not hold yet) */
+  m->untuned = !unaligned && m->op < GEN_ATTN;
   return compile_config(c, m, p, ch.config);
 }
 
@@ -820,9 +821,10 @@ int st_untuned(st_ctx *c, st_problem *out, int cap)
   int n = c->nuntuned;
   for (int i = 0; i < c->cap; i++) {
     const Memo *m = &c->memo[i];
-    int bw = m->op >= GEN_SOFTMAX_BW;   /* as st_softmax_backward numbers them */
+    const int ce = m->op == GEN_CE || m->op == GEN_CE_LOSS, bw = !ce && m->op >= GEN_SOFTMAX_BW;   /* as st_softmax_backward numbers them */
     if (m->used && m->untuned && m->untuned <= cap)
-      out[m->untuned - 1] = (st_problem){ m->rows, m->cols, (st_dtype)m->dtype, (st_op)(m->op - (bw ? GEN_SOFTMAX_BW : 0)), bw };
+      out[m->untuned - 1] = (st_problem){ m->rows, m->cols, (st_dtype)m->dtype, ce ? ST_SOFTMAX : (st_op)(m->op - (bw ? GEN_SOFTMAX_BW : 0)),
+                                          bw, ce ? (m->op == GEN_CE ? ST_KIND_CE : ST_KIND_CE_LOSS) : ST_KIND_SOFTMAX };
   }
   pthread_mutex_unlock(&c->mu);
   return n;

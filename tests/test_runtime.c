@@ -23,6 +23,10 @@ _Static_assert(sizeof(st_ce_options) == 64 && offsetof(st_ce_options, reduction)
                offsetof(st_ce_options, reduced) == 48 && offsetof(st_ce_options, reduced_in_dtype) == 56,
                "st_ce_options moved: change _lib.CeOptions and tests/test_import_py.py with it");
 
+/* st_problem as _lib._Problem lays it out; kind took the padding after backward (the size stays 32) */
+_Static_assert(sizeof(st_problem) == 32 && offsetof(st_problem, backward) == 24 && offsetof(st_problem, kind) == 28,
+               "st_problem moved: change _lib._Problem with it");
+
 static char dir[] = "/tmp/st_rtXXXXXX";
 static char db[512];
 
@@ -273,7 +277,8 @@ static st_ctx *open_with(st_miss miss)
 }
 
 /* c has served 77x3000 bf16 log_softmax untuned and nothing else: st_untuned lists it alone; a
-** tuned shape (256x1024 f32, cached by the tune policy) and a backward miss are listed after. */
+** tuned shape (256x1024 f32, cached by the tune policy) is not listed; a backward miss and a
+** cross_entropy_loss one are, after it. */
 static void test_untuned_list(st_ctx *c)
 {
   char cfg[256];
@@ -287,8 +292,11 @@ static void test_untuned_list(st_ctx *c)
   CHECK(st_config_backward(c, ST_F16, ST_SOFTMAX, 5, 700, cfg, sizeof cfg) == ST_OK && st_untuned(c, p, 1) == 2 &&
         p[0].rows == 77, "a backward miss: %d", st_untuned(c, NULL, 0));
   CHECK(st_untuned(c, p, 4) == 2 && p[1].rows == 5 && p[1].cols == 700 && p[1].dtype == ST_F16 && p[1].op == ST_SOFTMAX &&
-        p[1].backward == 1, "the backward one second: %lldx%lld backward %d", (long long)p[1].rows, (long long)p[1].cols,
-        p[1].backward);
+        p[1].backward == 1 && p[1].kind == ST_KIND_SOFTMAX, "the backward one second: %lldx%lld backward %d",
+        (long long)p[1].rows, (long long)p[1].cols, p[1].backward);
+  CHECK(st_config_cross_entropy(c, ST_BF16, 0, 64, 5000, cfg, sizeof cfg) == ST_OK && st_untuned(c, p, 4) == 3 &&
+        p[2].rows == 64 && p[2].cols == 5000 && p[2].kind == ST_KIND_CE_LOSS && p[2].backward == 0,
+        "cross_entropy_loss third: %lldx%lld kind %d", (long long)p[2].rows, (long long)p[2].cols, p[2].kind);
   CHECK(st_untuned(c, NULL, 1) == -1 && st_untuned(c, p, -1) == -1, "st_untuned: bad out or cap accepted");
 }
 

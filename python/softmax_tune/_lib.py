@@ -80,11 +80,12 @@ class UntunedWarning(UserWarning):
 
 
 class _Problem(ctypes.Structure):   # st_problem
-    _fields_ = [("rows", _I64), ("cols", _I64), ("dtype", _INT), ("op", _INT), ("backward", _INT)]
+    _fields_ = [("rows", _I64), ("cols", _I64), ("dtype", _INT), ("op", _INT), ("backward", _INT), ("kind", _INT)]
 
 
 DTYPE_NAMES = ("f32", "f16", "bf16")        # st_dtype -> the --shapes word
 OP_NAMES = ("softmax", "log_softmax")       # st_op; the backward's with "_backward"
+KIND_NAMES = (None, "cross_entropy", "cross_entropy_loss")   # st_kind: the cross-entropy ops
 _PER_SHAPE = ("softmax-tune: no tuned kernel for ", " uses the kernel tuned for ")
 
 
@@ -276,8 +277,9 @@ def _listed(lib, ctx):
 
 def untuned():
     """The problems run without a tuned kernel on any device so far, each once, in the order first
-    met (device by device): (rows, cols, dtype, op) with dtype f32/f16/bf16 and op softmax,
-    log_softmax, softmax_backward or log_softmax_backward. [] when the library lacks st_untuned."""
+    met (device by device), one a width class: (rows, cols, dtype, op) with dtype f32/f16/bf16 and op
+    softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy or cross_entropy_loss.
+    [] when the library lacks st_untuned."""
     with _lock:   # a context opened meanwhile in another thread: next time
         contexts = sorted(_contexts.items())
     if not contexts or not hasattr(_load(), "st_untuned"):   # nothing ran yet, or an older library
@@ -286,7 +288,7 @@ def untuned():
     seen = {}
     for _device, ctx in contexts:
         for p in _listed(lib, ctx):
-            op = OP_NAMES[p.op] + ("_backward" if p.backward else "")
+            op = KIND_NAMES[p.kind] if 0 < p.kind < len(KIND_NAMES) else OP_NAMES[p.op] + ("_backward" if p.backward else "")
             seen.setdefault((p.rows, p.cols, DTYPE_NAMES[p.dtype], op), None)
     return list(seen)
 
