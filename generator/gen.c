@@ -177,7 +177,6 @@ int gen_check_problem(const gen_Problem *p, char *err, size_t errlen)
 
 static int bad_problem(gen_State *g, const gen_Problem *p) { return gen_check_problem(p, g->err, sizeof g->err); }
 
-/* Push entry point `fn` and the problem table; the caller pushes more and calls pcall. */
 void gen_width_class(int64_t cols, int64_t *lo, int64_t *hi)
 {
   int64_t step = 1;
@@ -191,6 +190,8 @@ void gen_width_class(int64_t cols, int64_t *lo, int64_t *hi)
   if (*hi > 0x7fffffff) *hi = 0x7fffffff;
 }
 
+/* Push entry point `fn` and the problem table (its width class too); the caller pushes more and
+** calls pcall. */
 static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
 {
   lua_State *L = g->L;
