@@ -169,9 +169,6 @@ __device__ __forceinline__ void row_part(const elem_t *y, const elem_t *d, elem_
   grads<EDGE>(ey, ed, s);
   edge_store(dx, g, lane, live && edges, ey);
 }
-% if split > 1 then
-#define CV ((int)((COLS / VEC + S - 1) / S))   // vectors per block of a row
-% end
 % if xchg == "dsmem" then
 % include("cluster.cu")
 % elseif hold == "ring" then

@@ -23,7 +23,6 @@
 % local LOSS_ONLY = op == "cross_entropy_loss"
 #define R $(R)
 #define S $(split)
-#define CV ((int)((COLS / VEC + S - 1) / S))   // vectors per block of a split row
 
 // A row segment's statistics: max m of z, s = sum(exp(z - m)), and t = sum(z) (for smoothing).
 struct MST { float m, s, t; };

@@ -11,6 +11,10 @@
 #define ITEMS $(items)
 #define TEAM $(team)
 #define EDGE $(EDGE)
+// A split row's share: the vectors a block of a row of n elements takes (S, the blocks a row, is
+// the split families'), and that of this kernel's width.
+#define CV_OF(n) ((int)(((n) / VEC + S - 1) / S))
+#define CV CV_OF(COLS)
 
 // A row: h scalar elements up to the first $(VB)-byte boundary, nv vectors, t scalars after.
 // Output rows must share the input rows' alignment mod $(VB) bytes.

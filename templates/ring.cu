@@ -181,9 +181,8 @@ __device__ __forceinline__ void part_of(const elem_t *x, i64 n, u32 rank, Geo *g
   *begin = $(c0)min((int)(rank * lines / S) * LV$(o), g->nv)$(c1);
   *end = $(c0)min((int)((rank + 1) * lines / S) * LV$(o), g->nv)$(c1);
 % else
-  const int cv = (int)((n / VEC + S - 1) / S);   // CV, of this row's width
-  *begin = min((int)rank * cv, g->nv);
-  *end = min(*begin + cv, g->nv);
+  *begin = min((int)rank * CV_OF(n), g->nv);
+  *end = min(*begin + CV_OF(n), g->nv);
 % end
 }
 % end

@@ -40,7 +40,6 @@
 % -- the kernels' text stays as it was before they moved, and the default table with it)
 % include("ring.cu")
 #define S $(split)
-#define CV ((int)((COLS / VEC + S - 1) / S))   // vectors per block of a row
 
 % if hold == "ring" or xchg == "dsmem" then
 % ring_barriers(xchg == "dsmem" and "cluster" or "cta")   -- dsmem: the bytes come from other blocks of the cluster
