@@ -180,11 +180,7 @@ static int bad_problem(gen_State *g, const gen_Problem *p) { return gen_check_pr
 void gen_width_class(int64_t cols, int64_t *lo, int64_t *hi)
 {
   int64_t step = 1;
-  if (cols > 64) {
-    int k = 0;
-    while (((int64_t)1 << (k + 1)) < cols) k++;   /* cols in (2^k, 2^(k+1)] */
-    step = (int64_t)1 << (k - 3);
-  }
+  if (cols > 64) step = (int64_t)1 << (60 - __builtin_clzll((unsigned long long)(cols - 1)));   /* 2^(k-3), cols in (2^k, 2^(k+1)] */
   *hi = (cols + step - 1) / step * step;
   *lo = *hi - step + 1;
   if (*hi > 0x7fffffff) *hi = 0x7fffffff;
