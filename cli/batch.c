@@ -32,13 +32,6 @@ static int over(int state)
   return state != TUNE_ITEM_WAITING && state != TUNE_ITEM_RUNNING;
 }
 
-/* "RxC dtype op" of p. */
-static const char *name(const gen_Problem *p, char *buf, size_t n)
-{
-  snprintf(buf, n, "%lldx%lld %s %s", (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op));
-  return buf;
-}
-
 static const char *state_name(int s)
 {
   static const char *const names[] = { "waiting", "tuning", "tuned", "cache", "FAILED", "stopped" };
@@ -48,7 +41,7 @@ static const char *state_name(int s)
 /* The bar over all items (running ones by their configs swept), then each GPU's problem. */
 static void draw(const tune_Batch *b, const Show *s)
 {
-  char bar[31], buf[96];
+  char bar[31], buf[192];
   double part = s->finished;
   for (int u = 0; u < b->nunits; u++) {
     const tune_Item *it = b->current[u] >= 0 ? &b->items[b->current[u]] : NULL;
@@ -62,7 +55,8 @@ static void draw(const tune_Batch *b, const Show *s)
   for (int u = 0; u < b->nunits; u++) {
     const tune_Item *it = b->current[u] >= 0 ? &b->items[b->current[u]] : NULL;
     fprintf(stderr, "  GPU %d", b->units[u].dev->ordinal);
-    if (it && b->nunits <= 2) fprintf(stderr, " %s", name(&it->p, buf, sizeof buf));   /* more GPUs: one line still */
+    if (it && b->nunits <= 2)   /* more GPUs: one line still */
+      fprintf(stderr, " %s", cli_problem_line(&it->p, &it->attn, buf, sizeof buf));
     if (it && it->total) fprintf(stderr, " %d/%d", it->done, it->total);
     else fputs(it ? " starting" : " idle", stderr);
   }
@@ -73,9 +67,9 @@ static void draw(const tune_Batch *b, const Show *s)
 /* One line for item i: GPU, problem, state, figures or the error. */
 static void print_item(const tune_Batch *b, const tune_Item *it)
 {
-  char buf[96], gpu[16] = "-";
+  char buf[192], gpu[16] = "-";
   if (it->unit >= 0) snprintf(gpu, sizeof gpu, "%d", b->units[it->unit].dev->ordinal);
-  printf("  %-34s %4s  %-7s", name(&it->p, buf, sizeof buf), gpu, state_name(it->state));
+  printf("  %-34s %4s  %-7s", cli_problem_line(&it->p, &it->attn, buf, sizeof buf), gpu, state_name(it->state));
   if (it->state == TUNE_ITEM_TUNED || it->state == TUNE_ITEM_CACHED)
     printf(" %7.3f %10.1f %8.1f  %s\n", it->frac, it->us, it->seconds, it->config);
   else
@@ -132,10 +126,10 @@ static double now_s(void)
 }
 
 /* The list on the units: headers, the run (Ctrl-C stops it between configs), the summary. */
-int cli_run_batch(const cli_Options *o, const tune_Unit *units, int nunits, const gen_Problem *list, int n,
-                  const char *path)
+int cli_run_batch(const cli_Options *o, const tune_Unit *units, int nunits, const gen_Problem *list,
+                  const tune_AttnOptions *attn, int n, const char *path)
 {
-  tune_BatchOptions bo = { .force = o->force, .cache_path = path, .templates = o->templates };
+  tune_BatchOptions bo = { .force = o->force, .cache_path = path, .templates = o->templates, .attn = attn };
   Show show = { isatty(2) && !o->quiet, 0 };
   tune_Batch b;
   char err[1024];
@@ -147,6 +141,7 @@ int cli_run_batch(const cli_Options *o, const tune_Unit *units, int nunits, cons
   bo.sweep.cancel = &stop;
   bo.progress = progress, bo.progress_ud = &show;
   double t0 = now_s();
+  stop = 0;   /* a run before this one may have been stopped */
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   int rc = tune_batch(units, nunits, list, n, &bo, &b, err, sizeof err);
@@ -164,17 +159,19 @@ int cli_batch(cli_Options *o)
 {
   char path[4096];
   gen_Problem *list = NULL;
+  tune_AttnOptions *attn = NULL;
   tune_Unit *units = NULL;
   int ord[64], ngpus = 1, nunits = 0, n = 0, rc = 2;
   ord[0] = o->gpu;
   if (o->config || o->full) return cli_fail("--config and --space full tune one problem (--shape RxC) on one GPU"), 2;
-  if (cli_problems(o, &list, &n, o->err, sizeof o->err) || (o->gpus && cli_parse_gpus(o->gpus, ord, &ngpus, o->err, sizeof o->err)) ||
+  if (cli_problems(o, &list, &attn, &n, o->err, sizeof o->err) || (o->gpus && cli_parse_gpus(o->gpus, ord, &ngpus, o->err, sizeof o->err)) ||
       cache_path(o->cache, 1, path, sizeof path, o->err, sizeof o->err) || cache_writable(path, o->err, sizeof o->err) ||
       tune_gpu_units(ord, ngpus, &units, &nunits, o->err, sizeof o->err))
     cli_fail("%s", o->err);
   else
-    rc = cli_run_batch(o, units, nunits, list, n, path);
+    rc = cli_run_batch(o, units, nunits, list, attn, n, path);
   tune_gpu_units_free(units, nunits);
   free(list);
+  free(attn);
   return rc;
 }

@@ -121,10 +121,29 @@ int cli_table_entry(const char *line, int arch, gen_Problem *p, double *frac, ch
 int cli_templates_hash(gen_State *g, char hash[65], char *err, size_t errlen);
 int cli_is_batch(const cli_Options *o);
 struct tune_Unit;
-/* The list on these units (GPUs, or fakes in the tests), stored at path; the exit status. */
-int cli_run_batch(const cli_Options *o, const struct tune_Unit *units, int nunits, const gen_Problem *list, int n,
-                  const char *path);
-int cli_problems(const cli_Options *o, gen_Problem **out, int *n, char *err, size_t errlen);
+/* The list on these units (GPUs, or fakes in the tests), stored at path, each problem tuned with its
+** attention options attn[i] (NULL: the defaults); the exit status. */
+int cli_run_batch(const cli_Options *o, const struct tune_Unit *units, int nunits, const gen_Problem *list,
+                  const tune_AttnOptions *attn, int n, const char *path);
+/* The list of o (--shape, --dtype and --op lists, or --shapes FILE), malloc'ed: the problems and,
+** one each, their attention options (the defaults for the other ops); 0, or 1 with err. */
+int cli_problems(const cli_Options *o, gen_Problem **out, tune_AttnOptions **attn, int *n, char *err, size_t errlen);
+/* A problem of a list as a --shapes line reads: "RxC dtype op", or for the attention ops "BxHxQxK
+** dtype op mask=M bias=B" and the launch options not at their defaults (window=W offset=D scale=S
+** softcap=C); in buf. */
+const char *cli_problem_line(const gen_Problem *p, const tune_AttnOptions *a, char *buf, size_t n);
+/* attention's BxHxQxK: rows B*H*Q and cols K, H and Q into a; 0, or 1 with err. */
+int cli_parse_attn_shape(const char *shape, int64_t *rows, int64_t *cols, tune_AttnOptions *a, char *err, size_t errlen);
+/* An attention option, as a flag (--mask, --window, --offset, --scale) or a shapes line (mask=, bias=,
+** window=, offset=, scale=, softcap=) names it, into the kinds and a; 0, or 1 with err naming it. */
+int cli_parse_attn(const char *name, const char *value, int *mask, int *bias, tune_AttnOptions *a, char *err, size_t errlen);
+/* p as the generator and, for the attention ops, a and their kinds allow it (the backward: no bias); 0, or 1 with err. */
+int cli_check_problem(const gen_Problem *p, const tune_AttnOptions *a, char *err, size_t errlen);
+/* A whole decimal number (a sign allowed) in 64 bits; a finite float (no blanks either): 0, or -1. */
+int cli_parse_int64(const char *s, int64_t *v);
+int cli_parse_float(const char *s, float *v);
+/* The bytes an attention problem's kernels move, by the scores a leaves visible (tune.c). */
+void cli_attn_bytes(gen_Problem *p, const tune_AttnOptions *a);
 int cli_parse_dtypes(const char *s, int *out, char *err, size_t errlen);
 int cli_parse_ops(const char *s, int *out, char *err, size_t errlen);
 /* --gpu: "all" (*n = 0) or distinct ordinals into ord[64]. */

@@ -2,10 +2,7 @@
 ** main.c — the softmax-tune command: parses the command line and calls the library.
 ** Exit status: 0 done, 1 failed while working (GPU, compile, cache), 2 bad input or usage.
 */
-#include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +42,9 @@ static const char *const USAGE =
   "  --shape RxC      rows x cols, softmax over each row of cols elements; when tuning, a\n"
   "                   list A,B,C tunes each (with every --dtype and --op given) in one run\n"
   "  --shapes FILE    tune the problems in FILE: one 'RxC [dtype] [op]' per line, # comments;\n"
-  "                   a line without dtype or op takes those of --dtype and --op\n"
+  "                   a line without dtype or op takes those of --dtype and --op; attention:\n"
+  "                   'BxHxQxK dtype attention_softmax[_backward] mask=M bias=none|alibi|tensor'\n"
+  "                   and window=W offset=D scale=S softcap=C as their flags (unset: defaults)\n"
   "  --dtype T        f32 (default), f16 or bf16: input and output; math is float32\n"
   "                   (tuning: a list such as f32,bf16)\n"
   "  --op OP          softmax (default), log_softmax, softmax_backward, log_softmax_backward,\n"
@@ -195,37 +194,22 @@ static long parse_index(const char *s)
   return v;
 }
 
-/* A whole decimal number (a sign allowed) that fits 64 bits; 0 on success. */
-static int parse_int64(const char *s, int64_t *v)
-{
-  char *end;
-  errno = 0;
-  long long x = strtoll(s, &end, 10);
-  if (!*s || *end || errno || isspace((unsigned char)*s)) return -1;
-  *v = x;
-  return 0;
-}
-
 /* A cross-entropy option (a launch argument of those ops): its value, or 2 after saying why. */
 static int parse_ce(int c, const char *arg, cli_Options *o)
 {
   static const char *const NAMES[] = { "--ignore-index", "--label-smoothing", "--z-loss", "--softcap", "--weight", "--labels" };
   const char *name = NAMES[c - O_IGNORE_INDEX];
-  char *end;
   float *f = c == O_SMOOTHING ? &o->ce.smoothing : c == O_ZLOSS ? &o->ce.zloss : c == O_SOFTCAP ? &o->ce.softcap : NULL;
   if (c == O_SOFTCAP) o->softcap_set = 1;   /* cross-entropy's or attention's: checked with the op */
   else if (!o->ce_flag) o->ce_flag = name;
-  if (c == O_IGNORE_INDEX && parse_int64(arg, &o->ce.ignore))
+  if (c == O_IGNORE_INDEX && cli_parse_int64(arg, &o->ce.ignore))
     return usage_error("bad --ignore-index '%s': expected a whole number such as -100", arg);
   if (c == O_LABELS) {
     if (strcmp(arg, "int32") && strcmp(arg, "int64")) return usage_error("bad --labels '%s': expected int32 or int64", arg);
     o->ce.labels64 = strcmp(arg, "int64") == 0;
   }
   if (f) {
-    errno = 0;
-    *f = strtof(arg, &end);
-    if (!*arg || *end || errno == ERANGE || isspace((unsigned char)*arg) || !isfinite(*f) || *f < 0.f ||
-        (c == O_SMOOTHING && *f > 1.f)) {
+    if (cli_parse_float(arg, f) || *f < 0.f || (c == O_SMOOTHING && *f > 1.f)) {
       char msg[96];
       snprintf(msg, sizeof msg, "bad %s '%%s': expected a finite number >= 0%s", name,
                c == O_SMOOTHING ? " and <= 1" : c == O_SOFTCAP ? " (0: none)" : "");
@@ -240,21 +224,11 @@ static int parse_ce(int c, const char *arg, cli_Options *o)
 static int parse_attn(int c, const char *arg, cli_Options *o)
 {
   static const char *const NAMES[] = { "--mask", "--window", "--offset", "--scale", "--alibi", "--bias-tensor" };
-  char *end;
-  if (!o->attn_flag) o->attn_flag = NAMES[c - O_MASK];
-  if (!o->attn_arg && c != O_MASK && c < O_ALIBI) o->attn_arg = NAMES[c - O_MASK];   /* the kinds also filter log and cache */
-  if (c == O_MASK && (o->mask = gen_parse_mask(arg)) < 0)
-    return usage_error("bad --mask '%s': expected none or causal, window, padding joined by '+' (causal+padding)", arg);
-  if (c == O_WINDOW && (parse_int64(arg, &o->attn.window) || o->attn.window < 0))
-    return usage_error("bad --window '%s': expected a width >= 0", arg);
-  if (c == O_OFFSET && (parse_int64(arg, &o->attn.offset) || o->attn.offset == TUNE_ATTN_AUTO))
-    return usage_error("bad --offset '%s': expected a whole number", arg);
-  if (c == O_SCALE) {
-    errno = 0;
-    o->attn.scale = strtof(arg, &end);
-    if (!*arg || *end || errno == ERANGE || isspace((unsigned char)*arg) || !isfinite(o->attn.scale))
-      return usage_error("bad --scale '%s': expected a finite number", arg);
-  }
+  const char *name = NAMES[c - O_MASK];
+  if (!o->attn_flag) o->attn_flag = name;
+  if (!o->attn_arg && c != O_MASK && c < O_ALIBI) o->attn_arg = name;   /* the kinds also filter log and cache */
+  if (c < O_ALIBI && cli_parse_attn(name, arg, &o->mask, &o->bias, &o->attn, o->err, sizeof o->err))
+    return usage_error("%s", o->err);
   const int bias = c == O_ALIBI ? GEN_BIAS_ALIBI : c == O_BIAS_TENSOR ? GEN_BIAS_TENSOR : 0;
   if (bias && o->bias && o->bias != bias) return usage_error("%s and --alibi: one bias kind at a time", "--bias-tensor");
   if (bias) o->bias = bias;
@@ -372,33 +346,15 @@ static int check_ce(cli_Options *o, const char *command)
   return 0;
 }
 
-/* attention_softmax's --shape BxHxQxK: Q and H into the options, rows B*H*Q; 0 or 1 with err. */
-static int attn_shape(cli_Options *o)
-{
-  int64_t d[4];
-  const char *s = o->shape;
-  for (int i = 0; i < 4; i++) {
-    const char *x = i < 3 ? strchr(s, 'x') : s + strlen(s);
-    d[i] = x && x > s && x - s <= 12 ? 0 : -1;   /* 12 digits at most: no overflow below */
-    for (const char *q = s; d[i] >= 0 && q < x; q++) d[i] = *q >= '0' && *q <= '9' ? d[i] * 10 + (*q - '0') : -1;
-    if (d[i] < 1 || (i == 3 && strchr(s, 'x')))
-      return snprintf(o->err, sizeof o->err, "bad shape '%s': attention_softmax takes BxHxQxK, four positive integers such as 4x16x2048x2048",
-                      o->shape), 1;
-    s = x + 1;
-  }
-  if (d[3] > 0x7fffffff || d[0] > INT64_MAX / 8 / d[1] / d[2] / d[3])
-    return snprintf(o->err, sizeof o->err, "bad shape '%s': K must be at most 2147483647 and B*H*Q*K fit", o->shape), 1;
-  o->rows = d[0] * d[1] * d[2], o->cols = d[3], o->attn.h = d[1], o->attn.q = d[2];
-  return 0;
-}
-
 /* --shape of one problem: parsed, and the problem one the generator takes (not a loss over one class). */
 static int check_shape(cli_Options *o)
 {
   gen_Problem p;
-  if (gen_op_is_attn(cli_op(o)) ? attn_shape(o) : gen_parse_shape(o->shape, &o->rows, &o->cols, o->err, sizeof o->err)) return 1;
+  if (gen_op_is_attn(cli_op(o)) ? cli_parse_attn_shape(o->shape, &o->rows, &o->cols, &o->attn, o->err, sizeof o->err)
+                                 : gen_parse_shape(o->shape, &o->rows, &o->cols, o->err, sizeof o->err))
+    return 1;
   cli_problem(o, &p);
-  return gen_check_problem(&p, o->err, sizeof o->err) || (gen_op_is_attn(p.op) && tune_attn_check(&p, &o->attn, o->err, sizeof o->err));
+  return cli_check_problem(&p, &o->attn, o->err, sizeof o->err);
 }
 
 /* attention's options go with its op, one problem; --softcap with it or a cross-entropy op. */

@@ -71,6 +71,14 @@ void cli_print_attn(const gen_Problem *p, const tune_AttnOptions *a)
          100. * (double)tune_attn_visible(p, &k) / ((double)p->rows * (double)p->cols));
 }
 
+void cli_attn_bytes(gen_Problem *p, const tune_AttnOptions *a)
+{
+  AttnParams k;
+  tune_attn_params(p, a, &k);
+  p->visible = tune_attn_visible(p, &k);   /* the visible inputs read */
+  p->capped = k.softcap > 0.f;
+}
+
 void cli_print_ce(const gen_Problem *p, const tune_CeOptions *ce)
 {
   if (gen_op(p->op)->params != 1) return;
@@ -238,12 +246,7 @@ int cli_tune(cli_Options *o)
   cli_problem(o, &p);
   p.full = o->full, p.only = o->config;
   tune_device_limits(tune_gpu_device(gpu), &p);
-  if (gen_op_is_attn(p.op)) {   /* the bytes its kernels move: the visible inputs read */
-    AttnParams a;
-    tune_attn_params(&p, &o->attn, &a);
-    p.visible = tune_attn_visible(&p, &a);
-    p.capped = a.softcap > 0.f;
-  }
+  if (gen_op_is_attn(p.op)) cli_attn_bytes(&p, &o->attn);
   if (tune_key(g, tune_gpu_device(gpu), &p, &k, o->err, sizeof o->err)) {
     cli_fail("%s", o->err);
     goto done;

@@ -8,7 +8,8 @@
 # without -o, to an unwritable place or matching nothing; templates with a Lua error (the message names
 # file:line); a template that NVRTC cannot compile. Each case wants its exit status (2 for bad
 # input, !0 any failure), exactly one line on stderr containing the given text, and nothing
-# written: no file in the work folder (caches, HOME) made, changed or removed.
+# written: no file in the work folder (caches, HOME) made, changed or removed. A --shapes file with
+# a bad line (attention kinds and options, cross-entropy over one class) tunes none of its lines.
 # MAKE_CACHE is test_concurrent, run as `MAKE_CACHE --make-cache PATH` to make a cache with a run in it.
 # As root, the permission cases run as nobody through setpriv (else they are skipped, saying so).
 # ST_VERBOSE=1 prints every case's message.
@@ -68,6 +69,12 @@ sed -i '1i error("space.lua broken on purpose")' "$W/tpl_space/space.lua"
 ext=$(grep -n 'extern "C"' "$W/tpl_cuda/row.cu" | head -1 | cut -d: -f1)
 sed -i "${ext}i int not_cuda = @@@;" "$W/tpl_cuda/row.cu"
 rm -rf "$W/tpl_ok"
+# shapes files whose last line is bad (a good one first: nothing of the file is tuned)
+printf '2x4x8x64 bf16 attention_softmax mask=causal\n2x4x8x64 bf16 attention_softmax mask=diagonal\n' >"$W/attn_mask.txt"
+printf '2x4x8x64 bf16 attention_softmax_backward mask=causal bias=alibi\n' >"$W/attn_bias.txt"
+printf '64x4096 f32 softmax\n64x4096 bf16 attention_softmax mask=causal\n' >"$W/attn_shape.txt"
+printf '2x4x8x64 bf16 attention_softmax mask=window\n' >"$W/attn_window.txt"
+printf '64x50257 bf16 cross_entropy\n64x1 bf16 cross_entropy_loss\n' >"$W/ce_one.txt"
 
 # ---- running as someone whom permissions stop
 if [ "$(id -u)" -ne 0 ]; then
@@ -224,6 +231,11 @@ done <<EOT
 2|unknown option '--bogus'|-|--shape 64x64 --bogus --cache $db
 2|unknown option '--shapez'|-|--shapez 64x64 --cache $db
 2|cannot read --shapes '64x64'|-|--shapes 64x64 --cache $db
+2|$W/attn_mask.txt:2: bad mask 'diagonal'|-|--shapes $W/attn_mask.txt --cache $W/new.db
+2|$W/attn_bias.txt:1: bias=alibi: attention_softmax_backward has no bias kind|-|--shapes $W/attn_bias.txt --cache $W/new.db
+2|$W/attn_shape.txt:2: bad shape '64x4096': attention_softmax takes BxHxQxK|-|--shapes $W/attn_shape.txt --cache $W/new.db
+2|$W/attn_window.txt:1: mask window needs a window >= 0|-|--shapes $W/attn_window.txt --cache $W/new.db
+2|$W/ce_one.txt:2: cross_entropy_loss needs 2 or more classes|-|--shapes $W/ce_one.txt --cache $W/new.db
 2|'0x5'|-|--shape 64x64,0x5 --dtype f32,bf16 --cache $db
 2|unknown dtype 'f8'|-|--shape 64x64 --dtype f32,f8 --cache $db
 2|unknown op 'exp'|-|--shape 64x64 --op softmax,exp --cache $db

@@ -241,6 +241,7 @@ typedef struct fake_Gpu {
   int compiles, configs;    /* configs compiled (any thread), and in the problems given */
   int ready;                /* problems after the first whose every config was compiled before it was given */
   int sigint_at;            /* > 0: raise SIGINT when preparing this many-th problem */
+  tune_AttnOptions attn;    /* the attention options of the last problem given (the defaults for NULL) */
 } fake_Gpu;
 
 static inline int fake_text_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, size_t errlen)
@@ -270,12 +271,14 @@ static inline int fake_gpu_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, 
   return fake_text_compile(ud, k, c, err, errlen);
 }
 
-static inline int fake_gpu_prepare(void *ud, gen_State *g, const gen_Problem *p, int nslots, tune_Backend *b, char *err,
-                                   size_t errlen)
+static inline int fake_gpu_prepare(void *ud, gen_State *g, const gen_Problem *p, const tune_AttnOptions *attn, int nslots,
+                                   tune_Backend *b, char *err, size_t errlen)
 {
   fake_Gpu *u = ud;
   tune_Backend fb = { &u->f, fake_text_compile, fake_text_load, fake_verify, fake_time, fake_unload };
   (void)nslots;
+  if (attn) u->attn = *attn;
+  else tune_attn_defaults(&u->attn);
   if (++u->prepared == u->sigint_at) raise(SIGINT);
   if (fake_init(&u->f, g, p, u->max_sleep_us, (unsigned)u->prepared)) return snprintf(err, errlen, "fake: no space"), 1;
   u->configs += u->f.n;

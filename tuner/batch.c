@@ -153,7 +153,7 @@ static void tune_item(Worker *w, int i)
   if (problem_key(w, i, &p, &k)) return finish(w, i, TUNE_ITEM_FAILED, w->err);
   if (gen_space(w->g, &p, &list, &n)) return finish(w, i, TUNE_ITEM_FAILED, gen_error(w->g));
   gen_free_list(list, n);
-  int rc = u->prepare(u->ud, w->g, &p, n, &inner, w->err, sizeof w->err);
+  int rc = u->prepare(u->ud, w->g, &p, &b->items[i].attn, n, &inner, w->err, sizeof w->err);
   if (rc) {
     u->release(u->ud);
     return finish(w, i, TUNE_ITEM_FAILED, w->err);
@@ -259,6 +259,8 @@ static int setup(tune_Batch *b, const gen_Problem *problems, int n)
   for (int i = 0; i < b->nitems; i++) {
     tune_Item *it = &b->items[i];
     it->p = problems[i % n], it->model = i / n, it->unit = -1;
+    if (b->o->attn) it->attn = b->o->attn[i % n];
+    else tune_attn_defaults(&it->attn);
   }
   return 0;
 }

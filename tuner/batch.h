@@ -19,9 +19,11 @@ typedef struct tune_Unit {
   void *ud;
   /* Compile for this GPU; any thread, any problem. */
   int (*compile)(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, size_t errlen);
-  /* Ready for p (buffers, nslots configs) in the calling thread, and the backend to sweep it
-  ** with; 2 when p does not fit. release undoes it (also after a failed prepare). */
-  int (*prepare)(void *ud, gen_State *g, const gen_Problem *p, int nslots, tune_Backend *b, char *err, size_t errlen);
+  /* Ready for p (buffers, nslots configs; an attention problem's options attn, NULL: the defaults)
+  ** in the calling thread, and the backend to sweep it with; 2 when p does not fit. release undoes
+  ** it (also after a failed prepare). */
+  int (*prepare)(void *ud, gen_State *g, const gen_Problem *p, const tune_AttnOptions *attn, int nslots, tune_Backend *b,
+                 char *err, size_t errlen);
   void (*release)(void *ud);
 } tune_Unit;
 
@@ -30,6 +32,7 @@ enum { TUNE_ITEM_WAITING, TUNE_ITEM_RUNNING, TUNE_ITEM_TUNED, TUNE_ITEM_CACHED, 
 /* One problem on one GPU model, and what became of it. */
 typedef struct tune_Item {
   gen_Problem p;            /* rows, cols, dtype, op as listed */
+  tune_AttnOptions attn;    /* an attention problem's launch options (Q, H, window, ...) it is tuned with */
   int model;                /* the model group */
   int unit;                 /* the unit that answered it, -1 before */
   int state;                /* TUNE_ITEM_* */
@@ -48,6 +51,7 @@ typedef struct tune_BatchOptions {
   const char *cache_path;   /* each worker opens it (made if missing) */
   const char *templates;    /* NULL: the built-in templates */
   int compile_threads;      /* per GPU; 0: the cores shared among the GPUs */
+  const tune_AttnOptions *attn;   /* per problem, its attention options; NULL: the defaults */
   /* After every change of an item (started, a config swept, finished); under the batch's lock. */
   void (*progress)(void *ud, const struct tune_Batch *b, int item);
   void *progress_ud;

@@ -24,11 +24,12 @@ static int unit_compile(void *ud, const gen_Kernel *k, gen_Cubin *c, char *err, 
   return b.compile(b.ud, k, c, err, errlen);
 }
 
-static int unit_prepare(void *ud, gen_State *gen, const gen_Problem *p, int nslots, tune_Backend *b, char *err,
-                        size_t errlen)
+static int unit_prepare(void *ud, gen_State *gen, const gen_Problem *p, const tune_AttnOptions *attn, int nslots,
+                        tune_Backend *b, char *err, size_t errlen)
 {
   GpuUnit *g = ud;
   if (tune_gpu_open(&g->cur, g->ordinal, err, errlen)) return 1;
+  if (attn) tune_gpu_attn_options(g->cur, attn);
   int rc = tune_gpu_prepare(g->cur, gen, p, nslots, err, errlen);
   if (!rc) *b = tune_gpu_backend(g->cur);
   return rc;

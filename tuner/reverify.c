@@ -99,7 +99,7 @@ int tune_unit_retime(void *ud, cache_Entry *e, cache_Trial *t, char *err, size_t
   tune_device_limits(u->dev, &p);
   p.rows = e->key.rows, p.cols = e->key.cols, p.dtype = e->key.dtype, p.op = e->key.op;
   p.mask = e->key.mask, p.bias = e->key.bias;
-  int rc = u->prepare(u->ud, r->gen, &p, 1, &b, err, errlen) ? CACHE_ERROR : tune_retime(&b, e, t, err, errlen);
+  int rc = u->prepare(u->ud, r->gen, &p, NULL, 1, &b, err, errlen) ? CACHE_ERROR : tune_retime(&b, e, t, err, errlen);
   u->release(u->ud);
   return rc;
 }
