@@ -169,7 +169,7 @@ void st_attn_defaults(st_attn_options *o);
 ** gives NaN there); a NaN or +inf score makes its row NaN. float32 math. The mask kind (none,
 ** causal, window, causal and window, each with key padding or not) and the bias kind (none, ALiBi,
 ** a tensor) choose the kernel: each is tuned and cached apart (softmax-tune --op
-** attention_softmax --mask ... --alibi | --bias-tensor);
+** attention_softmax --mask ... --alibi | --bias-tensor; a shapes line: st_attn_problem);
 ** scale, softcap, offset, window and the pointers are launch arguments. Same cache and miss policy
 ** as st_softmax; a shape not tuned gets a rule's kernel (its tuned kernels for other shapes are not
 ** adapted yet), and miss policy tune tunes it with Q = H = 1 and these options' kinds. o NULL:
@@ -220,8 +220,33 @@ typedef struct st_problem {
 ** first met: the first cap of them into out (out may be NULL when cap is 0). Returns how many
 ** there are in all (more than cap: call again with a larger array), or -1 (ctx NULL, cap < 0, or
 ** out NULL with cap > 0; st_error says which). A call with differently aligned
-** input and output pointers is not listed: its vector-free kernel is never a tuned one. */
+** input and output pointers is not listed: its vector-free kernel is never a tuned one. The
+** attention calls' problems are st_untuned_attention's. */
 int st_untuned(st_ctx *ctx, st_problem *out, int cap);
+
+/* An attention problem this context ran without a tuned kernel (st_untuned_attention): the first
+** call of its width class and kinds, with its launch options (those that change what is timed). As
+** a line of a shapes file for `softmax-tune --shapes FILE`: "BxHxQxK dtype op mask=M bias=B", op
+** attention_softmax or attention_softmax_backward (backward), M none, causal, window, causal_window,
+** padding, padding_causal, padding_window or padding_causal_window (mask's bits: 1 causal, 2
+** window, 4 key padding), B none, alibi or tensor (bias: 0, 1, 2), then window=W where window >=
+** 0, offset=D where causal_offset is not K - Q, scale=S where scale is not 1, softcap=C where
+** softcap > 0. */
+typedef struct st_attn_problem {
+  int64_t B, H, Q, K;
+  int64_t causal_offset;    /* as the kernel used it: K - Q for ST_ATTN_OFFSET_AUTO */
+  int64_t window;           /* -1: none */
+  float scale, softcap;
+  st_dtype dtype;
+  int backward;             /* 1: st_attention_softmax_backward's */
+  int mask;                 /* causal 1 | window 2 | key padding 4 (key_lengths) */
+  int bias;                 /* 0 none, 1 ALiBi, 2 a tensor; the backward's is 0 */
+} st_attn_problem;
+
+/* The problems st_attention_softmax and st_attention_softmax_backward served on this context
+** without a tuned kernel, as st_untuned lists the others' (one a width class and pair of kinds,
+** in the order first met): the first cap into out; how many there are, or -1. */
+int st_untuned_attention(st_ctx *ctx, st_attn_problem *out, int cap);
 
 /* What a context has done since st_open: how often a call reached past the in-memory table
 ** (a width class met for the first time) and what that cost. A call whose width class the

@@ -34,7 +34,8 @@ typedef struct Memo {
   gen_Launch launch;
   int resident;             /* blocks resident at once, for cooperative grids */
   char config[256];
-  int untuned;              /* n: the n-th problem served untuned (st_untuned); 0: tuned */
+  int untuned;              /* n: the n-th problem served untuned (st_untuned, or st_untuned_attention's list); 0: tuned */
+  AttnParams attn;          /* attention: the launch options of the problem the class was first resolved for */
 } Memo;
 
 /* A zeroed workspace for cooperative kernels, one per stream: kernels on one stream run in
@@ -64,7 +65,7 @@ struct st_ctx {
   int cap, n;
   Workspace *ws;            /* guarded by mu too */
   int nws;
-  int nuntuned;             /* memo entries with untuned set, guarded by mu */
+  int nuntuned, nuntuned_attn;   /* memo entries with untuned set (the attention ops' counted apart), guarded by mu */
   st_stats stats;           /* guarded by mu */
 };
 
@@ -340,9 +341,7 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
       (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op),
       unaligned ? " with input and output differently aligned" : "", ch.config, ch.source, (long long)p->rows,
       (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), *note ? "; " : "", note);
-  /* tuning would not change an unaligned call's kernel; st_problem names the softmax and cross-entropy ops
-  ** (not attention's, whose shape and kinds a shapes line does not hold yet) */
-  m->untuned = !unaligned && m->op < GEN_ATTN;
+  m->untuned = !unaligned;   /* tuning would not change an unaligned call's kernel */
   return compile_config(c, m, p, ch.config);
 }
 
@@ -393,8 +392,9 @@ static st_status check_args(st_ctx *c, int dtype, int op, int64_t rows, int64_t 
 }
 
 /* The memo entry's function and launch for a problem's width class, resolving the class the
-** first time. */
-static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t rows, int64_t cols, Memo *out)
+** first time (attn: an attention problem's launch options, kept with it; NULL for the other ops). */
+static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t rows, int64_t cols, const AttnParams *attn,
+                        Memo *out)
 {
   st_status s = ST_OK;
   int64_t lo, hi;
@@ -403,7 +403,8 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   c->stats.calls++;
   Memo *m = find(c, dtype, op, unaligned, hi);
   if (!m || !m->used) {
-    Memo fresh = { 1, dtype, op, unaligned, hi, rows, cols, NULL, NULL, NULL, NULL, NULL, NULL, { 0 }, 0, "", 0 };
+    Memo fresh = { .used = 1, .dtype = dtype, .op = op, .unaligned = unaligned, .hi = hi, .rows = rows, .cols = cols,
+                   .attn = attn ? *attn : (AttnParams){ 0 } };
     CUresult r = c->drv.cuCtxPushCurrent(c->cu);
     s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols, lo);
     if (!r) c->drv.cuCtxPopCurrent(NULL);
@@ -411,7 +412,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
     if (s == ST_OK) {
       *m = fresh;
       c->n++;
-      if (m->untuned) m->untuned = ++c->nuntuned;
+      if (m->untuned) m->untuned = attn ? ++c->nuntuned_attn : ++c->nuntuned;
     }
   }
   if (s == ST_OK) *out = *m;
@@ -475,7 +476,7 @@ static st_status run(st_ctx *c, const char *fn, int dtype, int op, uintptr_t in,
   st_status s;
   if (!in || !out || (two && !in2)) return fail(ST_EINVAL, "%s: a tensor pointer is NULL", fn);
   if ((in | in2 | out) % (unsigned)es) return fail(ST_EINVAL, "%s: pointers not aligned to the %d-byte elements", fn, es);
-  if ((s = lookup(c, dtype, op, ((in ^ out) | (two ? in2 ^ out : 0)) % 16 != 0, rows, cols, &m))) return s;
+  if ((s = lookup(c, dtype, op, ((in ^ out) | (two ? in2 ^ out : 0)) % 16 != 0, rows, cols, NULL, &m))) return s;
   CUdeviceptr ws = 0;
   int push;
   CUresult r = enter(c, &push);
@@ -510,7 +511,7 @@ static st_status config_of(st_ctx *c, st_dtype dtype, st_op op, int gen_op, int6
 {
   Memo m;
   st_status s = check_args(c, dtype, op, rows, cols);
-  if (!s) s = lookup(c, dtype, gen_op, 0, rows, cols, &m);
+  if (!s) s = lookup(c, dtype, gen_op, 0, rows, cols, NULL, &m);
   if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
   return s;
 }
@@ -613,7 +614,7 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
   const int es = dtype == ST_F32 ? 4 : 2, op = grad ? GEN_CE : GEN_CE_LOSS;
   const int64_t stride = o.row_stride ? o.row_stride : cols;
   const int unaligned = grad && ((((uintptr_t)logits ^ (uintptr_t)grad) % 16) || ((stride - cols) * es) % 16);
-  if ((s = lookup(c, dtype, op, unaligned, rows, cols, &m))) return s;
+  if ((s = lookup(c, dtype, op, unaligned, rows, cols, NULL, &m))) return s;
   CeParams p = { cols, stride, o.ignore_index, (uintptr_t)o.weight, 0, (uintptr_t)o.bad_label, o.label_smoothing, o.z_loss,
                  o.softcap, lt == ST_I64 };
   tune_Args a = { { (CUdeviceptr)logits, (CUdeviceptr)labels, (CUdeviceptr)grad, (CUdeviceptr)loss, (CUdeviceptr)lse }, rows, 0,
@@ -743,7 +744,7 @@ static st_status run_attn(st_ctx *c, const gen_Problem *p, const AttnParams *a, 
     if (buf[i]) odd |= buf[i] ^ buf[n - 1];
     args.buf[i] = (CUdeviceptr)buf[i];
   }
-  if ((s = lookup(c, p->dtype, memo_op(p->op, p->mask, p->bias), odd % 16 != 0, p->rows, p->cols, &m))) return s;
+  if ((s = lookup(c, p->dtype, memo_op(p->op, p->mask, p->bias), odd % 16 != 0, p->rows, p->cols, a, &m))) return s;
   int push;
   CUresult r = enter(c, &push);
   if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &args, m.resident, (CUstream)stream);
@@ -787,7 +788,7 @@ static st_status config_attn(st_ctx *c, st_dtype dtype, int op, const st_attn_op
   AttnParams a;
   Memo m;
   st_status s = check_attn(c, dtype, op, o, B, H, Q, K, &p, &a);
-  if (!s) s = lookup(c, dtype, memo_op(op, p.mask, p.bias), 0, p.rows, K, &m);
+  if (!s) s = lookup(c, dtype, memo_op(op, p.mask, p.bias), 0, p.rows, K, &a, &m);
   if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
   return s;
 }
@@ -813,19 +814,48 @@ st_status st_get_stats(st_ctx *c, st_stats *out)
   return ST_OK;
 }
 
-int st_untuned(st_ctx *c, st_problem *out, int cap)
+/* Memo entry m of a softmax or cross-entropy op as st_untuned lists it. */
+static st_problem problem_of(const Memo *m)
+{
+  const int ce = m->op == GEN_CE || m->op == GEN_CE_LOSS, bw = !ce && m->op >= GEN_SOFTMAX_BW;   /* as st_softmax_backward numbers them */
+  return (st_problem){ m->rows, m->cols, (st_dtype)m->dtype, ce ? ST_SOFTMAX : (st_op)(m->op - (bw ? GEN_SOFTMAX_BW : 0)), bw,
+                       ce ? (m->op == GEN_CE ? ST_KIND_CE : ST_KIND_CE_LOSS) : ST_KIND_SOFTMAX };
+}
+
+/* Memo entry m of an attention op (its kinds in its memo op: memo_op) as st_untuned_attention lists it. */
+static st_attn_problem attn_problem_of(const Memo *m)
+{
+  const AttnParams *a = &m->attn;
+  return (st_attn_problem){ .B = m->rows / a->h / a->q, .H = a->h, .Q = a->q, .K = m->cols, .causal_offset = a->offset,
+                            .window = a->window, .scale = a->scale, .softcap = a->softcap, .dtype = (st_dtype)m->dtype,
+                            .backward = m->op % GEN_NOP == GEN_ATTN_BW, .mask = m->op / GEN_NOP / GEN_NBIAS,
+                            .bias = m->op / GEN_NOP % GEN_NBIAS };
+}
+
+/* The untuned problems of one list (attn: the attention ops', into st_attn_problem out[]; else
+** st_problem out[]), each at its number; how many there are, or -1 (fn names the call). */
+static int untuned_list(st_ctx *c, int attn, void *out, int cap, const char *fn)
 {
   if (!c || cap < 0 || (cap > 0 && !out))
-    return fail(ST_EINVAL, "st_untuned: %s", !c ? "ctx is NULL" : cap < 0 ? "cap < 0" : "out is NULL"), -1;
+    return fail(ST_EINVAL, "%s: %s", fn, !c ? "ctx is NULL" : cap < 0 ? "cap < 0" : "out is NULL"), -1;
   pthread_mutex_lock(&c->mu);
-  int n = c->nuntuned;
+  const int n = attn ? c->nuntuned_attn : c->nuntuned;
   for (int i = 0; i < c->cap; i++) {
     const Memo *m = &c->memo[i];
-    const int ce = m->op == GEN_CE || m->op == GEN_CE_LOSS, bw = !ce && m->op >= GEN_SOFTMAX_BW;   /* as st_softmax_backward numbers them */
-    if (m->used && m->untuned && m->untuned <= cap)
-      out[m->untuned - 1] = (st_problem){ m->rows, m->cols, (st_dtype)m->dtype, ce ? ST_SOFTMAX : (st_op)(m->op - (bw ? GEN_SOFTMAX_BW : 0)),
-                                          bw, ce ? (m->op == GEN_CE ? ST_KIND_CE : ST_KIND_CE_LOSS) : ST_KIND_SOFTMAX };
+    if (!m->used || !m->untuned || m->untuned > cap || (m->attn.q > 0) != attn) continue;   /* attention entries hold Q */
+    if (attn) ((st_attn_problem *)out)[m->untuned - 1] = attn_problem_of(m);
+    else ((st_problem *)out)[m->untuned - 1] = problem_of(m);
   }
   pthread_mutex_unlock(&c->mu);
   return n;
+}
+
+int st_untuned(st_ctx *c, st_problem *out, int cap)
+{
+  return untuned_list(c, 0, out, cap, "st_untuned");
+}
+
+int st_untuned_attention(st_ctx *c, st_attn_problem *out, int cap)
+{
+  return untuned_list(c, 1, out, cap, "st_untuned_attention");
 }

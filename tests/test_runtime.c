@@ -26,6 +26,11 @@ _Static_assert(sizeof(st_ce_options) == 64 && offsetof(st_ce_options, reduction)
 /* st_problem as _lib._Problem lays it out; kind took the padding after backward (the size stays 32) */
 _Static_assert(sizeof(st_problem) == 32 && offsetof(st_problem, backward) == 24 && offsetof(st_problem, kind) == 28,
                "st_problem moved: change _lib._Problem with it");
+/* st_attn_problem as _lib._AttnProblem lays it out (tests/test_untuned_py.py holds the Python side to these offsets) */
+_Static_assert(sizeof(st_attn_problem) == 72 && offsetof(st_attn_problem, causal_offset) == 32 &&
+               offsetof(st_attn_problem, scale) == 48 && offsetof(st_attn_problem, dtype) == 56 &&
+               offsetof(st_attn_problem, mask) == 64 && offsetof(st_attn_problem, bias) == 68,
+               "st_attn_problem moved: change _lib._AttnProblem and tests/test_untuned_py.py with it");
 
 static char dir[] = "/tmp/st_rtXXXXXX";
 static char db[512];
@@ -53,6 +58,8 @@ static void test_cpu(void)
   st_options o = { (st_miss)9, NULL, NULL };
   CHECK(st_open_ex(&c, 0, NULL, &o) == ST_EINVAL, "bad miss policy");
   CHECK(st_untuned(NULL, NULL, 0) == -1 && strstr(st_error(NULL), "ctx is NULL"), "st_untuned, NULL ctx: %s", st_error(NULL));
+  CHECK(st_untuned_attention(NULL, NULL, 0) == -1 && strstr(st_error(NULL), "st_untuned_attention: ctx is NULL"),
+        "st_untuned_attention, NULL ctx: %s", st_error(NULL));
   st_close(NULL);
 }
 
@@ -278,7 +285,7 @@ static st_ctx *open_with(st_miss miss)
 
 /* c has served 77x3000 bf16 log_softmax untuned and nothing else: st_untuned lists it alone; a
 ** tuned shape (256x1024 f32, cached by the tune policy) is not listed; a backward miss and a
-** cross_entropy_loss one are, after it. */
+** cross_entropy_loss one are, after it; attention problems are st_untuned_attention's (test_untuned_attention). */
 static void test_untuned_list(st_ctx *c)
 {
   char cfg[256];
@@ -298,6 +305,41 @@ static void test_untuned_list(st_ctx *c)
         p[2].rows == 64 && p[2].cols == 5000 && p[2].kind == ST_KIND_CE_LOSS && p[2].backward == 0,
         "cross_entropy_loss third: %lldx%lld kind %d", (long long)p[2].rows, (long long)p[2].cols, p[2].kind);
   CHECK(st_untuned(c, NULL, 1) == -1 && st_untuned(c, p, -1) == -1, "st_untuned: bad out or cap accepted");
+}
+
+/* On c (no attention call yet): an untuned causal forward with ALiBi and a causal+window backward
+** (its ALiBi slopes ignored: bias none) are listed by st_untuned_attention with their shapes, kinds
+** and options, in that order; another shape of the forward's class and kinds is not, another mask
+** kind is; st_untuned's list does not change. */
+static void test_untuned_attention(st_ctx *c)
+{
+  char cfg[256];
+  st_attn_problem p[4];
+  st_attn_options o;
+  float slopes[4];
+  if (!c) return;
+  const int others = st_untuned(c, NULL, 0);
+  st_attn_defaults(&o);
+  o.causal = 1, o.scale = 0.125f, o.alibi_slopes = slopes;   /* only its kind matters to a config */
+  CHECK(st_untuned_attention(c, NULL, 0) == 0, "attention listed before any attention call");
+  CHECK(st_config_attention(c, ST_BF16, &o, 2, 4, 8, 3000, cfg, sizeof cfg) == ST_OK, "%s", st_error(c));
+  CHECK(st_config_attention(c, ST_BF16, &o, 1, 1, 64, 2900, cfg, sizeof cfg) == ST_OK, "%s", st_error(c));
+  o.window = 16, o.softcap = 30.f, o.causal_offset = 0;
+  CHECK(st_config_attention_backward(c, ST_F16, &o, 1, 2, 16, 700, cfg, sizeof cfg) == ST_OK, "%s", st_error(c));
+  CHECK(st_untuned_attention(c, p, 4) == 2, "%d attention problems listed", st_untuned_attention(c, NULL, 0));
+  CHECK(p[0].B == 2 && p[0].H == 4 && p[0].Q == 8 && p[0].K == 3000 && p[0].dtype == ST_BF16 && !p[0].backward &&
+        p[0].mask == 1 && p[0].bias == 1 && p[0].causal_offset == 3000 - 8 && p[0].window == -1 && p[0].scale == 0.125f &&
+        p[0].softcap == 0.f, "forward: %lldx%lldx%lldx%lld mask %d bias %d offset %lld", (long long)p[0].B, (long long)p[0].H,
+        (long long)p[0].Q, (long long)p[0].K, p[0].mask, p[0].bias, (long long)p[0].causal_offset);
+  CHECK(p[1].B == 1 && p[1].H == 2 && p[1].Q == 16 && p[1].K == 700 && p[1].dtype == ST_F16 && p[1].backward && p[1].mask == 3 &&
+        p[1].bias == 0 && p[1].causal_offset == 0 && p[1].window == 16 && p[1].softcap == 30.f,
+        "backward: %lldx%lldx%lldx%lld mask %d bias %d window %lld", (long long)p[1].B, (long long)p[1].H, (long long)p[1].Q,
+        (long long)p[1].K, p[1].mask, p[1].bias, (long long)p[1].window);
+  o.window = -1, o.causal = 0;
+  CHECK(st_config_attention(c, ST_BF16, &o, 2, 4, 8, 3000, cfg, sizeof cfg) == ST_OK && st_untuned_attention(c, p, 4) == 3 &&
+        p[2].mask == 0 && p[2].bias == 1, "mask none third: %d", st_untuned_attention(c, NULL, 0));
+  CHECK(st_untuned(c, NULL, 0) == others, "st_untuned's list grew with attention calls: %d", st_untuned(c, NULL, 0));
+  CHECK(st_untuned_attention(c, NULL, 1) == -1 && st_untuned_attention(c, p, -1) == -1, "bad out or cap accepted");
 }
 
 static void test_policies(void)
@@ -328,6 +370,7 @@ static void test_policies(void)
   CHECK(c && st_config(c, ST_BF16, ST_LOG_SOFTMAX, 77, 3000, cfg, sizeof cfg) == ST_OK && logged == 1,
         "heuristic said once, got %d", logged);
   test_untuned_list(c);
+  test_untuned_attention(c);
   st_close(c);
 }
 
