@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""test_python_untuned.py BINARY — record, then tune, on a GPU: a run over three shapes through
+"""test_python_untuned.py BINARY — record, then tune, on a GPU: a run over four shapes through
 the PyTorch binding (77x3000 f32 softmax, 333x1000 bf16 log_softmax, 50x700 f16 softmax with its
-gradient: four problems) from an empty cache lists all four in softmax_tune.untuned(), writes them
-with write_untuned, and warns once, at exit, with the count (no per-shape warning); the same run
+gradient, f32 attention scores 2x4x8x3000 causal with their gradient: six problems) from an empty
+cache lists all six in softmax_tune.untuned(), writes them with write_untuned (the attention ones
+as 'BxHxQxK dtype op mask=causal bias=none' lines), and warns once, at exit, with the count (no
+per-shape warning); the same run
 with SOFTMAX_TUNE_WARN=each warns per problem and, with SOFTMAX_TUNE_UNTUNED=FILE, writes the same
 list at exit; then BINARY --shapes FILE tunes them; then the same run, in a fresh process with
 SOFTMAX_TUNE_MISS=error (a miss would raise), finds every problem in the cache: untuned() empty,
@@ -28,13 +30,19 @@ x = torch.randn(333, 1000, device="cuda", dtype=torch.bfloat16)
 softmax_tune.log_softmax(x)
 x = torch.randn(50, 700, device="cuda", dtype=torch.float16, requires_grad=True)
 softmax_tune.softmax(x).sum().backward()
+s = torch.randn(2, 4, 8, 3000, device="cuda", requires_grad=True)
+softmax_tune.attention_softmax(s, causal=True).sum().backward()
 torch.cuda.synchronize()
 if len(sys.argv) > 1:
     softmax_tune.write_untuned(sys.argv[1])
 print("UNTUNED " + json.dumps(softmax_tune.untuned()))
 """ % os.path.join(HERE, "..", "python")
 WANT = [[77, 3000, "f32", "softmax"], [333, 1000, "bf16", "log_softmax"], [50, 700, "f16", "softmax"],
-        [50, 700, "f16", "softmax_backward"]]
+        [50, 700, "f16", "softmax_backward"], [2, 4, 8, 3000, "f32", "attention_softmax", "mask=causal", "bias=none"],
+        [2, 4, 8, 3000, "f32", "attention_softmax_backward", "mask=causal", "bias=none"]]
+LINES = ["77x3000 f32 softmax", "333x1000 bf16 log_softmax", "50x700 f16 softmax", "50x700 f16 softmax_backward",
+         "2x4x8x3000 f32 attention_softmax mask=causal bias=none",
+         "2x4x8x3000 f32 attention_softmax_backward mask=causal bias=none"]
 
 
 def run(env, *args):
@@ -55,13 +63,13 @@ with tempfile.TemporaryDirectory() as d:
     print("untuned:", got)
     expect(got == WANT, "untuned() after the run: %s, want %s" % (got, WANT))
     written = open(shapes).read() if os.path.exists(shapes) else ""
-    expect(written == "".join("%dx%d %s %s\n" % tuple(p) for p in WANT), "write_untuned wrote %r" % written)
-    expect("UntunedWarning" in err and err.count("4 problems ran without a tuned kernel") == 1,
+    expect(written == "".join(line + "\n" for line in LINES), "write_untuned wrote %r" % written)
+    expect("UntunedWarning" in err and err.count("6 problems ran without a tuned kernel") == 1,
            "one warning at exit with the count: %s" % err[-2000:])
     expect("no tuned kernel for" not in err, "no per-shape warning by default: %s" % err[-2000:])
 
     got, err = run(dict(env, SOFTMAX_TUNE_WARN="each", SOFTMAX_TUNE_UNTUNED=shapes_at_exit))
-    expect(err.count("no tuned kernel for") == 4, "SOFTMAX_TUNE_WARN=each: a warning per problem: %s" % err[-3000:])
+    expect(err.count("no tuned kernel for") == 6, "SOFTMAX_TUNE_WARN=each: a warning per problem: %s" % err[-3000:])
     at_exit = open(shapes_at_exit).read() if os.path.exists(shapes_at_exit) else ""
     expect(at_exit == written, "SOFTMAX_TUNE_UNTUNED wrote %r at exit, want %r" % (at_exit, written))
 

@@ -119,6 +119,7 @@ def config(x, log=False, backward=False):
 
 
 def write_untuned(path):
-    """Write untuned() to path as a shapes file ('RxC dtype op' a line, the whole file at once), for
-    `softmax-tune --shapes path`; returns how many problems it holds."""
+    """Write untuned() to path as a shapes file ('RxC dtype op' a line, attention problems as 'BxHxQxK
+    dtype op mask=M bias=B ...'; the whole file at once), for `softmax-tune --shapes path`; returns
+    how many problems it holds."""
     return _lib.write_shapes(path, untuned())

@@ -2,7 +2,7 @@
 st_ctx per CUDA device (opened on first use, thread-safe), the calls the binding makes
 (st_softmax, st_softmax_backward, st_config[_backward], st_cross_entropy,
 st_attention_softmax[_backward]) on raw device pointers, and the list of problems run without a
-tuned kernel (st_untuned) with its one warning. No torch here.
+tuned kernel (st_untuned, st_untuned_attention) with its one warning. No torch here.
 
 The library is found at $SOFTMAX_TUNE_LIB, next to this package, in the install prefix
 (<prefix>/lib when this package is <prefix>/share/softmax-tune/python/softmax_tune), in the
@@ -57,6 +57,8 @@ def _load():
         lib.st_error.restype = ctypes.c_char_p
         if hasattr(lib, "st_untuned"):   # absent from libraries built before it
             lib.st_untuned.argtypes = [_PTR, ctypes.POINTER(_Problem), _INT]
+        if hasattr(lib, "st_untuned_attention"):   # likewise
+            lib.st_untuned_attention.argtypes = [_PTR, ctypes.POINTER(_AttnProblem), _INT]
         if hasattr(lib, "st_softmax_backward"):   # absent from libraries built before it
             lib.st_softmax_backward.argtypes = [_PTR, _INT, _INT, _PTR, _PTR, _PTR, _I64, _I64, _PTR]
             lib.st_config_backward.argtypes = lib.st_config.argtypes
@@ -83,9 +85,18 @@ class _Problem(ctypes.Structure):   # st_problem
     _fields_ = [("rows", _I64), ("cols", _I64), ("dtype", _INT), ("op", _INT), ("backward", _INT), ("kind", _INT)]
 
 
+class _AttnProblem(ctypes.Structure):   # st_attn_problem
+    _fields_ = [(name, _I64) for name in ("B", "H", "Q", "K", "causal_offset", "window")] + [
+        ("scale", ctypes.c_float), ("softcap", ctypes.c_float), ("dtype", _INT), ("backward", _INT), ("mask", _INT),
+        ("bias", _INT)]
+
+
 DTYPE_NAMES = ("f32", "f16", "bf16")        # st_dtype -> the --shapes word
 OP_NAMES = ("softmax", "log_softmax")       # st_op; the backward's with "_backward"
 KIND_NAMES = (None, "cross_entropy", "cross_entropy_loss")   # st_kind: the cross-entropy ops
+MASK_NAMES = ("none", "causal", "window", "causal_window", "padding", "padding_causal", "padding_window",
+              "padding_causal_window")      # st_attn_problem.mask (causal 1, window 2, padding 4) -> mask=
+BIAS_NAMES = ("none", "alibi", "tensor")    # st_attn_problem.bias -> bias=
 _PER_SHAPE = ("softmax-tune: no tuned kernel for ", " uses the kernel tuned for ")
 
 
@@ -262,12 +273,13 @@ def config_attention(device, dtype, options, shape, backward=False):
     return buf.value.decode()
 
 
-def _listed(lib, ctx):
-    """st_untuned of one context, whole (it may grow between the count and the copy)."""
+def _listed(fn, kind, ctx):
+    """fn (st_untuned or st_untuned_attention, of structs kind) of one context, whole (it may grow
+    between the count and the copy)."""
     n = 0
     while True:
-        buf = (_Problem * n)()
-        got = lib.st_untuned(ctx, buf, n)
+        buf = (kind * n)()
+        got = fn(ctx, buf, n)
         if got < 0:
             _check(1, ctx)
         if got <= n:
@@ -275,21 +287,48 @@ def _listed(lib, ctx):
         n = got
 
 
+def problem_entry(p):
+    """An st_problem as untuned() lists it: (rows, cols, dtype, op)."""
+    op = KIND_NAMES[p.kind] if 0 < p.kind < len(KIND_NAMES) else OP_NAMES[p.op] + ("_backward" if p.backward else "")
+    return (p.rows, p.cols, DTYPE_NAMES[p.dtype], op)
+
+
+def attn_entry(p):
+    """An st_attn_problem as untuned() lists it: (B, H, Q, K, dtype, op, "mask=M", "bias=B") and the
+    launch options not at their defaults ("window=W", "offset=D", "scale=S", "softcap=C"), the words
+    of its --shapes line."""
+    words = ["mask=" + MASK_NAMES[p.mask], "bias=" + BIAS_NAMES[p.bias]]
+    if p.window >= 0:
+        words.append("window=%d" % p.window)
+    if p.causal_offset != p.K - p.Q:
+        words.append("offset=%d" % p.causal_offset)
+    if p.scale != 1.0:
+        words.append("scale=%.9g" % p.scale)   # 9 digits: the float32 read back as it was
+    if p.softcap > 0.0:
+        words.append("softcap=%.9g" % p.softcap)
+    op = "attention_softmax" + ("_backward" if p.backward else "")
+    return (p.B, p.H, p.Q, p.K, DTYPE_NAMES[p.dtype], op) + tuple(words)
+
+
 def untuned():
     """The problems run without a tuned kernel on any device so far, each once, in the order first
-    met (device by device), one a width class: (rows, cols, dtype, op) with dtype f32/f16/bf16 and op
-    softmax, log_softmax, softmax_backward, log_softmax_backward, cross_entropy or cross_entropy_loss.
-    [] when the library lacks st_untuned."""
+    met (device by device; on a device, the attention ones after the others), one a width class:
+    (rows, cols, dtype, op) with dtype f32/f16/bf16 and op softmax, log_softmax, softmax_backward,
+    log_softmax_backward, cross_entropy or cross_entropy_loss; and (B, H, Q, K, dtype, op, words...)
+    for attention_softmax and attention_softmax_backward (attn_entry). [] when the library lacks
+    st_untuned."""
     with _lock:   # a context opened meanwhile in another thread: next time
         contexts = sorted(_contexts.items())
     if not contexts or not hasattr(_load(), "st_untuned"):   # nothing ran yet, or an older library
         return []
     lib = _load()
+    attn = getattr(lib, "st_untuned_attention", None)   # absent from libraries built before it
     seen = {}
     for _device, ctx in contexts:
-        for p in _listed(lib, ctx):
-            op = KIND_NAMES[p.kind] if 0 < p.kind < len(KIND_NAMES) else OP_NAMES[p.op] + ("_backward" if p.backward else "")
-            seen.setdefault((p.rows, p.cols, DTYPE_NAMES[p.dtype], op), None)
+        for p in _listed(lib.st_untuned, _Problem, ctx):
+            seen.setdefault(problem_entry(p), None)
+        for p in _listed(attn, _AttnProblem, ctx) if attn else ():
+            seen.setdefault(attn_entry(p), None)
     return list(seen)
 
 
@@ -317,10 +356,17 @@ def stats():
     return total
 
 
+def shapes_line(problem):
+    """One problem of untuned() as a --shapes line: its sizes joined by 'x', then its words
+    ('RxC dtype op', or 'BxHxQxK dtype op mask=M bias=B ...')."""
+    sizes = [str(v) for v in problem if isinstance(v, int)]
+    return " ".join(["x".join(sizes)] + [v for v in problem if not isinstance(v, int)])
+
+
 def write_shapes(path, problems, merge=False):
-    """problems as a shapes file for `softmax-tune --shapes`: 'RxC dtype op' a line, written whole
+    """problems as a shapes file for `softmax-tune --shapes`: a shapes_line each, written whole
     (a temporary file renamed over path). merge: the lines path has already are kept, first."""
-    lines = ["%dx%d %s %s\n" % p for p in problems]
+    lines = [shapes_line(p) + "\n" for p in problems]
     if merge and os.path.exists(path):
         with open(path) as f:
             old = [line if line.endswith("\n") else line + "\n" for line in f]
