@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # valgrind_cli.sh BINARY — the command under valgrind (memcheck): `emit` and `compile` of one
-# config (NVRTC inside), `space`, `knobs`, tuning (one shape, and lists) without a GPU, then
-# `log`, `report` and `cache list|show|clear|export|import` on a missing cache, on an empty file
+# config (NVRTC inside), `space`, `knobs`, tuning (one shape, and lists: an attention line, a bad
+# line) without a GPU, then `log`, `report` and `cache list|show|clear|export|import` on a missing
+# cache, on an empty file
 # and on a small cache made here
 # (the binary's own schema, filled by SQL with two runs, their trials and two entries, whatever
 # columns the schema has grown). Every case must exit with its usual status, and valgrind must
@@ -109,9 +110,11 @@ db=$tmp/cache.db
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
   check 2 --shape $shape --cache "$db" --quiet
   [ -e "$db" ] && { echo "FAIL: tuning without a GPU left a cache at $db"; fail=$((fail + 1)); rm -f "$db"; }
-  printf '# a list\n64x64 bf16\n128x4096 f32 log_softmax\n' >"$tmp/list.txt"
+  printf '# a list\n64x64 bf16\n128x4096 f32 log_softmax\n2x4x8x3000 bf16 attention_softmax mask=causal bias=alibi\n' >"$tmp/list.txt"
   check 2 --gpu all --shape $shape,64x64 --dtype f32,bf16 --cache "$db" --quiet
   check 2 --gpu 0,1 --shapes "$tmp/list.txt" --cache "$db" --quiet
+  printf '64x64 bf16\n2x4x8x64 bf16 attention_softmax mask=window\n' >"$tmp/bad.txt"   # a bad line: refused first
+  check 2 --shapes "$tmp/bad.txt" --cache "$db" --quiet
   [ -e "$db" ] && { echo "FAIL: tuning a list without a GPU left a cache at $db"; fail=$((fail + 1)); rm -f "$db"; }
 fi
 
