@@ -141,6 +141,8 @@ int gen_knobs(gen_State *g, char **text);
 
 /* NVRTC; safe to call from several threads at once. arch as in gen_Problem. */
 int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen);
+/* As gen_compile, but without the line table (a third of the bytes): the kernel set's cubins. */
+int gen_compile_lean(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen);
 /* As gen_compile, but PTX for the virtual arch compute_<arch>: data is the PTX text (its NUL
 ** counted in size), which the driver compiles for whatever GPU loads it; no ptxas counts. */
 int gen_compile_ptx(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen);

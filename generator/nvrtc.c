@@ -61,13 +61,19 @@ void gen_source_name(const char *name, char *out, size_t n)
   snprintf(out, n, SOURCE_ROOT "%s", name[0] == '/' ? strrchr(name, '/') + 1 : name);
 }
 
-/* NVRTC's options for arch (virt: PTX for the virtual arch compute_XX alone, where ptxas does not
-** run): into opts (archopt holds the first) and, space separated, text; returns their count. */
-static int options(int arch, int virt, char archopt[48], const char *opts[NOPTS], char *text, size_t n)
+/* What compile() makes: a cubin, PTX for the virtual arch compute_XX alone (ptxas does not run),
+** or a lean cubin (no line table: a third of the bytes, for the kernel set). */
+enum { CUBIN, PTX, LEAN };
+
+/* NVRTC's options for arch and mode: into opts (archopt holds the first) and, space separated,
+** text; returns their count. */
+static int options(int arch, int mode, char archopt[48], const char *opts[NOPTS], char *text, size_t n)
 {
-  int nopts = virt ? NOPTS - 1 : NOPTS;
-  snprintf(archopt, 48, "--gpu-architecture=%s_%d", virt ? "compute" : "sm", arch);
-  opts[0] = archopt, opts[1] = "--std=c++17", opts[2] = "-lineinfo", opts[3] = "--ptxas-options=-v";
+  int nopts = 0;
+  snprintf(archopt, 48, "--gpu-architecture=%s_%d", mode == PTX ? "compute" : "sm", arch);
+  opts[nopts++] = archopt, opts[nopts++] = "--std=c++17";
+  if (mode != LEAN) opts[nopts++] = "-lineinfo";
+  if (mode != PTX) opts[nopts++] = "--ptxas-options=-v";
   for (int i = 0, at = 0; i < nopts && at < (int)n; i++)
     at += snprintf(text + at, n - (size_t)at, "%s%s", i ? " " : "", opts[i]);
   return nopts;
@@ -77,7 +83,7 @@ void gen_compile_options(int arch, char *text, size_t n)
 {
   char archopt[48];
   const char *opts[NOPTS];
-  options(arch, 0, archopt, opts, text, n);
+  options(arch, CUBIN, archopt, opts, text, n);
 }
 
 /* The NVRTC output `what` (cubin or PTX) of prog into a malloc'ed *data of *size bytes. */
@@ -90,7 +96,7 @@ static nvrtcResult output(nvrtcProgram prog, int ptx, void **data, size_t *size)
   return ptx ? nvrtcGetPTX(prog, *data) : nvrtcGetCUBIN(prog, *data);
 }
 
-static int compile(const char *source, const char *name, int arch, int virt, gen_Cubin *out, char *err, size_t errlen)
+static int compile(const char *source, const char *name, int arch, int mode, gen_Cubin *out, char *err, size_t errlen)
 {
   char archopt[48], fixed[256], what[16];
   const char *opts[NOPTS];
@@ -100,7 +106,8 @@ static int compile(const char *source, const char *name, int arch, int virt, gen
   double t0 = now_ms();
 
   memset(out, 0, sizeof *out);
-  int nopts = options(arch, virt, archopt, opts, out->options, sizeof out->options);
+  const int virt = mode == PTX;
+  int nopts = options(arch, mode, archopt, opts, out->options, sizeof out->options);
   gen_source_name(name, fixed, sizeof fixed);
   snprintf(what, sizeof what, "%s_%d", virt ? "compute" : "sm", arch);
 
@@ -139,12 +146,17 @@ static int compile(const char *source, const char *name, int arch, int virt, gen
 
 int gen_compile(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen)
 {
-  return compile(source, name, arch, 0, out, err, errlen);
+  return compile(source, name, arch, CUBIN, out, err, errlen);
+}
+
+int gen_compile_lean(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen)
+{
+  return compile(source, name, arch, LEAN, out, err, errlen);
 }
 
 int gen_compile_ptx(const char *source, const char *name, int arch, gen_Cubin *out, char *err, size_t errlen)
 {
-  return compile(source, name, arch, 1, out, err, errlen);
+  return compile(source, name, arch, PTX, out, err, errlen);
 }
 
 void gen_cubin_free(gen_Cubin *c)

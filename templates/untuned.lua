@@ -224,11 +224,14 @@ local function describe(e)
   return string.format("%dx%d %s %s", e.rows, e.cols, e.dtype, e.op)
 end
 
+local parsed_text, parsed   -- the last table parsed: a process asks with the same text every time
+
 -- P's config and where it came from; note says what the caller should know (a stale table).
 return function(P, unaligned, table_text, name, hash, user)
   local cands, note = {}, ""
   if table_text then
-    local t = parse_table(table_text)
+    if table_text ~= parsed_text then parsed_text, parsed = table_text, parse_table(table_text) end
+    local t = parsed
     if t.meta.templates ~= hash then
       note = string.format("default table %s was made for templates %.12s, these are %.12s: stale, its configs are each checked before use (regenerate: softmax-tune pretune)",
                            name, tostring(t.meta.templates), hash)
