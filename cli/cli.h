@@ -43,6 +43,10 @@ typedef struct cli_Options {
   int add;                    /* pretune --add: the new entries join the table FILE, its others kept */
   int keep_configs;           /* pretune --restamp DIR --keep-configs: kernels may differ, configs carried */
   int gpu_set;                /* --gpu was given */
+  const char *build;          /* kernels --build ARCHS: make a kernel set for them */
+  int jobs;                   /* kernels --build: compile processes (0: one a core) */
+  int64_t widest;             /* kernels --build: classes up to this width only (0: the set's own) */
+  int all;                    /* kernels --build --all: every attention dtype and kind too */
   tune_CeOptions ce;          /* --ignore-index ... --labels: the cross-entropy ops' launch options */
   const char *ce_flag;        /* the first of those given, NULL if none */
   int softcap_set;            /* --softcap given: cross-entropy's or attention_softmax's */
@@ -153,6 +157,10 @@ int cli_pretune(cli_Options *o);
 int cli_space(cli_Options *o);
 int cli_emit(cli_Options *o);
 int cli_compile(cli_Options *o);
+/* Write data to path through a temporary file and a rename: all of it or nothing (generate.c). */
+int cli_write_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen);
+/* The kernel set: `kernels --build ARCHS -o FILE` makes one, `kernels` lists the built-in one (kernels.c). */
+int cli_kernels(cli_Options *o);
 int cli_knobs(cli_Options *o);
 int cli_log(cli_Options *o);
 int cli_cache(cli_Options *o);

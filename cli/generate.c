@@ -64,8 +64,7 @@ int cli_emit(cli_Options *o)
   return 0;
 }
 
-/* Write data to path through a temporary file and a rename: all of it or nothing. */
-static int write_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen)
+int cli_write_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen)
 {
   char tmp[4096];
   FILE *f;
@@ -108,7 +107,7 @@ int cli_compile(cli_Options *o)
   if (o->log && c.log) fputs(c.log, stdout);
   if (rc) {
     cli_fail("%s", o->err);
-  } else if (write_atomic(o->output, c.data, c.size, o->err, sizeof o->err)) {
+  } else if (cli_write_atomic(o->output, c.data, c.size, o->err, sizeof o->err)) {
     cli_fail("%s", o->err);
     rc = 1;
   } else {

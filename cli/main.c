@@ -34,6 +34,8 @@ static const char *const USAGE =
   "       softmax-tune pretune [--gpu N] --grid FILE -o FILE [--add]   tune a grid, write a default table\n"
   "       softmax-tune pretune --from-cache [--gpu-model NAME] -o FILE [--add]   the table from the cache\n"
   "       softmax-tune pretune --restamp DIR -o FILE   carry a table over to these templates\n"
+  "       softmax-tune kernels [--arch sm_XX] [--op OP] [--dtype T]   the kernels this build carries\n"
+  "       softmax-tune kernels --build sm_90,sm_80 -o FILE [--jobs N] [--all]   make a kernel set (the build does)\n"
   "\n"
   "options:\n"
   "  --gpu N          GPU ordinal (default 0); when tuning, also all or a list such as 0,1,3:\n"
@@ -86,6 +88,10 @@ static const char *const USAGE =
   "  --keep-configs   pretune --restamp: carry each entry's config over where its kernel changed\n"
   "                   but the config is valid under these templates (the made line says so)\n"
   "  --unaligned      explain: input and output pointers aligned differently (vec=1 kernels)\n"
+  "  --build ARCHS    kernels: make the kernel set for those archs (sm_90,sm_80) into -o FILE\n"
+  "  --jobs N         kernels --build: compile in N processes (default: one a core)\n"
+  "  --widest N       kernels --build: only the classes up to width N (with --op, --dtype: a part)\n"
+  "  --all            kernels --build: attention's f32, ALiBi and bias-tensor kinds too (3x the bytes)\n"
   "  --with-host      cache export: name this host in the bundle (by default nothing of it is)\n"
   "  --retime         cache import: verify and time each entry of this GPU's model on GPU N\n"
   "                   before merging (the faster-entry rule then compares these times);\n"
@@ -149,12 +155,13 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
   { "tune", cli_tune },   { "space", cli_space }, { "emit", cli_emit },   { "compile", cli_compile },
   { "log", cli_log },     { "cache", cli_cache }, { "knobs", cli_knobs }, { "bench", cli_bench },
   { "report", cli_report }, { "explain", cli_explain }, { "pretune", cli_pretune },
+  { "kernels", cli_kernels },
 };
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
        O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
        O_SWEEP, O_RESTAMP, O_ADD, O_CUBINS, O_SMS, O_WITH_HOST, O_RETIME, O_IGNORE_INDEX, O_SMOOTHING, O_ZLOSS, O_SOFTCAP,
-       O_WEIGHT, O_LABELS, O_MASK, O_WINDOW, O_OFFSET, O_SCALE, O_ALIBI, O_BIAS_TENSOR, O_KEEP_CONFIGS };
+       O_WEIGHT, O_LABELS, O_MASK, O_WINDOW, O_OFFSET, O_SCALE, O_ALIBI, O_BIAS_TENSOR, O_KEEP_CONFIGS, O_BUILD, O_JOBS, O_WIDEST, O_ALL };
 
 static const struct option LONGOPTS[] = {
   { "gpu", required_argument, 0, O_GPU },         { "shape", required_argument, 0, O_SHAPE },
@@ -178,6 +185,8 @@ static const struct option LONGOPTS[] = {
   { "weight", no_argument, 0, O_WEIGHT },           { "labels", required_argument, 0, O_LABELS },
   { "mask", required_argument, 0, O_MASK },         { "window", required_argument, 0, O_WINDOW },
   { "offset", required_argument, 0, O_OFFSET },     { "scale", required_argument, 0, O_SCALE },
+  { "build", required_argument, 0, O_BUILD },       { "jobs", required_argument, 0, O_JOBS },
+  { "widest", required_argument, 0, O_WIDEST },     { "all", no_argument, 0, O_ALL },
   { "alibi", no_argument, 0, O_ALIBI },         { "bias-tensor", no_argument, 0, O_BIAS_TENSOR },
   { 0, 0, 0, 0 },
 };
@@ -278,6 +287,14 @@ static int parse_options(int argc, char **argv, cli_Options *o)
       if ((o->arch = gen_parse_arch(optarg)) < 0) return usage_error("bad arch '%s': expected sm_XX such as sm_90", optarg);
       break;
     case O_CONFIG: o->config = optarg; break;
+    case O_BUILD: o->build = optarg; break;
+    case O_ALL: o->all = 1; break;
+    case O_WIDEST:
+      if ((o->widest = parse_index(optarg)) < 1) return usage_error("bad --widest '%s': expected a width >= 1", optarg);
+      break;
+    case O_JOBS:
+      if ((o->jobs = (int)parse_index(optarg)) < 1 || o->jobs > 64) return usage_error("bad --jobs '%s': expected 1 to 64", optarg);
+      break;
     case O_GPU_MODEL:
       if (!*optarg) return usage_error("bad --gpu-model '%s': expected a GPU model such as 'NVIDIA H100 80GB HBM3'", optarg);
       o->gpu_model = optarg;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kset.h"
 #include "tune.h"
 #include "untuned.h"
 
@@ -44,6 +45,20 @@ static int explain_cached(cache_Db *db, const cache_Key *k, int64_t lo, int64_t 
   return 1;
 }
 
+/* The kernel set's entry the runtime would load for p (no tuned one): 1 when said. */
+static int explain_set(const gen_Problem *p, int64_t hi, const char *templates)
+{
+  const kset_Set *k = kset_get(NULL);
+  if (k && strncmp(k->h->templates, templates, sizeof k->h->templates)) k = NULL;   /* of other templates: not used */
+  int arch = k ? kset_arch_for(k->r, (int)k->h->count, p->arch) : 0;
+  const kset_Record *r = arch ? kset_find(k->r, (int)k->h->count, arch, p->dtype, p->op, p->mask, p->bias,
+                                          kset_band(p->rows, hi * gen_dtype_size(p->dtype)), hi) : NULL;
+  if (!r) return 0;
+  printf("kernel   %s\nsource   the kernel set %s (sm_%d, built ahead: nothing to compile): %s\n", r->config, k->path,
+         arch, r->source);
+  return 1;
+}
+
 int cli_explain(cli_Options *o)
 {
   gen_State *g = NULL;
@@ -77,7 +92,7 @@ int cli_explain(cli_Options *o)
   int64_t lo, hi;
   gen_width_class(p.cols, &lo, &hi);
   printf("class    cols %lld..%lld: one kernel for every width of it, any rows\n", (long long)lo, (long long)hi);
-  if (!o->unaligned && explain_cached(db, &base, lo, hi)) {
+  if (!o->unaligned && (explain_cached(db, &base, lo, hi) || explain_set(&p, hi, base.templates))) {
     rc = 0;
     goto done;
   }

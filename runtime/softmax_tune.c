@@ -17,6 +17,7 @@
 #include "cache.h"
 #include "cudrv.h"
 #include "gen.h"
+#include "kset.h"
 #include "reverify.h"
 #include "tune.h"
 #include "untuned.h"
@@ -24,6 +25,7 @@
 typedef struct Memo {
   int used, dtype, op, unaligned;
   int64_t hi;               /* the width class, by its widest width: the key with the above */
+  int band;                 /* the row band (kset_band): the key's last part */
   int64_t rows, cols;       /* the problem the class was first resolved for */
   CUmodule mod;
   CUfunction fn;
@@ -67,6 +69,9 @@ struct st_ctx {
   int nws;
   int nuntuned, nuntuned_attn;   /* memo entries with untuned set (the attention ops' counted apart), guarded by mu */
   st_stats stats;           /* guarded by mu */
+  const kset_Record *set;   /* the kernel set (kset_get): its records, of arch set_arch used (NULL: none) */
+  int nset, set_arch;
+  const unsigned char *set_base;
 };
 
 static _Thread_local char last_error[1024];
@@ -128,6 +133,16 @@ static st_status open_cache(st_ctx *c, int create)
   return rc ? fail(ST_ECACHE, "%s", err) : ST_OK;
 }
 
+/* The kernel set's records for this GPU (an arch of the set its cubins run on), when there is a
+** set (kset_get) and it is of these templates. */
+static void open_set(st_ctx *c)
+{
+  const kset_Set *k = kset_get(NULL);
+  c->set_arch = k ? kset_arch_for(k->r, (int)k->h->count, c->dev.arch) : 0;
+  if (!c->set_arch || strncmp(k->h->templates, c->base.templates, sizeof k->h->templates)) return;
+  c->set = k->r, c->nset = (int)k->h->count, c->set_base = k->base;
+}
+
 st_status st_open(st_ctx **ctx, int device, const char *cache_path)
 {
   return st_open_ex(ctx, device, cache_path, NULL);
@@ -159,6 +174,7 @@ st_status st_open_ex(st_ctx **ctx, int device, const char *path, const st_option
     s = fail(ST_ECOMPILE, "%s", err);
   else
     s = open_cache(c, c->miss == ST_MISS_TUNE);
+  if (s == ST_OK) open_set(c);
   if (s != ST_OK) {
     st_close(c);
     return s;
@@ -189,25 +205,25 @@ void st_close(st_ctx *c)
 
 /* ---- the memo: open addressing over (dtype, op, unaligned, width class) ---- */
 
-static uint64_t hash(int dtype, int op, int unaligned, int64_t hi)
+static uint64_t hash(int dtype, int op, int unaligned, int64_t hi, int band)
 {
   uint64_t h = (uint64_t)hi * 0xc2b2ae3d27d4eb4full;
-  h ^= (uint64_t)((op * 4 + dtype) * 2 + unaligned) * 0x165667b19e3779f9ull;
+  h ^= (uint64_t)(((op * 4 + dtype) * 2 + unaligned) * 4 + band) * 0x165667b19e3779f9ull;
   return h ^ h >> 29;
 }
 
-static Memo *find(st_ctx *c, int dtype, int op, int unaligned, int64_t hi)
+static Memo *find(st_ctx *c, int dtype, int op, int unaligned, int64_t hi, int band)
 {
   if (!c->cap) return NULL;
-  for (uint64_t i = hash(dtype, op, unaligned, hi);; i++) {
+  for (uint64_t i = hash(dtype, op, unaligned, hi, band);; i++) {
     Memo *m = &c->memo[i & (uint64_t)(c->cap - 1)];
     if (!m->used) return m;
-    if (m->hi == hi && m->dtype == dtype && m->op == op && m->unaligned == unaligned) return m;
+    if (m->hi == hi && m->band == band && m->dtype == dtype && m->op == op && m->unaligned == unaligned) return m;
   }
 }
 
 /* A free slot for a new entry, growing the table to stay at most half full. */
-static Memo *slot_for(st_ctx *c, int dtype, int op, int unaligned, int64_t hi)
+static Memo *slot_for(st_ctx *c, int dtype, int op, int unaligned, int64_t hi, int band)
 {
   if (2 * (c->n + 1) > c->cap) {
     int cap = c->cap ? 2 * c->cap : 64;
@@ -217,10 +233,10 @@ static Memo *slot_for(st_ctx *c, int dtype, int op, int unaligned, int64_t hi)
     c->memo = neu;
     c->cap = cap;
     for (int i = 0; i < oldcap; i++)
-      if (old[i].used) *find(c, old[i].dtype, old[i].op, old[i].unaligned, old[i].hi) = old[i];
+      if (old[i].used) *find(c, old[i].dtype, old[i].op, old[i].unaligned, old[i].hi, old[i].band) = old[i];
     free(old);
   }
-  return find(c, dtype, op, unaligned, hi);
+  return find(c, dtype, op, unaligned, hi, band);
 }
 
 /* ---- resolving a problem to a loaded function ---- */
@@ -330,19 +346,36 @@ static int still_good(st_ctx *c, const gen_Problem *p, const cache_Key *k, cache
   return rc;
 }
 
-/* No tuned kernel: the nearest tuned problems' config adapted (untuned.c), said once. */
+/* The kernel set's record for p's key (its class: m's), NULL when the set lacks it. */
+static const kset_Record *in_set(const st_ctx *c, const Memo *m, const gen_Problem *p)
+{
+  if (!c->set || m->unaligned) return NULL;
+  return kset_find(c->set, c->nset, c->set_arch, p->dtype, p->op, p->mask, p->bias, m->band, m->hi);
+}
+
+/* No tuned kernel: the kernel set's (loaded, nothing compiled), else the nearest tuned problems'
+** config adapted (untuned.c) and compiled; said once a class. */
 static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned)
 {
-  gen_Choice ch;
+  gen_Choice ch = { .note = "" };
   char err[1024];
-  if (untuned_choose(c->gen, c->db, &c->base, p, unaligned, &ch, err, sizeof err)) return fail(ST_ECOMPILE, "%s", err);
+  const kset_Record *r = in_set(c, m, p);
+  if (r) {
+    snprintf(ch.config, sizeof ch.config, "%s", r->config);
+    snprintf(ch.source, sizeof ch.source, "the kernel set built in (%s)", r->source);
+  } else if (untuned_choose(c->gen, c->db, &c->base, p, unaligned, &ch, err, sizeof err)) {
+    return fail(ST_ECOMPILE, "%s", err);
+  }
   const char *note = ch.note[0] && !c->stale_said++ ? ch.note : "";   /* a stale table: said once */
   say(c, "softmax-tune: no tuned kernel for %lldx%lld %s %s%s; using %s, from %s (tune with: softmax-tune --shape %lldx%lld --dtype %s --op %s)%s%s",
       (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op),
       unaligned ? " with input and output differently aligned" : "", ch.config, ch.source, (long long)p->rows,
       (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), *note ? "; " : "", note);
   m->untuned = !unaligned;   /* tuning would not change an unaligned call's kernel */
-  return compile_config(c, m, p, ch.config);
+  if (!r) return compile_config(c, m, p, ch.config);
+  gen_Launch l;
+  kset_launch(r, &l);
+  return load(c, m, c->set_base + r->offset, r->name, &l, r->config);
 }
 
 /* The memo's op: the generator's, and attention_softmax's kinds past GEN_NOP (0 for the other ops). */
@@ -401,14 +434,15 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   gen_width_class(cols, &lo, &hi);
   pthread_mutex_lock(&c->mu);
   c->stats.calls++;
-  Memo *m = find(c, dtype, op, unaligned, hi);
+  const int band = kset_band(rows, hi * (dtype == ST_F32 ? 4 : 2));
+  Memo *m = find(c, dtype, op, unaligned, hi, band);
   if (!m || !m->used) {
-    Memo fresh = { .used = 1, .dtype = dtype, .op = op, .unaligned = unaligned, .hi = hi, .rows = rows, .cols = cols,
-                   .attn = attn ? *attn : (AttnParams){ 0 } };
+    Memo fresh = { .used = 1, .dtype = dtype, .op = op, .unaligned = unaligned, .hi = hi, .band = band, .rows = rows,
+                   .cols = cols, .attn = attn ? *attn : (AttnParams){ 0 } };
     CUresult r = c->drv.cuCtxPushCurrent(c->cu);
     s = r ? fail(ST_ECUDA, "cannot use the GPU's context") : resolve(c, &fresh, dtype, op, unaligned, rows, cols, lo);
     if (!r) c->drv.cuCtxPopCurrent(NULL);
-    if (s == ST_OK && !(m = slot_for(c, dtype, op, unaligned, hi))) s = fail(ST_ENOMEM, "out of memory");
+    if (s == ST_OK && !(m = slot_for(c, dtype, op, unaligned, hi, band))) s = fail(ST_ENOMEM, "out of memory");
     if (s == ST_OK) {
       *m = fresh;
       c->n++;
@@ -634,13 +668,14 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
 
 /* The memo entry of a cross-entropy problem of cols' width class with a gradient that ran on
 ** this context (either alignment's kernel: both have st_ce_scale), 0 when none did. */
-static int trained(st_ctx *c, int dtype, int64_t cols, Memo *out)
+static int trained(st_ctx *c, int dtype, int64_t rows, int64_t cols, Memo *out)
 {
   pthread_mutex_lock(&c->mu);
   Memo *m = NULL;
   int64_t lo, hi;
   gen_width_class(cols, &lo, &hi);
-  for (int unaligned = 0; unaligned < 2 && !(m && m->used); unaligned++) m = find(c, dtype, GEN_CE, unaligned, hi);
+  const int band = kset_band(rows, hi * (dtype == ST_F32 ? 4 : 2));
+  for (int unaligned = 0; unaligned < 2 && !(m && m->used); unaligned++) m = find(c, dtype, GEN_CE, unaligned, hi, band);
   const int found = m && m->used;
   if (found) *out = *m;
   pthread_mutex_unlock(&c->mu);
@@ -654,7 +689,7 @@ st_status st_cross_entropy_scale(st_ctx *c, st_dtype dtype, void *grad, const vo
   char err[512];
   if (!c || !grad || !grad_output) return fail(ST_EINVAL, "st_cross_entropy_scale: ctx, grad or grad_output is NULL");
   if (dtype < ST_F32 || dtype > ST_BF16) return fail(ST_EINVAL, "st_cross_entropy_scale: bad dtype %d", dtype);
-  if (!trained(c, dtype, cols, &m))
+  if (!trained(c, dtype, rows, cols, &m))
     return fail(ST_EINVAL, "st_cross_entropy_scale: no st_cross_entropy with a gradient of %lldx%lld ran on this context",
                 (long long)rows, (long long)cols);
   if (!m.scale)

@@ -4,7 +4,8 @@
 **   test_runtime gpu   on a GPU (exit 77 without one): every dtype and op against float64, with
 **                      in == out, a non-default stream, 4 host threads at once, input and output
 **                      aligned differently, widths and rows of one width class through one
-**                      kernel, and the miss policies heuristic, tune and error
+**                      kernel, a class of the kernel set loaded without a compile, and the miss
+**                      policies heuristic, tune and error
 */
 #include <pthread.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "kset.h"
 #include "softmax_tune.h"
 #include "tune.h"
 
@@ -147,7 +149,8 @@ static void test_dtypes_ops(st_ctx *c)
 ** next class's first width resolves one more. */
 static void test_classes(st_ctx *c)
 {
-  static const int64_t shapes[][2] = { { 77, 3000 }, { 300, 2817 }, { 1, 3072 }, { 513, 2901 }, { 4096, 3001 } };
+  /* rows of one band (kset_band: 1 to 4095 for rows under 8 KB) */
+  static const int64_t shapes[][2] = { { 77, 3000 }, { 300, 2817 }, { 1, 3072 }, { 513, 2901 }, { 4095, 3001 } };
   char err[1024], cfg[256], first[256] = "";
   st_stats s0, s1;
   CHECK(st_get_stats(c, &s0) == ST_OK, "st_get_stats: %s", st_error(c));
@@ -171,6 +174,31 @@ static void test_classes(st_ctx *c)
   CHECK(st_config(c, ST_BF16, ST_SOFTMAX, 77, 3073, cfg, sizeof cfg) == ST_OK && st_get_stats(c, &s0) == ST_OK &&
         s0.classes == s1.classes + 1, "the next class: %s", st_error(c));
   CHECK(st_get_stats(c, NULL) == ST_EINVAL && st_get_stats(NULL, &s0) == ST_EINVAL, "st_get_stats: NULL accepted");
+}
+
+/* A class nobody tuned, with the kernel set of these templates for this GPU's arch (built with the
+** tree, found beside the test: kset_get): its kernel is loaded, nothing compiled, and correct. */
+static void test_set(st_ctx *c)
+{
+  const char *why;
+  const kset_Set *k = kset_get(&why);
+  st_stats s0, s1;
+  char cfg[256];
+  Env e;
+  if (env_open(&e, 200, 5000, GEN_F16, GEN_LOG_SOFTMAX)) return;
+  const int arch = k ? kset_arch_for(k->r, (int)k->h->count, tune_gpu_device(e.gpu)->arch) : 0;
+  const int64_t hi = 5120;   /* 5000's class: 4609..5120 */
+  const kset_Record *r = arch ? kset_find(k->r, (int)k->h->count, arch, GEN_F16, GEN_LOG_SOFTMAX, 0, 0,
+                                          kset_band(200, hi * 2), hi) : NULL;
+  if (!r) printf("note: the kernel set's test ran without one: %s\n", k ? "no key of this arch" : why);
+  CHECK(st_get_stats(c, &s0) == ST_OK && tune_gpu_fill(e.gpu, cfg, sizeof cfg) == 0, "stats, fill");
+  CHECK(run(c, &e, e.in, e.out, NULL) == ST_OK, "a class of the set: %s", st_error(c));
+  expect_correct(&e, e.in, e.out, "the kernel set's kernel");
+  CHECK(st_get_stats(c, &s1) == ST_OK && s1.loads == s0.loads + 1, "one load");
+  CHECK(!r || s1.compiles == s0.compiles, "the set's key compiled %lld kernels", (long long)(s1.compiles - s0.compiles));
+  CHECK(!r || (st_config(c, ST_F16, ST_LOG_SOFTMAX, 200, 5000, cfg, sizeof cfg) == ST_OK && !strcmp(cfg, r->config)),
+        "runs '%s', not the set's '%s'", cfg, r ? r->config : "");
+  env_close(&e);
 }
 
 /* st_softmax_backward through the heuristic miss path, every dtype and op, a ragged shape: dx
@@ -396,6 +424,7 @@ int main(int argc, char **argv)
     test_unaligned(c);
     test_backward(c);
     test_classes(c);
+    test_set(c);
     st_close(c);
   }
   test_policies();

@@ -1,0 +1,143 @@
+/*
+** kset.c — the kernel set beside the library (kset.h): the file found and mapped, a record
+** found, the row bands.
+*/
+#include "kset.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(kset_Record) == 512, "a set's records are 512 bytes on every host");
+_Static_assert(sizeof(kset_Header) == 256, "a set's header is 256 bytes");
+
+int kset_band(int64_t rows, int64_t row_bytes) { return rows < 64 && row_bytes >= 8192 ? 0 : rows < 4096 ? 1 : 2; }
+
+int64_t kset_band_rows(int band) { return band == 0 ? 16 : band == 1 ? 512 : 16384; }
+
+int kset_map(const char *path, kset_Set *s, char *err, size_t errlen)
+{
+  struct stat st;
+  void *p = MAP_FAILED;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  memset(s, 0, sizeof *s);
+  if (fd < 0 || fstat(fd, &st) || (p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
+    snprintf(err, errlen, "cannot read the kernel set '%s': %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return 1;
+  }
+  close(fd);
+  const size_t n = (size_t)st.st_size;
+  const kset_Header *h = p;
+  const kset_Record *r = (const kset_Record *)((const char *)p + sizeof *h);
+  int bad = n < sizeof *h || memcmp(h->magic, KSET_MAGIC, 8) || h->record_size != sizeof *r ||
+            h->count > (n - sizeof *h) / sizeof *r;
+  for (uint32_t i = 0; !bad && i < h->count; i++) bad = r[i].offset > n || r[i].size > n - r[i].offset;
+  if (bad) {
+    munmap(p, n);
+    return snprintf(err, errlen, "'%s' is not a kernel set of this softmax-tune (damaged, or of another version)", path), 1;
+  }
+  *s = (kset_Set){ h, r, p, n, "" };
+  snprintf(s->path, sizeof s->path, "%s", path);
+  return 0;
+}
+
+void kset_unmap(kset_Set *s)
+{
+  if (s->base) munmap((void *)s->base, s->size);
+  memset(s, 0, sizeof *s);
+}
+
+static kset_Set the_set;
+static const char *the_why = "no kernel set";
+static char the_err[512];
+
+/* The folder of the library or program holding this code, into dir (0 when found). */
+static int own_dir(char *dir, size_t n)
+{
+  Dl_info info;
+  if (!dladdr((void *)kset_get, &info) || !info.dli_fname || !strchr(info.dli_fname, '/')) return 1;
+  snprintf(dir, n, "%s", info.dli_fname);
+  *strrchr(dir, '/') = '\0';
+  return 0;
+}
+
+static void find_set(void)
+{
+  const char *env = getenv("SOFTMAX_TUNE_KERNELS");
+  char dir[4096], path[4200];
+  if (env && !strcmp(env, "none")) return (void)(the_why = "no kernel set ($SOFTMAX_TUNE_KERNELS is none)");
+  if (env && *env) {
+    if (kset_map(env, &the_set, the_err, sizeof the_err)) the_why = the_err;
+    return;
+  }
+  if (own_dir(dir, sizeof dir)) return;
+  const char *const where[] = { "%s/" KSET_FILE, "%s/../lib/" KSET_FILE, "%s/../" KSET_FILE };   /* the last: a build's tests/ */
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, where[i], dir);
+    if (access(path, R_OK) == 0) {
+      if (kset_map(path, &the_set, the_err, sizeof the_err)) the_why = the_err;
+      return;
+    }
+  }
+  snprintf(the_err, sizeof the_err, "no kernel set beside %s (" KSET_FILE ")", dir);
+  the_why = the_err;
+}
+
+const kset_Set *kset_get(const char **why)
+{
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, find_set);
+  if (why) *why = the_set.h ? "" : the_why;
+  return the_set.h ? &the_set : NULL;
+}
+
+static int64_t cmp_key(const kset_Record *r, int arch, int dtype, int op, int mask, int bias, int band, int64_t hi)
+{
+  const int64_t a[] = { r->arch, r->dtype, r->op, r->mask, r->bias, r->band, r->hi },
+                b[] = { arch, dtype, op, mask, bias, band, hi };
+  for (int i = 0; i < 7; i++)
+    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+  return 0;
+}
+
+const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int band, int64_t hi)
+{
+  int lo = 0, up = n;
+  while (lo < up) {   /* the records are sorted by key */
+    int mid = lo + (up - lo) / 2;
+    int64_t c = cmp_key(&r[mid], arch, dtype, op, mask, bias, band, hi);
+    if (c == 0) return &r[mid];
+    if (c < 0) lo = mid + 1;
+    else up = mid;
+  }
+  return NULL;
+}
+
+int kset_arch_for(const kset_Record *r, int n, int arch)
+{
+  int best = 0;
+  for (int i = 0; i < n; i++)   /* few archs, sorted: a step per record is cheap enough once a context */
+    if (r[i].arch / 10 == arch / 10 && r[i].arch <= arch && r[i].arch > best) best = r[i].arch;
+  return best;
+}
+
+void kset_launch(const kset_Record *r, gen_Launch *l)
+{
+  *l = (gen_Launch){ r->launch[0], r->launch[1], r->launch[2], r->launch[3], r->launch[4], r->launch[5], r->launch[6],
+                     r->launch[7], r->launch[8] };
+}
+
+void kset_set_launch(kset_Record *r, const gen_Launch *l)
+{
+  const int32_t v[9] = { l->threads, l->rows_per_block, l->blocks_per_row, l->cluster, l->smem, l->coop, l->workspace,
+                         l->ws_groups, l->op };
+  memcpy(r->launch, v, sizeof v);
+}

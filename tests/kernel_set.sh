@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# kernel_set.sh BINARY — the kernel set without a GPU (docs/kernel-set.md): a small set built
+# (`kernels --build`, f32 softmax classes up to 100 columns, and a cross-entropy part), listed,
+# each key's config the one explain's rule gives for the band's rows, explain naming the set,
+# a set of other templates not used, and bad input: one line, exit 2 (or 1), nothing written.
+set -u
+bin=$(realpath "$1")
+. "$(dirname "$0")/testlib.sh" kset
+unset SOFTMAX_TUNE_KERNELS
+
+out=$("$bin" kernels --build sm_90 --op softmax --dtype f32 --widest 100 --jobs 2 -o s.set 2>&1) || bad "build: $? $out"
+has "$out" "kernels compiled"
+[ -s s.set ] && [ -z "$(ls -A | grep parts)" ] || bad "no set, or its parts left: $(ls)"
+# widths 1..64 each a class, then 65..72 ... 97..104: 69 classes, rows under 8 KB: bands 1 and 2
+list=$(SOFTMAX_TUNE_KERNELS=s.set "$bin" kernels)
+has "$list" "# kernel set s.set: 138 keys"
+[ "$(grep -c '^sm_90	softmax	f32	' <<<"$list")" = 138 ] || bad "138 keys listed: $list"
+has "$list" "sm_90	softmax	f32	97..104	<4096	"
+# each key's config is the rule's (the default table adapted) for the band's rows (512, 16384)
+while IFS=$'\t' read -r arch op dt class rows regs bytes cfg src; do
+  hi=${class#*..}
+  r=512
+  [ "$rows" = ">=4096" ] && r=16384
+  want=$(SOFTMAX_TUNE_KERNELS=none "$bin" explain --arch sm_90 --shape ${r}x$hi --op $op --dtype $dt | awk '/^kernel/{print $2}')
+  [ "$cfg" = "$want" ] || bad "$class $rows: the set holds $cfg, the rule gives $want"
+done < <(grep '^sm_90' <<<"$list" | awk 'NR % 9 == 1')
+# explain names the set for a shape of one of its classes
+out=$(SOFTMAX_TUNE_KERNELS=s.set "$bin" explain --arch sm_90 --shape 1000x99 2>&1)
+has "$out" "source   the kernel set s.set (sm_90, built ahead: nothing to compile)"
+out=$(SOFTMAX_TUNE_KERNELS=s.set "$bin" explain --arch sm_90 --shape 1000x99 --dtype bf16 2>&1)
+[[ "$out" != *"kernel set"* ]] || bad "a bf16 shape from an f32-only set: $out"
+out=$(SOFTMAX_TUNE_KERNELS=s.set "$bin" kernels --op log_softmax 2>&1)
+[ $? -eq 1 ] && has "$out" "no key of that"
+# a cross-entropy part: its classes from 2 columns
+"$bin" kernels --build sm_90 --op cross_entropy_loss --dtype bf16 --widest 3 -o ce.set >/dev/null 2>&1 || bad "ce build"
+has "$(SOFTMAX_TUNE_KERNELS=ce.set "$bin" kernels)" "sm_90	cross_entropy_loss	bf16	2..2	<4096"
+
+# a set of other templates is not used: the hash in its header changed
+cp s.set other.set
+printf 'f' | dd of=other.set bs=1 seek=16 conv=notrunc 2>/dev/null
+out=$(SOFTMAX_TUNE_KERNELS=other.set "$bin" explain --arch sm_90 --shape 1000x99 2>&1)
+[[ "$out" != *"kernel set"* ]] || bad "a set of other templates used: $out"
+
+# bad input: one line, a non-zero exit, nothing written
+out=$("$bin" kernels --build sm_9x -o b.set 2>&1)
+[ $? -eq 2 ] && [ ! -e b.set ] && has "$out" "bad arch 'sm_9x'" || bad "bad arch: $out"
+out=$("$bin" kernels --build sm_90 2>&1)
+[ $? -eq 2 ] && has "$out" "needs -o FILE" || bad "no -o: $out"
+out=$("$bin" kernels --build sm_90 --widest 0 -o b.set 2>&1)
+[ $? -eq 2 ] && [ ! -e b.set ] && has "$out" "bad --widest '0'" || bad "widest 0: $out"
+out=$("$bin" kernels --build sm_90 --widest 2 --op softmax --dtype f32 -o nodir/b.set 2>&1)
+[ $? -ne 0 ] && [ ! -e nodir ] && [ "$(echo "$out" | wc -l)" = 1 ] || bad "unwritable output: $out"
+head -c 1000 s.set > cut.set
+out=$(SOFTMAX_TUNE_KERNELS=cut.set "$bin" kernels 2>&1)
+has "$out" "'cut.set' is not a kernel set of this softmax-tune"
+out=$(SOFTMAX_TUNE_KERNELS=missing.set "$bin" kernels 2>&1)
+has "$out" "cannot read the kernel set 'missing.set'"
+out=$(SOFTMAX_TUNE_KERNELS=none "$bin" kernels 2>&1)
+has "$out" "no kernel set (\$SOFTMAX_TUNE_KERNELS is none)"
+
+[ $fail -eq 0 ] && echo "kernel_set: all passed" || echo "kernel_set: $fail failed"
+exit $((fail > 0))
