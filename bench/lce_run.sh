@@ -6,7 +6,7 @@
 #          repository root: a `git worktree` of the commit to measure), the Lua and SQLite libraries it links,
 #          the command, a copy of the Python package, the two tests with pyharness.py and the benchmark with
 #          benchlib.py (so what runs is that tree's, not the working tree's), a default table with the bf16
-#          cross-entropy winners of bench/results/cross-entropy-tune-h100-2026-11-26.tsv added (the chunks'
+#          cross-entropy winners of bench/results/cross-entropy-tune-h100-2026-11-27.tsv added (the chunks'
 #          shapes are adapted from them), and the peers' Python sources from git directories ($LIGER_GIT,
 #          $CCE_GIT: Liger Kernel and Cut Cross-Entropy), each with its commit in COMMIT.
 #   tests  (GPU machine) tests/test_python_lce.py and tests/test_python_vocab_parallel.py, from .carry_lce/.
@@ -28,7 +28,7 @@ if [ "${1:-}" = pack ]; then
   cp "$src/bench/benchlib.py" "$src/bench/linear_cross_entropy.py" "$c/bench/"
   { cat "$src/templates/defaults/sm_90.tsv"
     awk -F'\t' '!/^#/ && $1 == "bf16" { split($2, s, "x"); printf "%s\t%s\t%s\t%s\t%s\t%s\n", $1, $3, s[1], s[2], $5, $9 }' \
-      "$src/bench/results/cross-entropy-tune-h100-2026-11-26.tsv"; } >"$c/table.tsv"
+      "$src/bench/results/cross-entropy-tune-h100-2026-11-27.tsv"; } >"$c/table.tsv"
   if [ -n "${LIGER_GIT:-}" ]; then
     git --git-dir="$LIGER_GIT" archive HEAD src/liger_kernel | tar -x -C "$c/peers/liger" --strip-components=1
     git --git-dir="$LIGER_GIT" rev-parse --short HEAD >"$c/peers/liger/COMMIT"
