@@ -222,16 +222,6 @@ static int compile_all(Build *b, const char *out, int jobs, char *err, size_t er
   return rc;
 }
 
-static int by_key(const void *a, const void *b)
-{
-  const kset_Record *x = a, *y = b;
-  const int64_t u[] = { x->arch, x->dtype, x->op, x->mask, x->bias, x->band, x->hi },
-                v[] = { y->arch, y->dtype, y->op, y->mask, y->bias, y->band, y->hi };
-  for (int i = 0; i < 7; i++)
-    if (u[i] != v[i]) return u[i] < v[i] ? -1 : 1;
-  return 0;
-}
-
 /* The set's bytes: header, records sorted by key, each distinct cubin once. */
 static unsigned char *pack(Build *b, const char *hash, const char *made, size_t *size)
 {
@@ -256,7 +246,7 @@ static unsigned char *pack(Build *b, const char *hash, const char *made, size_t 
     r[i].offset = f->r.offset, r[i].size = f->r.size, r[i].regs = f->r.regs;
     if (it->first == i) memcpy(buf + it->r.offset, it->cb.data, it->cb.size);
   }
-  qsort(r, (size_t)b->n, sizeof *r, by_key);
+  qsort(r, (size_t)b->n, sizeof *r, kset_compare);
   *size = at;
   return buf;
 }

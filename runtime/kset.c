@@ -99,21 +99,23 @@ const kset_Set *kset_get(const char **why)
   return the_set.h ? &the_set : NULL;
 }
 
-static int64_t cmp_key(const kset_Record *r, int arch, int dtype, int op, int mask, int bias, int band, int64_t hi)
+int kset_compare(const void *a, const void *b)
 {
-  const int64_t a[] = { r->arch, r->dtype, r->op, r->mask, r->bias, r->band, r->hi },
-                b[] = { arch, dtype, op, mask, bias, band, hi };
+  const kset_Record *x = a, *y = b;
+  const int64_t u[] = { x->arch, x->dtype, x->op, x->mask, x->bias, x->band, x->hi },
+                v[] = { y->arch, y->dtype, y->op, y->mask, y->bias, y->band, y->hi };
   for (int i = 0; i < 7; i++)
-    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+    if (u[i] != v[i]) return u[i] < v[i] ? -1 : 1;
   return 0;
 }
 
 const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int band, int64_t hi)
 {
+  const kset_Record key = { .arch = arch, .dtype = dtype, .op = op, .mask = mask, .bias = bias, .band = band, .hi = hi };
   int lo = 0, up = n;
   while (lo < up) {   /* the records are sorted by key */
     int mid = lo + (up - lo) / 2;
-    int64_t c = cmp_key(&r[mid], arch, dtype, op, mask, bias, band, hi);
+    int c = kset_compare(&r[mid], &key);
     if (c == 0) return &r[mid];
     if (c < 0) lo = mid + 1;
     else up = mid;

@@ -65,6 +65,9 @@ void kset_unmap(kset_Set *s);
 ** when there is none; *why (may be NULL) then says so. */
 const kset_Set *kset_get(const char **why);
 
+/* The order of the records (qsort's comparison): by arch, dtype, op, mask, bias, band, class. */
+int kset_compare(const void *a, const void *b);
+
 /* The record of key (arch, dtype, op, mask, bias, band, class hi) in records[0..n): NULL when the
 ** set lacks it. */
 const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int band, int64_t hi);

@@ -362,7 +362,7 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
   const kset_Record *r = in_set(c, m, p);
   if (r) {
     snprintf(ch.config, sizeof ch.config, "%s", r->config);
-    snprintf(ch.source, sizeof ch.source, "the kernel set built in (%s)", r->source);
+    snprintf(ch.source, sizeof ch.source, "the kernel set (%s)", r->source);
   } else if (untuned_choose(c->gen, c->db, &c->base, p, unaligned, &ch, err, sizeof err)) {
     return fail(ST_ECOMPILE, "%s", err);
   }
@@ -377,6 +377,9 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
   kset_launch(r, &l);
   return load(c, m, c->set_base + r->offset, r->name, &l, r->config);
 }
+
+/* The row band of a call (the memo key's last part): its rows, its class's widest row in bytes. */
+static int band_of(int dtype, int64_t rows, int64_t hi) { return kset_band(rows, hi * gen_dtype_size(dtype)); }
 
 /* The memo's op: the generator's, and attention_softmax's kinds past GEN_NOP (0 for the other ops). */
 static int memo_op(int op, int mask, int bias) { return op + GEN_NOP * (mask * GEN_NBIAS + bias); }
@@ -434,7 +437,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   gen_width_class(cols, &lo, &hi);
   pthread_mutex_lock(&c->mu);
   c->stats.calls++;
-  const int band = kset_band(rows, hi * (dtype == ST_F32 ? 4 : 2));
+  const int band = band_of(dtype, rows, hi);
   Memo *m = find(c, dtype, op, unaligned, hi, band);
   if (!m || !m->used) {
     Memo fresh = { .used = 1, .dtype = dtype, .op = op, .unaligned = unaligned, .hi = hi, .band = band, .rows = rows,
@@ -674,7 +677,7 @@ static int trained(st_ctx *c, int dtype, int64_t rows, int64_t cols, Memo *out)
   Memo *m = NULL;
   int64_t lo, hi;
   gen_width_class(cols, &lo, &hi);
-  const int band = kset_band(rows, hi * (dtype == ST_F32 ? 4 : 2));
+  const int band = band_of(dtype, rows, hi);
   for (int unaligned = 0; unaligned < 2 && !(m && m->used); unaligned++) m = find(c, dtype, GEN_CE, unaligned, hi, band);
   const int found = m && m->used;
   if (found) *out = *m;
