@@ -112,7 +112,8 @@ static void put_clause(FILE *f, int *first, const char *c, size_t n, const char 
 ** commands that tuned entries, "; " between them) each with the templates they tuned under,
 ** then one restamped clause. Those templates are the next restamped clause's "from templates
 ** H" (as restamp wrote it before) or, for the last command, the table's templates now (hash):
-** --add adds only to a table of the current templates. Earlier restamped clauses go. */
+** --add adds only to a table of the current templates. Earlier restamped clauses go; where one
+** kept configs whose kernels changed, the new clause says so too (their fracs stay older). */
 static void made_line(FILE *f, const char *made, const char *hash, int keep)
 {
   const char *c = made, *held = NULL;
@@ -123,6 +124,8 @@ static void made_line(FILE *f, const char *made, const char *hash, int keep)
     const char *end = strstr(c, "; ");
     size_t n = end ? (size_t)(end - c) : strlen(c);
     if (!strncmp(c, RESTAMPED, sizeof RESTAMPED - 1)) {
+      const char *kept = strstr(c, "--keep-configs");
+      keep |= kept && kept < c + n;
       const char *from = strstr(c, "from templates ");
       size_t hn = 0;
       if (from && from < c + n)
