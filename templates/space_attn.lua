@@ -222,22 +222,37 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- with 4 vectors a thread (8 from 1024 vectors a row) and threads = max(G, 128): the shape of
   -- the tuned winners of 2026-11-26 (H100, bf16 and f16, padding and causal 1024-8192; the
   -- backward's decode 1x32768 too); nil where the space has none.
+  -- Rows of 1024 vectors or more where no group holds them in 8: the most vectors under 8 a
+  -- thread (the backward's decode rows of 16K-28K keys, bf16 and f16, 8-512 rows, took 512
+  -- threads of 5-7 vectors, tuned on the H100, 2026-11-27; 8 a thread is a group of 256 holding
+  -- 96 words, over the cap). Shorter rows keep 4 a thread or the rule's next family.
   local function packed_rule(P, vec)
-    local items = P.cols // vec >= 1024 and 8 or 4
+    local items, best = P.cols // vec >= 1024 and 8 or 4, nil
     for _, c in ipairs(A.list(P, vec)) do
-      if c.hold == "packed" and c.items == items and c.reduce == "shfl" and c.hint == "none" and
-         c.threads == math.max(128, c.threads // c.rows) then return c end
+      if c.hold == "packed" and c.items <= items and c.reduce == "shfl" and c.hint == "none" and
+         c.threads == math.max(128, c.threads // c.rows) then
+        if c.items == items then return c end
+        if items == 8 and (not best or c.items > best.items) then best = c end
+      end
     end
+    return best
   end
 
   -- The forward's rule: packed_rule's up to 2048 vectors a row (K 16384 in 16-bit; two reads won
-  -- at 1x32768), else the row in registers up to 32 values a thread, else two reads, asked of the
-  -- problem as softmax's (its rules check the configs it tries).
+  -- at 1x32768); longer rows, 128 or more of them, two reads of 512 threads (the decode rows of
+  -- 16K-25K keys, 256-512 rows, took two reads of 256 or 512 threads in 4 of 4 tuned: the
+  -- registers of a 1024-thread row leave one block a SM); else the row in registers up to 32
+  -- values a thread, else two reads, asked of the problem as softmax's (its rules check the
+  -- configs it tries).
   function A.heuristic(P, unaligned)
     if width(P) == 2 then return A.heuristic_bw(P, unaligned) end
     local vec = unaligned and 1 or H.vecs(P)[1]
     local c = P.cols // vec <= 2048 and packed_rule(P, vec)
     if c then return c end
+    if P.cols // vec > 2048 and P.rows >= 128 then
+      return { threads = 512, items = 2, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1,
+               xchg = "none", hint = "stream", mask = P.mask, bias = P.bias }
+    end
     local Q = {}
     for k, v in pairs(P) do Q[k] = v end
     Q.op, Q.mask, Q.bias = "softmax", "none", "none"

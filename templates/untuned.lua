@@ -14,6 +14,7 @@ local W_ROWS = 0.35     -- a 2x step in rows counts a third of one in cols (leav
 local WIDE = 256         -- rows of 256 bytes and more take 16-byte vectors
 local USER_BONUS = 1.0  -- a user's entry wins over a table entry up to one 2x step nearer
 local FILL = 8           -- split family: blocks a SM that keep every SM busy, waves over
+local CE_OCTAVES = 2     -- cross-entropy: entries at most 2 octaves of row length away
 
 local function log2(x) return math.log(x, 2) end
 local function ceil(a, b) return (a + b - 1) // b end
@@ -250,8 +251,11 @@ return function(P, unaligned, table_text, name, hash, user)
     return op:find("^attention") and op or op:find("^cross_entropy") and "ce" or op:find("_backward$") and "backward"
            or "forward"
   end
+  -- cross-entropy entries serve rows within CE_OCTAVES of theirs: its grid starts at 1024 classes,
+  -- and a vocabulary's cluster config says nothing of a row of 10 classes (the rule's then)
+  local function far(e) return kind(P.op) == "ce" and math.abs(log2(P.cols) - log2(e.cols)) > CE_OCTAVES end
   for i = #cands, 1, -1 do
-    if kind(cands[i].op) ~= kind(P.op) then table.remove(cands, i) end
+    if kind(cands[i].op) ~= kind(P.op) or far(cands[i]) then table.remove(cands, i) end
   end
   table.sort(cands, function(a, b)
     if a.d ~= b.d then return a.d < b.d end
@@ -266,5 +270,5 @@ return function(P, unaligned, table_text, name, hash, user)
       return cfg, string.format("%s entry %s (%s), adapted", e.from, describe(e), e.config), note
     end
   end
-  return E.heuristic(P, unaligned), (#cands > 0 and "rule (no nearby tuned entry fits)" or "rule (no tuned entry of this element size and kind of op)"), note
+  return E.heuristic(P, unaligned), (#cands > 0 and "rule (no nearby tuned entry fits)" or "rule (no tuned entry of this element size and kind of op" .. (kind(P.op) == "ce" and " within 2 octaves of this row" or "") .. ")"), note
 end
