@@ -239,17 +239,17 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   end
 
   -- The forward's rule: packed_rule's up to 2048 vectors a row (K 16384 in 16-bit; two reads won
-  -- at 1x32768); longer rows, 128 or more of them, two reads of 512 threads (the decode rows of
-  -- 16K-25K keys, 256-512 rows, took two reads of 256 or 512 threads in 4 of 4 tuned: the
-  -- registers of a 1024-thread row leave one block a SM); else the row in registers up to 32
-  -- values a thread, else two reads, asked of the problem as softmax's (its rules check the
+  -- at 1x32768); longer 16-bit rows, 128 or more of them, two reads of 512 threads (the decode
+  -- rows of 16K-25K keys, 256-512 rows, took two reads of 256 or 512 threads in 4 of 4 tuned:
+  -- the registers of a 1024-thread row leave one block a SM); else the row in registers up to
+  -- 32 values a thread, else two reads, asked of the problem as softmax's (its rules check the
   -- configs it tries).
   function A.heuristic(P, unaligned)
     if width(P) == 2 then return A.heuristic_bw(P, unaligned) end
     local vec = unaligned and 1 or H.vecs(P)[1]
     local c = P.cols // vec <= 2048 and packed_rule(P, vec)
     if c then return c end
-    if P.cols // vec > 2048 and P.rows >= 128 then
+    if P.es == 2 and P.cols // vec > 2048 and P.rows >= 128 then
       return { threads = 512, items = 2, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1,
                xchg = "none", hint = "stream", mask = P.mask, bias = P.bias }
     end

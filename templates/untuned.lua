@@ -270,5 +270,7 @@ return function(P, unaligned, table_text, name, hash, user)
       return cfg, string.format("%s entry %s (%s), adapted", e.from, describe(e), e.config), note
     end
   end
-  return E.heuristic(P, unaligned), (#cands > 0 and "rule (no nearby tuned entry fits)" or "rule (no tuned entry of this element size and kind of op" .. (kind(P.op) == "ce" and " within 2 octaves of this row" or "") .. ")"), note
+  local none = "rule (no tuned entry of this element size and kind of op" ..
+               (kind(P.op) == "ce" and string.format(" within %d octaves of this row)", CE_OCTAVES) or ")")
+  return E.heuristic(P, unaligned), (#cands > 0 and "rule (no nearby tuned entry fits)" or none), note
 end
