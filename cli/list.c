@@ -1,6 +1,6 @@
 /*
 ** list.c — lists on the command line: --shape A,B,C x --dtype f32,bf16 x --op softmax,log_softmax
-** (the cross product), --shapes FILE (one "RxC [dtype] [op]" per line, or "BxHxQxK dtype
+** (the cross product), --shapes FILE[,FILE...] (one "RxC [dtype] [op]" per line, or "BxHxQxK dtype
 ** attention_softmax[_backward] mask=M bias=B ...", # comments), and --gpu all or 0,1,3; and the
 ** attention options as --shape, --mask ... and a shapes line give them. Parsing only: errors come
 ** back in err, naming the bad value (and the file and line); nothing is printed.
@@ -276,7 +276,7 @@ static int file_line(List *l, char *line, char *err, size_t errlen)
 static int read_file(List *l, const char *path, char *err, size_t errlen)
 {
   char line[1024], why[512];
-  int no = 0, rc = 0;
+  int no = 0, rc = 0, before = l->n;
   FILE *f = fopen(path, "r");
   if (!f) return snprintf(err, errlen, "cannot read --shapes '%s'", path), 1;
   while (!rc && fgets(line, sizeof line, f)) {
@@ -286,9 +286,23 @@ static int read_file(List *l, const char *path, char *err, size_t errlen)
   }
   if (rc) snprintf(err, errlen, "%s:%d: %s", path, no, why);
   else if (ferror(f)) rc = 1, snprintf(err, errlen, "cannot read --shapes '%s'", path);
-  else if (l->n == 0) rc = 1, snprintf(err, errlen, "%s: no shapes in it", path);
+  else if (l->n == before) rc = 1, snprintf(err, errlen, "%s: no shapes in it", path);
   fclose(f);
   return rc;
+}
+
+/* --shapes A[,B...]: the files in order, as one list. */
+static int read_files(List *l, const char *paths, char *err, size_t errlen)
+{
+  char path[4096];
+  for (const char *p = paths; ; p += strcspn(p, ",") + 1) {
+    size_t n = strcspn(p, ",");
+    if (n == 0 || n >= sizeof path) return snprintf(err, errlen, "bad --shapes '%s': FILE[,FILE...]", paths), 1;
+    memcpy(path, p, n);
+    path[n] = '\0';
+    if (read_file(l, path, err, errlen)) return 1;
+    if (!p[n]) return 0;
+  }
 }
 
 int cli_problems(const cli_Options *o, gen_Problem **out, tune_AttnOptions **attn, int *n, char *err, size_t errlen)
@@ -301,7 +315,7 @@ int cli_problems(const cli_Options *o, gen_Problem **out, tune_AttnOptions **att
   if (o->dtypes && (l.ndtypes = cli_parse_dtypes(o->dtypes, l.dtypes, err, errlen)) < 0) return 1;
   if (o->ops && (l.nops = cli_parse_ops(o->ops, l.ops, err, errlen)) < 0) return 1;
   if (o->shapes && o->shape) return snprintf(err, errlen, "--shape '%s' and --shapes '%s': give one of them", o->shape, o->shapes), 1;
-  if (o->shapes) rc = read_file(&l, o->shapes, err, errlen);
+  if (o->shapes) rc = read_files(&l, o->shapes, err, errlen);
   else if (!o->shape) rc = 1, snprintf(err, errlen, "tuning needs --shape RxC[,RxC...] or --shapes FILE (see --help)");
   else if ((nw = split(o->shape, ',', w, MAX_WORDS)) < 0)
     rc = 1, snprintf(err, errlen, "too many shapes in --shape '%s' (at most %d; use --shapes FILE)", o->shape, MAX_WORDS);

@@ -302,6 +302,18 @@ static const char *shown(const char *path)
   return path[0] == '/' && slash ? slash + 1 : path;
 }
 
+/* A list of paths (--grid A,B) as the made line names them: each as shown() names it. */
+static void shown_list(const char *paths, char *out, size_t n)
+{
+  char path[4096];
+  size_t used = 0;
+  out[0] = '\0';
+  for (const char *p = paths; *p && used < n; p += strcspn(p, ",") + (p[strcspn(p, ",")] != '\0')) {
+    snprintf(path, sizeof path, "%.*s", (int)strcspn(p, ","), p);
+    used += (size_t)snprintf(out + used, n - used, "%s%s", used ? "," : "", shown(path));
+  }
+}
+
 /* The current templates' hash, and with --add the table FILE checked against it: 0, or the status. */
 static int pretune_start(cli_Options *o, cli_Table *t, char current[65])
 {
@@ -317,8 +329,9 @@ static int pretune_grid(cli_Options *o, const cli_Table *t, const char *current,
 {
   tune_Driver drv = { 0 };
   tune_Device dev;
-  snprintf(made, len, "softmax-tune pretune --gpu %d --grid %s -o %s%s", o->gpu, shown(o->grid), shown(o->output),
-           o->add ? " --add" : "");
+  char grid[4096];
+  shown_list(o->grid, grid, sizeof grid);
+  snprintf(made, len, "softmax-tune pretune --gpu %d --grid %s -o %s%s", o->gpu, grid, shown(o->output), o->add ? " --add" : "");
   int rc = tune_driver_load(&drv, o->err, sizeof o->err) || tune_device(&drv, o->gpu, &dev, o->err, sizeof o->err);
   if (drv.lib) tune_driver_unload(&drv);
   if (rc) return cli_fail("%s", o->err), 1;

@@ -75,6 +75,7 @@ printf '2x4x8x64 bf16 attention_softmax_backward mask=causal bias=alibi\n' >"$W/
 printf '64x4096 f32 softmax\n64x4096 bf16 attention_softmax mask=causal\n' >"$W/attn_shape.txt"
 printf '2x4x8x64 bf16 attention_softmax mask=window\n' >"$W/attn_window.txt"
 printf '64x50257 bf16 cross_entropy\n64x1 bf16 cross_entropy_loss\n' >"$W/ce_one.txt"
+printf '64x64 f32 softmax\n' >"$W/good.txt"
 
 # ---- running as someone whom permissions stop
 if [ "$(id -u)" -ne 0 ]; then
@@ -236,6 +237,9 @@ done <<EOT
 2|$W/attn_shape.txt:2: bad shape '64x4096': attention_softmax takes BxHxQxK|-|--shapes $W/attn_shape.txt --cache $W/new.db
 2|$W/attn_window.txt:1: mask window needs a window >= 0|-|--shapes $W/attn_window.txt --cache $W/new.db
 2|$W/ce_one.txt:2: cross_entropy_loss needs 2 or more classes|-|--shapes $W/ce_one.txt --cache $W/new.db
+2|$W/attn_mask.txt:2: bad mask 'diagonal'|-|--shapes $W/good.txt,$W/attn_mask.txt --cache $W/new.db
+2|cannot read --shapes '$W/none.txt'|-|--shapes $W/good.txt,$W/none.txt --cache $W/new.db
+2|bad --shapes '$W/good.txt,': FILE[,FILE...]|-|--shapes $W/good.txt, --cache $W/new.db
 2|'0x5'|-|--shape 64x64,0x5 --dtype f32,bf16 --cache $db
 2|unknown dtype 'f8'|-|--shape 64x64 --dtype f32,f8 --cache $db
 2|unknown op 'exp'|-|--shape 64x64 --op softmax,exp --cache $db
