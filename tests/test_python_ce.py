@@ -7,7 +7,8 @@ each for none); [B, T, V] inputs; a row-strided input; nn.CrossEntropyLoss; the 
 torch.compile(fullgraph=True); a CUDA graph capture and replay; inplace=True (memory saved,
 gradient right) and its refusals; bad labels (NaN loss, zero gradient, the flag raised by
 check_labels() and lazily by the next call); the torch fallbacks (one warning); bad inputs, one
-clear error each; the custom op's schema and fake (opcheck). Exit 77 without torch or a GPU."""
+clear error each; the custom op's schema and fake (opcheck); under torch.autocast a float32 loss (as
+torch's) with the gradient in the logits' dtype, eager, loss-only and compiled. Exit 77 without torch or a GPU."""
 
 import importlib
 import warnings
@@ -63,16 +64,20 @@ def labels(shape, v, dtype, ignore_index=-100, ignored=0.2):
     return t.to(dtype)
 
 
-def run_case(x, t, what, go=None, **kw):
-    """softmax_tune's loss and x.grad against the reference (x a leaf, fresh grad)."""
-    dtype = x.dtype
+def run_case(x, t, what, go=None, amp=False, **kw):
+    """softmax_tune's loss and x.grad against the reference (x a leaf, fresh grad); amp: under bf16
+    autocast, where the loss is float32 (as torch's) and the gradient stays in x's dtype."""
+    dtype = torch.float32 if amp else x.dtype   # the loss's
     go = go.to(dtype) if go is not None else None   # as backward gets it: the loss's dtype
     xl = x.detach().clone().requires_grad_()
-    loss = softmax_tune.cross_entropy(xl, t, **kw)
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+        loss = softmax_tune.cross_entropy(xl, t, **kw)
     loss.backward(go)
     want_loss, want_grad = reference(x, t, go=go, **kw)
-    ok = close(loss, want_loss, dtype, what + " loss")
-    return close(xl.grad, want_grad, dtype, what + " grad") and ok
+    ok = expect(loss.dtype == dtype and xl.grad.dtype == x.dtype, "%s: loss %s, grad %s" % (what, loss.dtype,
+                                                                                           xl.grad.dtype))
+    ok = close(loss, want_loss, dtype, what + " loss") and ok
+    return close(xl.grad, want_grad, x.dtype, what + " grad") and ok
 
 
 OPTIONS = [{}, {"label_smoothing": 0.1}, {"z_loss": 1e-3}, {"softcap": 5.0}, {"weight": True}, {"ignore_index": 3},
@@ -97,6 +102,20 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16):
             run_case(x, t, what, go, **kw)
             if reduction == "mean":   # the default grad_output 1 (the scaling skipped on the device)
                 run_case(x, t, what + " go=1", **kw)
+
+# under torch.autocast: the loss float32 (F.cross_entropy is on its float32 list) to float32's
+# tolerance, from the logits as they are; the gradient in their dtype; the loss-only kernel too
+for dtype in (torch.float16, torch.bfloat16):
+    x = (torch.randn(n, v, device="cuda") * 3).to(dtype)
+    for reduction in ("none", "sum", "mean"):
+        t = labels((n,), v, torch.int64)
+        go = torch.randn(n, device="cuda") if reduction == "none" else torch.tensor(0.37, device="cuda")
+        what = "autocast %s %s" % (dtype, reduction)
+        run_case(x, t, what, go, amp=True, reduction=reduction, z_loss=1e-3)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            lo = softmax_tune.cross_entropy(x, t, reduction=reduction)
+        expect(lo.dtype == torch.float32, "%s loss only: %s" % (what, lo.dtype))
+        close(lo, reference(x, t, reduction=reduction)[0], torch.float32, what + " loss only")
 
 # [B, T, V], and a row-strided input (a slice of wider rows): its gradient lands in the slice
 for dtype in (torch.float32, torch.bfloat16):
@@ -150,6 +169,19 @@ try:
         le.backward()
         close(lc, le.double(), dtype, "torch.compile %s loss vs eager" % dtype)
         close(xc.grad, xe.grad.double(), dtype, "torch.compile %s grad vs eager" % dtype)
+    # under autocast: the custom op's fake and its result agree on a float32 loss
+    camp = torch.compile(lambda x, t: (softmax_tune.cross_entropy(x, t),
+                                       softmax_tune.cross_entropy(x, t, reduction="none")), fullgraph=True)
+    xc = x.clone().requires_grad_()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        lm, ln = camp(xc, t)
+    lm.backward()
+    expect(lm.dtype == ln.dtype == torch.float32 and xc.grad.dtype == x.dtype,
+           "torch.compile under autocast: loss %s and %s, grad %s" % (lm.dtype, ln.dtype, xc.grad.dtype))
+    want_loss, want_grad = reference(x, t)
+    close(lm, want_loss, torch.float32, "torch.compile under autocast loss")
+    close(ln, reference(x, t, reduction="none")[0], torch.float32, "torch.compile under autocast rows")
+    close(xc.grad, want_grad, x.dtype, "torch.compile under autocast grad")
     print("torch.compile(fullgraph=True): forward and backward ok")
 except Exception as e:  # noqa: BLE001
     expect(False, "torch.compile(fullgraph=True): %s: %s" % (type(e).__name__, str(e)[:2000]))
@@ -321,7 +353,8 @@ if softmax_tune.cpp_ops and ce._cpp_train is not None:
         expect("CrossEntropy" in fn.name(), "%s: did not serve (grad_fn %s)" % (what, fn.name()))
         la.backward(go)
         b = xt.clone().requires_grad_()
-        lb = ce._Eager.apply(b, b.detach().reshape(-1, 3000), tt.reshape(-1), None, -100, red, 0.0, 1e-3, None, False)
+        lb = ce._Eager.apply(b, b.detach().reshape(-1, 3000), tt.reshape(-1), None, -100, red, 0.0, 1e-3, None, False,
+                             False)
         lb = lb.reshape(tt.shape) if red == "none" else lb
         lb.backward(go)
         expect(torch.equal(la.detach(), lb.detach()) and torch.equal(a.grad, b.grad),
@@ -330,10 +363,11 @@ if softmax_tune.cpp_ops and ce._cpp_train is not None:
 
 # the custom ops: schema and fake
 try:
-    for need in (False, True):
+    for need, f32 in ((False, False), (True, False), (True, True)):   # f32: bf16 logits, a float32 loss
+        xo = torch.randn(33, 700, device="cuda", dtype=torch.bfloat16 if f32 else torch.float32)
         torch.library.opcheck(torch.ops.softmax_tune.cross_entropy.default,
-                              (torch.randn(33, 700, device="cuda"), torch.randint(0, 700, (33,), device="cuda"), None,
-                               -100, 2, 0.1, 1e-3, 0.0, need), test_utils=("test_schema", "test_faketensor"))
+                              (xo, torch.randint(0, 700, (33,), device="cuda"), None, -100, 2, 0.1, 1e-3, 0.0, need,
+                               f32), test_utils=("test_schema", "test_faketensor"))
     print("opcheck softmax_tune::cross_entropy: schema and fake ok")
 except Exception as e:  # noqa: BLE001
     expect(False, "opcheck softmax_tune::cross_entropy: %s" % e)

@@ -6,7 +6,7 @@ class_weight, bias) and combinations; reductions none / sum / mean under a grad_
 for none) and under 1; several chunks with a ragged last one; [B, T, D] hidden; gradients of a subset (a frozen
 weight, no bias grad); nn.LinearCrossEntropyLoss; the loss-only path; torch.compile(fullgraph=True); a second
 backward refused; memory (the logits never whole); bad labels; the torch fallbacks (one warning); bad inputs;
-opcheck of the custom op.
+opcheck of the custom op; under torch.autocast a float32 loss, the gradients in hidden's dtype.
 
 Every element is checked against a bound built from the dtype's rounding, propagated to first order (as
 softmax_tune_check.grad_explain does) with a margin of 2: the logits rounded to the dtype after cuBLAS's float32
@@ -229,6 +229,18 @@ with torch.no_grad():
 close(softmax_tune.linear_cross_entropy(h, w, t, b, chunk_rows=64), *reference(h, w, t, b, chunk=64)["loss"],
       torch.bfloat16, "loss only (nothing requires grad)")
 
+# under torch.autocast: a float32 loss (as torch's F.cross_entropy there), the gradients in hidden's dtype
+for reduction in ("none", "mean"):
+    hg, wg = h.clone().requires_grad_(), w.clone().requires_grad_()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = softmax_tune.linear_cross_entropy(hg, wg, t, b, reduction=reduction, chunk_rows=64)
+    loss.backward(torch.ones_like(loss))
+    expect(loss.dtype == torch.float32 and hg.grad.dtype == wg.grad.dtype == torch.bfloat16,
+           "autocast %s: loss %s, grads %s %s" % (reduction, loss.dtype, hg.grad.dtype, wg.grad.dtype))
+    ref = reference(h, w, t, b, reduction=reduction, chunk=64)
+    close(loss, *ref["loss"], torch.bfloat16, "autocast %s loss" % reduction)
+    close(hg.grad, *ref["gh"], torch.bfloat16, "autocast %s grad hidden" % reduction)
+
 # a second backward through the same graph is refused (mean: the kept gradients are consumed)
 hg = h.clone().requires_grad_()
 loss = softmax_tune.linear_cross_entropy(hg, w, t)
@@ -338,7 +350,7 @@ try:
     tt = torch.randint(0, 700, (33,), device="cuda")
     for red, need in ((2, True), (1, False), (0, False)):
         torch.library.opcheck(torch.ops.softmax_tune.linear_cross_entropy.default,
-                              (hh, ww, tt, bb, None, -100, red, 0.1, 1e-3, 0.0, 16, need, need, need),
+                              (hh, ww, tt, bb, None, -100, red, 0.1, 1e-3, 0.0, 16, need, need, need, False),
                               test_utils=("test_schema", "test_faketensor"))
     torch.library.opcheck(torch.ops.softmax_tune.linear_cross_entropy_backward.default,
                           (torch.randn(33, device="cuda"), hh, ww, tt, bb, None, -100, 0.0, 1e-3, 0.0, 16, True, True,

@@ -12,7 +12,10 @@ C++, the backward the library's st_cross_entropy_scale: _train), else an autogra
 (_Eager); under torch.compile the custom ops softmax_tune::cross_entropy and
 softmax_tune::ce_scale_ (fake impls, register_autograd) run. All reach the library through one
 C++ call (softmax_tune._C) where the C++ ops are built, else ctypes (_lib.cross_entropy); the
-custom ops and the bad-label flag's check stay in Python (_flagged).
+custom ops and the bad-label flag's check stay in Python (_flagged). Under torch.autocast a float16 or
+bfloat16 call returns a float32 loss, as torch's F.cross_entropy (on autocast's float32 list) does, from the
+kernel's float32 row losses (the logits not upcast; the gradient in their dtype): through ctypes and _Eager,
+since the C++ calls return the logits' dtype (autocast_f32).
 Other forms go to torch's F.cross_entropy with one warning (_fallback)."""
 
 import ctypes
@@ -39,6 +42,17 @@ def _warn_once(why):
         _warned.append(why)
         warnings.warn("softmax_tune.cross_entropy: %s: torch's F.cross_entropy runs it (said once per process)" % why,
                       stacklevel=3)
+
+
+def autocast_f32(x):
+    """Whether the loss of 16-bit logits x is float32: under torch.autocast on x's device, as
+    F.cross_entropy's (on autocast's float32 list)."""
+    return x.dtype in (torch.float16, torch.bfloat16) and torch.is_autocast_enabled(x.device.type)
+
+
+def loss_dtype(x):
+    """The dtype of the loss of logits x: float32 under autocast (autocast_f32), else x's."""
+    return torch.float32 if autocast_f32(x) else x.dtype
 
 
 # ---- the bad-label flag: set by the kernel, read without a host sync ----
@@ -111,20 +125,22 @@ def _flagged(x2, call):
     return call(f, device)
 
 
-def run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace=False):
-    """(loss in x2's dtype, reduced as asked, and the gradient [N, V] or None) of logits x2 [N, V]
-    (unit column stride) and labels t1 [N]; inplace: the gradient written into x2 (contiguous).
-    Through the C++ call where softmax_tune._C has it and the library has st_cross_entropy, else ctypes."""
+def run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace=False,
+        f32=False):
+    """(loss in x2's dtype (f32: float32), reduced as asked, and the gradient [N, V] or None) of logits
+    x2 [N, V] (unit column stride) and labels t1 [N]; inplace: the gradient written into x2 (contiguous).
+    Through the C++ call where softmax_tune._C has it and the library has st_cross_entropy, else ctypes
+    (always for f32: the C++ call returns x2's dtype)."""
     t1 = t1.contiguous()
 
     def call(f, device):
         # the C++ call (one host call; None: a library without st_cross_entropy, or not for it), else ctypes
         out = _cpp(x2, t1, weight, ignore_index, REDUCTIONS[reduction], label_smoothing, z_loss, softcap or 0.0,
-                   want_grad, inplace, f.tensor) if _cpp is not None else None
+                   want_grad, inplace, f.tensor) if _cpp is not None and not f32 else None
         if out is not None and out[0] is not None:
             return out[0], out[1]
         return _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad,
-                           inplace, device, f)
+                           inplace, device, f, f32)
     return _flagged(x2, call)
 
 
@@ -140,21 +156,23 @@ def _train(x, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, 
 
 
 def _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace,
-                device, f):
-    """run()'s library call through ctypes (_lib.cross_entropy): (loss in x2's dtype, gradient or None)."""
+                device, f, f32=False):
+    """run()'s library call through ctypes (_lib.cross_entropy): (loss in x2's dtype (f32: float32),
+    gradient or None)."""
     n, v = x2.shape
+    out = torch.float32 if f32 else x2.dtype
     loss = torch.empty(n, dtype=torch.float32, device=x2.device)
     lse = torch.empty(n, dtype=torch.float32, device=x2.device)
     grad = (x2 if inplace else torch.empty((n, v), dtype=x2.dtype, device=x2.device)) if want_grad else None
-    reduced = None if reduction == "none" else torch.empty((), dtype=x2.dtype, device=x2.device)
+    reduced = None if reduction == "none" else torch.empty((), dtype=out, device=x2.device)
     opts = _lib.CeOptions(ignore_index, REDUCTIONS[reduction], label_smoothing, z_loss, softcap or 0.0,
                           weight.data_ptr() if weight is not None else None, x2.stride(0), f.tensor.data_ptr(),
-                          reduced.data_ptr() if reduced is not None else None, 1)
+                          reduced.data_ptr() if reduced is not None else None, 0 if f32 else 1)
     _lib.cross_entropy(device, DTYPES[x2.dtype], x2.data_ptr(), t1.data_ptr(), _LABELS[t1.dtype],
                        grad.data_ptr() if grad is not None else None, loss.data_ptr(), lse.data_ptr(), n, v, opts,
                        _stream(device))
-    # the library reduced the loss as torch does (mean: over the rows not ignored, weighted), in x2's dtype
-    return (loss.to(x2.dtype) if reduced is None else reduced), grad
+    # the library reduced the loss as torch does (mean: over the rows not ignored, weighted), in out
+    return (loss.to(out) if reduced is None else reduced), grad
 
 
 # ---- backward: the saved gradient times grad_output, in place ----
@@ -211,16 +229,18 @@ def _(grad, go):
 
 @torch.library.custom_op("softmax_tune::cross_entropy", mutates_args=())
 def ce_op(logits: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor], ignore_index: int, reduction: int,
-          label_smoothing: float, z_loss: float, softcap: float, need_grad: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+          label_smoothing: float, z_loss: float, softcap: float, need_grad: bool,
+          f32_loss: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     red = ("none", "sum", "mean")[reduction]
-    loss, grad = run(_rows(logits), target, weight, ignore_index, red, label_smoothing, z_loss, softcap, need_grad)
+    loss, grad = run(_rows(logits), target, weight, ignore_index, red, label_smoothing, z_loss, softcap, need_grad,
+                     f32=f32_loss)
     return loss, grad if grad is not None else logits.new_empty(0)
 
 
 @ce_op.register_fake
-def _(logits, target, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, need_grad):
+def _(logits, target, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, need_grad, f32_loss):
     n, v = logits.shape
-    loss = logits.new_empty((n,) if reduction == 0 else ())
+    loss = logits.new_empty((n,) if reduction == 0 else (), dtype=torch.float32 if f32_loss else logits.dtype)
     return loss, logits.new_empty((n, v) if need_grad else (0,))
 
 
@@ -233,7 +253,7 @@ def _setup(ctx, inputs, output):
 def _backward(ctx, go, _unused):
     grad, = ctx.saved_tensors
     scale_op(grad, go)
-    return grad, None, None, None, None, None, None, None, None
+    return grad, None, None, None, None, None, None, None, None, None
 
 
 ce_op.register_autograd(_backward, setup_context=_setup)
@@ -246,8 +266,8 @@ class _Eager(torch.autograd.Function):
     consumed by the one backward allowed; a second one raises)."""
 
     @staticmethod
-    def forward(ctx, x, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, inplace):
-        loss, grad = run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, True, inplace)
+    def forward(ctx, x, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, inplace, f32):
+        loss, grad = run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, True, inplace, f32)
         if inplace:   # autograd then refuses any node that saved x: "modified by an inplace operation"
             torch.autograd.graph.increment_version(x)
         ctx.grad, ctx.shape = grad, x.shape
@@ -261,7 +281,7 @@ class _Eager(torch.autograd.Function):
             raise RuntimeError("softmax_tune.cross_entropy: backward through it a second time (retain_graph): the "
                                "gradient it kept was consumed by the first")
         ctx.grad = None
-        return scale_(grad, go).view(ctx.shape), None, None, None, None, None, None, None, None, None
+        return scale_(grad, go).view(ctx.shape), None, None, None, None, None, None, None, None, None, None
 
 
 # ---- the public function ----
@@ -348,7 +368,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     last dim of input [N, V] or [B, T, V] with class indices target [N] / [B, T] (int32 or int64),
     plus z_loss (z_loss * logsumexp^2 added to each row's loss) and softcap (logits softcap *
     tanh(x / softcap) first). inplace=True writes the gradient into input (saves its size in
-    memory); refused where another autograd node could need input's values. See
+    memory); refused where another autograd node could need input's values. The loss is in
+    input's dtype, float32 under torch.autocast (as torch's); the gradient in input's dtype. See
     docs/cross-entropy.md."""
     _check_options(reduction, label_smoothing, z_loss, softcap)
     if not input.is_floating_point():
@@ -366,23 +387,26 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if weight is not None:
         weight = weight.float().contiguous()
     need_grad = torch.is_grad_enabled() and input.requires_grad
+    f32 = autocast_f32(input)
     t1 = target.reshape(-1)
     if torch.compiler.is_compiling():   # the custom op (inplace does not apply: Inductor owns memory)
         loss, _ = ce_op(input.reshape(-1, input.shape[-1]), t1, weight, ignore_index, REDUCTIONS[reduction],
-                        label_smoothing, z_loss, softcap or 0.0, need_grad)
+                        label_smoothing, z_loss, softcap or 0.0, need_grad, f32)
     elif need_grad:
         if inplace:
             no = _refuse_inplace(input)
             if no:
                 raise RuntimeError("softmax_tune.cross_entropy: inplace=True refused: %s; pass inplace=False" % no)
         x2 = _rows(input.detach())
-        loss = None if inplace else _train(input, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss,
-                                           softcap)
+        # the C++ autograd returns the logits' dtype: not for a float32 loss
+        loss = None if inplace or f32 else _train(input, x2, t1, weight, ignore_index, reduction, label_smoothing,
+                                                  z_loss, softcap)
         if loss is None:
             loss = _Eager.apply(input, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap,
-                                inplace)
+                                inplace, f32)
     else:   # no gradient wanted: the loss-only kernel, input untouched
-        loss, _ = run(_rows(input), t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, False)
+        loss, _ = run(_rows(input), t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, False,
+                      f32=f32)
     return loss.reshape(target.shape) if reduction == "none" else loss
 
 

@@ -18,6 +18,9 @@ grad_hidden rows after theirs. With reduction "mean" or "sum" the forward comput
 when it is 1); with reduction "none" the forward computes the losses only (the loss-only kernel) and
 the backward computes the chunks again with grad_output's value of each row folded in.
 
+The loss is in hidden's dtype; under torch.autocast a float16 or bfloat16 call returns it in float32, as
+torch's F.cross_entropy does there, reduced from the kernel's float32 row losses (never rounded to 16 bits).
+
 Eager calls with a gradient run an autograd.Function (_Eager: no dispatcher); under torch.compile
 the custom ops softmax_tune::linear_cross_entropy and softmax_tune::linear_cross_entropy_backward
 (fake impls, register_autograd) run. Other forms (CPU tensors, float64, class weights together with
@@ -184,9 +187,10 @@ def reduce(loss, reduction, divisor, dtype):
     return (total if reduction == "sum" else total / divisor).to(dtype)
 
 
-def forward(h2, w, t1, bias, class_weight, ignore_index, reduction, label_smoothing, z_loss, softcap, chunk, need):
-    """(loss reduced as asked in h2's dtype, grad_hidden, grad_weight, grad_bias [1, V]) of one call; the gradients
-    of the reduced loss where need says (never with reduction none: its backward computes them)."""
+def forward(h2, w, t1, bias, class_weight, ignore_index, reduction, label_smoothing, z_loss, softcap, chunk, need,
+            f32=False):
+    """(loss reduced as asked in h2's dtype (f32: float32), grad_hidden, grad_weight, grad_bias [1, V]) of one call;
+    the gradients of the reduced loss where need says (never with reduction none: its backward computes them)."""
     v = w.shape[0]
     if reduction == "none":
         need = (False, False, False)
@@ -194,7 +198,7 @@ def forward(h2, w, t1, bias, class_weight, ignore_index, reduction, label_smooth
     rs = factor(divisor) if reduction == "mean" and any(need) else None
     loss, _lse, gh, gw, gb = run(h2, w, t1, bias, class_weight, ignore_index, label_smoothing, z_loss, softcap, chunk,
                                  need, rs)
-    return reduce(loss, reduction, divisor, h2.dtype), gh, gw, gb
+    return reduce(loss, reduction, divisor, torch.float32 if f32 else h2.dtype), gh, gw, gb
 
 
 def backward_none(go, h2, w, t1, bias, class_weight, ignore_index, label_smoothing, z_loss, softcap, chunk, need):
@@ -210,12 +214,12 @@ def backward_none(go, h2, w, t1, bias, class_weight, ignore_index, label_smoothi
 @torch.library.custom_op("softmax_tune::linear_cross_entropy", mutates_args=())
 def lce_op(hidden: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, bias: Optional[torch.Tensor],
            class_weight: Optional[torch.Tensor], ignore_index: int, reduction: int, label_smoothing: float,
-           z_loss: float, softcap: float, chunk: int, need_hidden: bool, need_weight: bool,
-           need_bias: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+           z_loss: float, softcap: float, chunk: int, need_hidden: bool, need_weight: bool, need_bias: bool,
+           f32_loss: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     red = ("none", "sum", "mean")[reduction]
     loss, gh, gw, gb = forward(hidden.contiguous(), weight.contiguous(), target.contiguous(), bias, class_weight,
                                ignore_index, red, label_smoothing, z_loss, softcap, chunk,
-                               (need_hidden, need_weight, need_bias))
+                               (need_hidden, need_weight, need_bias), f32_loss)
     empty = hidden.new_empty(0)
     return loss, gh if gh is not None else empty, gw if gw is not None else empty.clone(), \
         gb if gb is not None else empty.clone()
@@ -223,10 +227,10 @@ def lce_op(hidden: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, bia
 
 @lce_op.register_fake
 def _(hidden, weight, target, bias, class_weight, ignore_index, reduction, label_smoothing, z_loss, softcap, chunk,
-      need_hidden, need_weight, need_bias):
+      need_hidden, need_weight, need_bias, f32_loss):
     n, v = hidden.shape[0], weight.shape[0]
     grads = reduction != 0
-    return (hidden.new_empty((n,) if reduction == 0 else ()),
+    return (hidden.new_empty((n,) if reduction == 0 else (), dtype=torch.float32 if f32_loss else hidden.dtype),
             hidden.new_empty(tuple(hidden.shape) if grads and need_hidden else (0,)),
             hidden.new_empty(tuple(weight.shape) if grads and need_weight else (0,)),
             hidden.new_empty((1, v) if grads and need_bias else (0,)))
@@ -277,7 +281,7 @@ def _backward(ctx, go, _gh, _gw, _gb):
             if g.numel():
                 _ce.scale_op(g, go)
     return (gh if gh.numel() else None, gw if gw.numel() else None, None, gb.view(-1) if gb.numel() else None,
-            None, None, None, None, None, None, None, None, None, None)
+            None, None, None, None, None, None, None, None, None, None, None)
 
 
 lce_op.register_autograd(_backward, setup_context=_setup)
@@ -312,9 +316,9 @@ class _Eager(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, hidden, weight, bias, h2, w2, t1, b2, class_weight, ignore_index, reduction, label_smoothing,
-                z_loss, softcap, chunk, need):
+                z_loss, softcap, chunk, need, f32):
         loss, gh, gw, gb = forward(h2, w2, t1, b2, class_weight, ignore_index, reduction, label_smoothing, z_loss,
-                                   softcap, chunk, need)
+                                   softcap, chunk, need, f32)
         ctx.reduction, ctx.need, ctx.shapes = reduction, need, (hidden.shape, weight.shape)
         if reduction == "none":
             ctx.args = (ignore_index, label_smoothing, z_loss, softcap, chunk)
@@ -331,7 +335,7 @@ class _Eager(torch.autograd.Function):
             gh, gw, gb = backward_none(go, h2, w2, t1, b2, class_weight, *ctx.args, ctx.need)
         else:
             gh, gw, gb = kept_grads(ctx, go, "linear_cross_entropy")
-        return shaped(ctx, gh, gw, gb) + (None,) * 12
+        return shaped(ctx, gh, gw, gb) + (None,) * 13
 
 
 # ---- the public function ----
@@ -396,7 +400,7 @@ def linear_cross_entropy(hidden, weight, target, bias=None, class_weight=None, i
     z_loss=, softcap=) with hidden [N, D] or [B, T, D], weight [V, D] (nn.Linear's), bias [V] or None, target
     [N] / [B, T] class indices (int32 or int64), without the [N, V] logits whole in memory: chunks of chunk_rows
     rows (default: from V and the memory free, chunk_rows()). Gradients of hidden, weight and bias (those that
-    require grad). See docs/linear-cross-entropy.md."""
+    require grad). The loss is in hidden's dtype, float32 under torch.autocast. See docs/linear-cross-entropy.md."""
     check_options(reduction, label_smoothing, z_loss, softcap)
     validate(hidden, weight, target, bias, class_weight)
     why = ("hidden on the CPU" if not hidden.is_cuda else
@@ -415,10 +419,11 @@ def linear_cross_entropy(hidden, weight, target, bias=None, class_weight=None, i
     grad_on = torch.is_grad_enabled()
     need = (grad_on and hidden.requires_grad, grad_on and weight.requires_grad,
             grad_on and bias is not None and bias.requires_grad)
+    f32 = _ce.autocast_f32(hidden)
     if torch.compiler.is_compiling():   # the custom op: autograd flows through the reshape into hidden
         nh, nw, nb = need if reduction != "none" else (False, False, False)
         loss, _, _, _ = lce_op(hidden.reshape(-1, d), weight, t1, bias, cw, ignore_index, REDUCTIONS[reduction],
-                               label_smoothing, z_loss, softcap or 0.0, chunk, nh, nw, nb)
+                               label_smoothing, z_loss, softcap or 0.0, chunk, nh, nw, nb, f32)
     else:
         h2 = hidden.detach().reshape(-1, d).contiguous()
         w2 = weight.detach().contiguous()
@@ -426,10 +431,10 @@ def linear_cross_entropy(hidden, weight, target, bias=None, class_weight=None, i
         b2 = bias.detach().contiguous() if bias is not None else None
         if any(need):
             loss = _Eager.apply(hidden, weight, bias, h2, w2, t1, b2, cw, ignore_index, reduction, label_smoothing,
-                                z_loss, softcap, chunk, need)
+                                z_loss, softcap, chunk, need, f32)
         else:   # no gradient wanted: the loss-only kernel, one matmul a chunk
             loss, _, _, _ = forward(h2, w2, t1, b2, cw, ignore_index, reduction, label_smoothing, z_loss, softcap,
-                                    chunk, need)
+                                    chunk, need, f32)
     return loss.reshape(target.shape) if reduction == "none" else loss
 
 

@@ -20,6 +20,9 @@ with it) the kernel runs with the shard's own lse and a second elementwise pass 
 No extra pass over the logits otherwise: the statistics' pass reads them, the gradient's reads and
 writes them, as the single-GPU op does (plus the read for the statistics).
 
+The loss is in the logits' (hidden's) dtype, float32 under torch.autocast (as torch's F.cross_entropy there),
+from the float64 row losses (cross_entropy's loss_dtype).
+
 Eager only: under torch.compile these run as graph breaks (a process group is no op argument)."""
 
 import importlib
@@ -239,7 +242,7 @@ class _CE(torch.autograd.Function):
         rows = Rows(t1, sh, o)
         st = statistics(x2, rows, sh, o, flag, device)
         divisor = _divisor(rows, o.reduction)
-        loss = _lce.reduce(row_loss(rows, st, sh, o), o.reduction, divisor, x2.dtype)
+        loss = _lce.reduce(row_loss(rows, st, sh, o), o.reduction, divisor, _ce.loss_dtype(x2))
         ctx.sh, ctx.o, ctx.shape = sh, o, logits.shape
         if o.reduction == "none":
             ctx.save_for_backward(x2)
@@ -286,9 +289,9 @@ def vocab_parallel_cross_entropy(logits, target, group=None, *, vocab_start=None
     """cross_entropy of logits split on the class dim over group's ranks: logits [N, V_r] or [B, T, V_r] this
     rank's classes [vocab_start, vocab_start + V_r) of vocab_size (default: rank * V_r of world * V_r, Megatron's
     split), target [N] / [B, T] the global class indices (the same on every rank), class_weight [V] (every
-    class) or None. Returns the loss (the same on every rank, in logits' dtype); backward gives this rank's
-    shard of the logits' gradient. inplace=True writes it into the logits (as cross_entropy's; not with
-    reduction none, nor with label smoothing and a softcap together)."""
+    class) or None. Returns the loss (the same on every rank, in logits' dtype; float32 under autocast);
+    backward gives this rank's shard of the logits' gradient. inplace=True writes it into the logits (as
+    cross_entropy's; not with reduction none, nor with label smoothing and a softcap together)."""
     name = "vocab_parallel_cross_entropy"
     _lce.check_options(reduction, label_smoothing, z_loss, softcap, name)
     o = Options(ignore_index, reduction, label_smoothing, z_loss, softcap,
@@ -320,7 +323,7 @@ def vocab_parallel_cross_entropy(logits, target, group=None, *, vocab_start=None
         device = device_of(x2)
         rows = Rows(t1, sh, o)
         st = statistics(x2, rows, sh, o, _flag(device), device)
-        loss = _lce.reduce(row_loss(rows, st, sh, o), reduction, _divisor(rows, reduction), x2.dtype)
+        loss = _lce.reduce(row_loss(rows, st, sh, o), reduction, _divisor(rows, reduction), _ce.loss_dtype(x2))
     return loss.reshape(target.shape) if reduction == "none" else loss
 
 
@@ -401,7 +404,7 @@ class _LCE(torch.autograd.Function):
             ctx.save_for_backward(h2, w2, t1, b2, *keep)
         else:
             ctx.grads = (gh, gw, gb)
-        return _lce.reduce(loss, o.reduction, divisor, h2.dtype)
+        return _lce.reduce(loss, o.reduction, divisor, _ce.loss_dtype(h2))
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -425,9 +428,10 @@ def vocab_parallel_linear_cross_entropy(hidden, weight, target, group=None, *, b
     """linear_cross_entropy with the classifier's rows split over group's ranks: hidden [N, D] or [B, T, D] (the
     same on every rank), weight [V_r, D] and bias [V_r] this rank's classes [vocab_start, vocab_start + V_r) of
     vocab_size (default: Megatron's split, as vocab_parallel_cross_entropy's), target the global class indices.
-    Returns the loss (the same on every rank); backward gives the gradients of this rank's weight and bias
-    shard and of hidden: summed over the ranks (an all-reduce) unless sum_hidden_grad=False (then this rank's
-    part, for a caller whose own op sums it, as Megatron's copy to the tensor-parallel region does)."""
+    Returns the loss (the same on every rank; float32 under autocast); backward gives the gradients of this
+    rank's weight and bias shard and of hidden: summed over the ranks (an all-reduce) unless
+    sum_hidden_grad=False (then this rank's part, for a caller whose own op sums it, as Megatron's copy to the
+    tensor-parallel region does)."""
     name = "vocab_parallel_linear_cross_entropy"
     _lce.check_options(reduction, label_smoothing, z_loss, softcap, name)
     if chunk_rows is not None and int(chunk_rows) < 1:
@@ -452,5 +456,5 @@ def vocab_parallel_linear_cross_entropy(hidden, weight, target, group=None, *, b
         loss = _LCE.apply(hidden, weight, bias, h2, w2, t1, b2, sh, o, chunk, need, sum_hidden_grad)
     else:
         rl, divisor, _, _, _, _ = _lce_loop(h2, w2, t1, b2, sh, o, chunk, need)
-        loss = _lce.reduce(rl, reduction, divisor, h2.dtype)
+        loss = _lce.reduce(rl, reduction, divisor, _ce.loss_dtype(h2))
     return loss.reshape(target.shape) if reduction == "none" else loss
