@@ -3,9 +3,10 @@
 // the keys its mask lets it see, [lo, hi): whole vectors inside, single elements where a vector
 // straddles an end, nothing outside; every output is written, masked ones as 0. A row that sees
 // nothing (or only scores of -inf) is zeros (torch gives NaN); a NaN or +inf score makes its row
-// NaN, as torch's. Math in float32: z = x * scale, z = cap * tanhf(z / cap) under a softcap,
-// z -= slope[h] * |d - k| under ALiBi, z += t[b, h, q, k] under a bias tensor (float32, read
-// where visible only; -inf there masks), then the softmax of the visible z by ex2.
+// NaN, as torch's. Math in float32: z = x * scale, z = cap * tanh(z / cap) under a softcap
+// (types.cu's tanh_cap), z -= slope[h] * |d - k| under ALiBi, z += t[b, h, q, k] under a bias
+// tensor (float32, read where visible only; -inf there masks), then the softmax of the visible z
+// by ex2.
 // Knobs: the forward's row family (split=1): threads, rows (a group of G = threads/rows threads per
 //        row), items, vec, reduce, hint; passes=1 hold=reg (the row's scores held in registers as
 //        floats), passes=1 hold=packed (16-bit, bias=none: the inputs' raw words, two a register,
@@ -51,7 +52,7 @@ template <bool CAP>
 __device__ __forceinline__ float seen_score(const Scores &r, float x, int c)
 {
   float z = x * r.scale;
-  if (CAP) z = r.cap * tanhf(z * r.icap);
+  if (CAP) z = r.cap * tanh_cap(z * r.icap);
 % if bias == "alibi" then
   z -= r.slope * fabsf((float)(r.d - c));
 % end

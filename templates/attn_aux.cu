@@ -63,7 +63,6 @@ extern "C" __global__ void __launch_bounds__(256)
 st_check_attn(const elem_t *x, const elem_t *y, i64 rows, AttnParams p, u32 poison, CheckOut *res)
 {
   __shared__ double sh[8];
-  const int capped = p.softcap > 0.f;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const elem_t *xr = x + r * COLS, *yr = y + r * COLS;
     long long lo, hi;
@@ -78,7 +77,7 @@ st_check_attn(const elem_t *x, const elem_t *y, i64 rows, AttnParams p, u32 pois
     double s = 0., h = 0., hz = 0.;   // sum exp(z - m), and weighted by |z - m| and by z's error
     for (i64 c = lo + threadIdx.x; c < hi; c += 256) {
       const double z = attn_z(p, r, d, c, load1(xr + c), &part), w = is_inf(z) ? 0. : exp(z - m);
-      if (w > 0.) s += w, h += w * (m - z), hz += w * vr_attn_zerr(z, part, z - part, capped);
+      if (w > 0.) s += w, h += w * (m - z), hz += w * vr_attn_zerr(DT, z, part, z - part, p.softcap);
     }
     s = block_fold<false>(s, sh);
     h = block_fold<false>(h, sh);
@@ -95,7 +94,7 @@ st_check_attn(const elem_t *x, const elem_t *y, i64 rows, AttnParams p, u32 pois
       else {
         const double z = attn_z(p, r, d, c, load1(xr + c), &part), ref = is_inf(z) ? 0. : exp(z - m) / s;
         double blo, bhi;
-        vr_bounds(DT, 0, ref, z - m, erow + vr_attn_zerr(z, part, z - part, capped), 0., &blo, &bhi);
+        vr_bounds(DT, 0, ref, z - m, erow + vr_attn_zerr(DT, z, part, z - part, p.softcap), 0., &blo, &bhi);
         ok = ok && blo <= o && o <= bhi;
         const double e = vr_ulps(o, ref, DT);
         if (e == e) maxerr = fmax(maxerr, e);

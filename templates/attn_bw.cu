@@ -99,7 +99,7 @@ template <bool CAP>
 __device__ __forceinline__ float factor(const Vis &r, float x)
 {
   if (!CAP) return r.scale;
-  const float t = tanhf(x * r.scale * r.icap);
+  const float t = tanh_cap(x * r.scale * r.icap);
   return r.scale * (1.f - t * t);
 }
 

@@ -6,6 +6,7 @@
 % team = G
 % include("common.cu")
 % include("attn_params.h")
+% include("softcap.cu")
 #define AM_FN __device__ __forceinline__
 % include("attn_mask.h")
 #define R $(R)

@@ -20,6 +20,7 @@
 % team = split > 1 and threads or G
 % include("common.cu")
 % include("ce_params.h")
+% include("softcap.cu")
 % local LOSS_ONLY = op == "cross_entropy_loss"
 #define R $(R)
 #define S $(split)
@@ -38,7 +39,7 @@ __device__ __forceinline__ MST shfl_0(MST v) { return MST{ shfl_0(v.m), shfl_0(v
 
 // CAP: a softcap is on (the kernel runs its rows through one of two instances of the row loop,
 // so no element pays for a branch on it).
-template <bool CAP> __device__ __forceinline__ float capz(float x, float cap, float icap) { return CAP ? cap * tanhf(x * icap) : x; }
+template <bool CAP> __device__ __forceinline__ float capz(float x, float cap, float icap) { return CAP ? cap * tanh_cap(x * icap) : x; }
 
 // Programmatic dependent launch (sm_90 and up; elsewhere, or in a launch without it, nothing to
 // do): wait until the kernel before this one in the stream has finished and its writes show.
@@ -408,9 +409,9 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
   // and each waited for all of its last row's posts
 }
 
-// Two entry points: without a softcap, and with one ($(kernel)_cap, whose tanhf takes registers
+// Two entry points: without a softcap, and with one ($(kernel)_cap, whose tanh takes registers
 // the other need not give up: one kernel holding both spilled). The register cap (minb blocks a
-// SM) is the first's alone: the softcap instance's tanhf spilled under it.
+// SM) is the first's alone: the softcap instance's tanhf (float32) spilled under it.
 % for _, cap in ipairs({ false, true }) do
 extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and not cap and ", " .. minb or ""))
 $(kernel .. (cap and "_cap" or ""))(const elem_t *in, const void *labels, elem_t *out, float *loss, float *lse, i64 rows, void *ws,

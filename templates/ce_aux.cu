@@ -37,6 +37,7 @@ st_check_ce(const elem_t *x, const void *labels, const elem_t *dx, const float *
   __shared__ double sh[8];
   const double cap = p.softcap;
   const int capped = cap > 0.;
+  const double ez = capped ? cap * vr_tanh_err(DT) : 0.;   // a softcapped z's absolute error
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const elem_t *xr = x + r * p.stride;
     double m = -INF64;
@@ -52,7 +53,7 @@ st_check_ce(const elem_t *x, const void *labels, const elem_t *dx, const float *
     h = block_fold<false>(h, sh);
     t = block_fold<false>(t, sh);
     ta = block_fold<false>(ta, sh);
-    const double ls = log(s), lref = m + ls, lerr = vr_ce_lse_err(m, ls, vr_row_err((double)COLS, h / s), capped);
+    const double ls = log(s), lref = m + ls, lerr = vr_ce_lse_err(DT, m, ls, vr_row_err((double)COLS, h / s), cap);
     const i64 y = ce_label(p, labels, r);
     const bool ignored = y == p.ignore, badl = !ignored && (y < 0 || y >= COLS), valid = !ignored && !badl;
     const double w = valid ? (p.weight ? (double)((const float *)p.weight)[y] : 1.) : 0.;
@@ -71,7 +72,7 @@ st_check_ce(const elem_t *x, const void *labels, const elem_t *dx, const float *
       if (!valid) ok = bits1(gr + j) != poison && o == 0.;
       else {
         double lo, hi;
-        vr_bounds_ce(DT, ref, z, a, pj, c, bj, lref, lerr, fabs(2. * zl * scale), capped, k, &lo, &hi);
+        vr_bounds_ce(DT, ref, z, a, pj, c, bj, lref, lerr, fabs(2. * zl * scale), cap, k, &lo, &hi);
         ok = bits1(gr + j) != poison && lo <= o && o <= hi;
         const double e = vr_ulps(o, ref, DT);
         if (e == e) maxerr = fmax(maxerr, e);
@@ -86,8 +87,8 @@ st_check_ce(const elem_t *x, const void *labels, const elem_t *dx, const float *
     if (threadIdx.x == 0) {
       const double zy = valid ? zof(load1(xr + y), cap) : 0.;
       const double want = ignored ? 0. : badl ? NAN64 : (1. - eps) * w * (lref - zy) + eps * (lref - t / COLS) + zl * lref * lref;
-      const double tol = valid ? vr_ce_loss_tol((1. - eps) * w, lref, lerr, zy, t, vr_sum_err((double)COLS, ta) +
-                                                (capped ? 3. * VR_U * ta : 0.), eps, zl, (double)COLS, want) : 0.;
+      const double tol = valid ? vr_ce_loss_tol((1. - eps) * w, lref, lerr + ez, zy, t, vr_sum_err((double)COLS, ta) +
+                                                (capped ? 3. * VR_U * ta + COLS * ez : 0.), eps, zl, (double)COLS, want) : 0.;
       const double got = loss[r], dev = fabs(got - want);
       const bool okl = badl ? got != got : dev <= tol;
       const bool okse = fabs((double)lse[r] - lref) <= lerr + 2. * VR_U * fabs(lref);

@@ -125,38 +125,50 @@ VR_FN void vr_bounds_bw(int dtype, int logsm, double ref, double y, double s, do
   *hi = vr_round(ref + a + 0x1p-148, dtype);
 }
 
+/* A softcap's tanh t (types.cu's tanh_cap) errs absolutely by this much beyond its argument's
+** relative error. float32: tanhf's 2 ulp are relative and counted with the argument, so 0.
+** 16-bit: t = 1 - 2 r, r = rcp(fl(1 + ex2(fl(a fl(2 log2e))))). The argument's 2 u, as E's
+** relative 4 u |a|, and ex2's 4 u move t by (1 - t^2) / 2 of them: 0.9 u and 2 u; the add 2 u
+** (2 / (1 + E) < 2); rcp's 4 u relative on 2 r < 2: 8 u; the last rounding 0.5 u. 13.4 u: 16.
+** A score cap t then errs by cap times it. */
+VR_FN double vr_tanh_err(int dtype) { return dtype == 0 ? 0. : 16. * VR_U; }
+
 /* The cross-entropy ops (ce.cu), from the float64 statistics of the row of z (the logits, or
 ** softcap * tanh(x / softcap)): max m, log sum ls = log(sum exp(z - m)), lse = m + ls.
 **   lse: the sum's relative error erow (as above) becomes absolute; fl(logf) and the add put
-**     (|m| + 2|ls| + 2) u on it; a softcap's tanhf (2 ulp) and its two products 6|m| u.
+**     (|m| + 2|ls| + 2) u on it; a softcap's tanh (2 ulp) and its two products 6|m| u, and
+**     ez = cap vr_tanh_err absolute.
 **   dx = fl(fl(a p - c - b[j == y]) k), p = ex2((z - lse) log2e): p errs relatively by the
 **     argument's roundings and ex2.approx (8 + 2.5|z - lse| u), by lse's error, and by z's own
-**     under a softcap (6|z| u); ftz may give 0 below 2^-126. a = scale ((1 - eps) W + eps +
+**     under a softcap (6|z| u + ez); ftz may give 0 below 2^-126. a = scale ((1 - eps) W + eps +
 **     2 zl lse) errs by 4 u of itself and 2 zl scale lse_err; the subtractions by 2 u of each
-**     term; k = 1 - (z / cap)^2 by 10 u absolute.
+**     term; k = 1 - (z / cap)^2 by 10 u absolute, and by 2 vr_tanh_err from t's error.
 ** The element rule is as above: round(ref - tol) <= o <= round(ref + tol).
 */
-VR_FN double vr_ce_lse_err(double m, double ls, double erow, int capped)
+VR_FN double vr_ce_lse_err(int dtype, double m, double ls, double erow, double cap)
 {
-  return erow + VR_U * (fabs(m) + 2. * fabs(ls) + 2.) + (capped ? 6. * VR_U * fabs(m) : 0.);
+  return erow + VR_U * (fabs(m) + 2. * fabs(ls) + 2.) + (cap > 0. ? 6. * VR_U * fabs(m) + cap * vr_tanh_err(dtype) : 0.);
 }
 
 /* Bounds of dx with reference ref for z, given a (|a| of the row), p (float64), c and b (the
-** label's term or 0), the row's lse and its error lerr, zl2 = |2 zl scale|, and the softcap
-** factor k (1 without). */
+** label's term or 0), the row's lse and its error lerr, zl2 = |2 zl scale|, the softcap cap (0:
+** none) and its factor k (1 without). */
 VR_FN void vr_bounds_ce(int dtype, double ref, double z, double a, double p, double c, double b, double lse, double lerr,
-                        double zl2, int capped, double k, double *lo, double *hi)
+                        double zl2, double cap, double k, double *lo, double *hi)
 {
-  const double rel = VR_U * (12. + 2.5 * fabs(z - lse)) + lerr + (capped ? 6. * VR_U * fabs(z) : 0.);
+  const int capped = cap > 0.;
+  const double te = vr_tanh_err(dtype);
+  const double rel = VR_U * (12. + 2.5 * fabs(z - lse)) + lerr + (capped ? 6. * VR_U * fabs(z) + cap * te : 0.);
   const double g = fabs(a) * p * (1. + rel) + c + b;   /* |a p - c - b| at most */
   double tol = fabs(a) * (p * rel + VR_TINY) + zl2 * p * lerr + 2. * VR_U * g;
-  tol = tol * k + (capped ? 10. * VR_U * g : 0.) + 2. * VR_U * fabs(ref) + 0x1p-148;
+  tol = tol * k + (capped ? (10. * VR_U + 2. * te) * g : 0.) + 2. * VR_U * fabs(ref) + 0x1p-148;
   *lo = vr_round(ref - tol, dtype);
   *hi = vr_round(ref + tol, dtype);
 }
 
-/* The float32 loss's tolerance: wl = (1 - eps) W, the label's z[y], t the row's sum of z with
-** error terr, eps, zl, cols. */
+/* The float32 loss's tolerance: wl = (1 - eps) W, lse's error lerr (plus, under a 16-bit
+** softcap, the label's z's ez), the label's z[y], t the row's sum of z with error terr, eps, zl,
+** cols. */
 VR_FN double vr_ce_loss_tol(double wl, double lse, double lerr, double zy, double t, double terr, double eps,
                             double zl, double cols, double loss)
 {

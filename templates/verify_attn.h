@@ -14,7 +14,8 @@
 **      every output's relative error, twice (below), for a rounding that may not happen.
 **      Under a softcap the argument fl(fl(x scale) fl(1 / cap)) 3 u relative, tanh passing at
 **      most the argument's relative error on (|a tanh'(a) / tanh(a)| <= 1), tanhf's own 2 ulp
-**      (4 u) and the product by cap 1 u: 8 u |c|;
+**      (4 u) and the product by cap 1 u: 8 u |c|; 16-bit kernels' tanh adds cap vr_tanh_err
+**      absolute (verify.h);
 **   b: |d - k| to float (exact below 2^24, else 1 u) and the product by the slope: 2 u |b|;
 **   the add: 1 u |z|; none where b is 0 (no bias, or the diagonal's key): fl(c) - 0 is exact.
 ** An output p_j = exp(z_j) / sum_i exp(z_i) then errs relatively by ez_j + sum_i p_i ez_i beyond
@@ -32,9 +33,10 @@ VR_FN double vr_attn_z(double x, double scale, double cap, double b, double *c)
   return *c + b;
 }
 
-/* The float32 error bound of a score z = c + b (above). */
-VR_FN double vr_attn_zerr(double z, double c, double b, int capped)
+/* The float32 error bound of a score z = c + b (above) of dtype's kernel, softcap cap (0: none). */
+VR_FN double vr_attn_zerr(int dtype, double z, double c, double b, double cap)
 {
-  const double ec = capped ? 8. * VR_U * fabs(c) : fabs(c) > 0x1.fffffep127 ? VR_U * fabs(c) : fabs((double)(float)c - c);
+  const double ec = cap > 0. ? 8. * VR_U * fabs(c) + cap * vr_tanh_err(dtype)
+                  : fabs(c) > 0x1.fffffep127 ? VR_U * fabs(c) : fabs((double)(float)c - c);
   return ec + (b != 0. ? VR_U * (2. * fabs(b) + fabs(z)) : 0.);
 }

@@ -12,6 +12,7 @@
 **   k32: t = tanhf(fl(fl(x scale) fl(1 / cap))) errs relatively by the argument's 3 u, passed on
 **     at most 1:1 (|a tanh'(a) / tanh(a)| <= 1), and tanhf's 2 ulp: 7 u; t^2 by 15 u; 1 - t^2
 **     and the product by scale one rounding each: |scale| (16 t^2 + 2) u absolute, times |g|;
+**     16-bit kernels' tanh errs by vr_tanh_err absolute more (verify.h): t^2 by 2 |t| of it;
 **   the last product: 1 u |ref|.
 ** Masked elements must be exactly 0 (not read: the tuner fills masked dy and x with NaN, so a
 ** kernel that reads one makes its row NaN); a NaN reference NaN.
@@ -31,7 +32,7 @@ VR_FN void vr_bounds_attn_bw(int dtype, double g, double k, double t2, double sc
 {
   const double ref = k * g;
   double a = fabs(k) * (fabs(y) * es * (1. + 0x1p-22) + 3. * VR_U * fabs(g) + 0x1p-148) * (1. + 0x1p-20) + VR_U * fabs(ref);
-  if (capped) a += fabs(scale * g) * (16. * t2 + 2.) * VR_U;
+  if (capped) a += fabs(scale * g) * ((16. * t2 + 2.) * VR_U + 2. * sqrt(t2) * vr_tanh_err(dtype));
   *lo = vr_round(ref - a - 0x1p-148, dtype);
   *hi = vr_round(ref + a + 0x1p-148, dtype);
 }

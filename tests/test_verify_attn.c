@@ -13,8 +13,9 @@
 **          GPU selftest's step 1) is caught. A score's error charged as u |z| throughout let
 **          2^-12 pass in the +-1e4 rows, where the scores are exact.
 **   right: the float64 reference rounded to the dtype; the kernels' float32 arithmetic (attn.cu's
-**          steps: x * scale, cap * tanhf(z / cap), the bias subtracted, exps by expf of the
-**          difference to the row's max, a pairwise sum, 1 / sum), rounded once
+**          steps: x * scale, cap * tanh(z / cap) (verify_util.h's tanh_cap: tanhf, or the 16-bit
+**          form at its bound), the bias subtracted, exps by expf of the difference to the row's
+**          max, a pairwise sum, 1 / sum), rounded once
 **   wrong: one visible element 3 ulps of a 16-bit dtype off (2^-14 of itself for f32), one
 **          poisoned, one masked element the dtype's smallest positive value
 **   test_verify_attn      the CPU check, and the GPU check kernel (attn_aux.cu with verify.h
@@ -45,7 +46,7 @@ static void f32_row(const Prob *pb, const tune_AttnRef *o, const double *x, int6
   float *z = malloc((size_t)pb->k * sizeof *z), m = -INFINITY;
   for (int64_t c = 0; c < pb->k; c++) {
     float v = (float)x[c] * o->p.scale;
-    if (o->p.softcap > 0.f) v = o->p.softcap * tanhf(v * (1.f / o->p.softcap));
+    if (o->p.softcap > 0.f) v = o->p.softcap * tanh_cap(v * (1.f / o->p.softcap), pb->dtype);
     if (o->slopes) v -= o->slopes[row / o->p.q % o->p.h] * fabsf((float)(d - c));
     if (o->bias && c >= lo && c < hi) v += o->bias[am_bias_row(&o->p, row) + c];
     z[c] = c >= lo && c < hi ? v : -INFINITY;

@@ -7,7 +7,7 @@
 ** row scale of 1e-3..1e3 where visible and NaN where masked (which the rule must not read).
 **   right: the float64 reference rounded to the dtype; the kernels' float32 arithmetic (attn_bw.cu's
 **          steps: a pairwise sum of fl(dy * y), fl(y * fl(dy - s)), k = scale * (1 - t * t) with
-**          t = tanhf(x * scale * (1 / cap)), the product), rounded once
+**          t = tanh_cap(x * scale * (1 / cap)) as the dtype computes it, the product), rounded once
 **   wrong: the visible element of the largest |dx| a quarter of itself and 3 ulps off, one
 **          poisoned, one masked element the dtype's smallest positive value
 **   test_verify_attn_bw      the CPU check; label cpu
@@ -41,7 +41,7 @@ static void f32_row(const Prob *pb, const tune_AttnRef *o, const double *x, cons
   for (int64_t c = 0; c < pb->k; c++) {
     float v = 0.f;
     if (c >= lo && c < hi) {
-      const float th = o->p.softcap > 0.f ? tanhf((float)x[c] * o->p.scale * icap) : 0.f;
+      const float th = o->p.softcap > 0.f ? tanh_cap((float)x[c] * o->p.scale * icap, pb->dtype) : 0.f;
       v = ((float)y[c] * ((float)dy[c] - s)) * (o->p.softcap > 0.f ? o->p.scale * (1.f - th * th) : o->p.scale);
     }
     tune_store_elem(out, pb->dtype, row * pb->k + c, (double)v);

@@ -93,15 +93,16 @@ static float strided_sum(const float *v, int64_t n)
   return tree_sum(part, 1024);
 }
 
-/* A row as ce.cu computes it in float32 (expf for ex2; sums by tree_sum, or strided_sum when run). */
-static void f32_row(const double *x, int64_t cols, int64_t y, const tune_CeRef *o, double *dx, float *loss, float *lse,
-                    float *z, int run)
+/* A row as ce.cu computes it in float32 (expf for ex2; sums by tree_sum, or strided_sum when run;
+** dtype's softcap tanh). */
+static void f32_row(const double *x, int64_t cols, int64_t y, const tune_CeRef *o, int dtype, double *dx, float *loss,
+                    float *lse, float *z, int run)
 {
   float (*sum)(const float *, int64_t) = run ? strided_sum : tree_sum;
   const float cap = (float)o->softcap, icap = cap > 0.f ? 1.f / cap : 0.f, eps = (float)o->smoothing;
   const float zl = (float)o->zloss, scale = (float)o->scale;
   float m = -INFINITY;
-  for (int64_t j = 0; j < cols; j++) z[j] = cap > 0.f ? cap * tanhf((float)x[j] * icap) : (float)x[j], m = fmaxf(m, z[j]);
+  for (int64_t j = 0; j < cols; j++) z[j] = cap > 0.f ? cap * tanh_cap((float)x[j] * icap, dtype) : (float)x[j], m = fmaxf(m, z[j]);
   const float t = sum(z, cols);
   float *e = malloc((size_t)cols * sizeof *e);
   if (!e) return;
@@ -142,7 +143,7 @@ static void make(const Prob *p, Case *k, int maker)
     if (maker == WRONG_SCALE && r == 0) o.scale *= 2.;
     tune_ref_row_ce(xr, C, k->y[r], &o, row, &loss, &lse);
     if (maker == RIGHT_F32 || maker == RIGHT_F32_RUN)
-      f32_row(xr, C, k->y[r], &o, row, &k->loss[r], &k->lse[r], k->tmp, maker == RIGHT_F32_RUN);
+      f32_row(xr, C, k->y[r], &o, p->dtype, row, &k->loss[r], &k->lse[r], k->tmp, maker == RIGHT_F32_RUN);
     else k->loss[r] = (float)loss, k->lse[r] = (float)lse;
     if (maker == WRONG_IGNORED && r == 1) {   /* the ignored row's gradient as if labelled 0 */
       o.ignore = -12345;

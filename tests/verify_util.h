@@ -35,6 +35,16 @@ static float tree_sum(const float *v, int64_t n)
   return tree_sum(v, n / 2) + tree_sum(v + n / 2, n - n / 2);
 }
 
+/* A softcap's tanh as dtype's kernels compute it (types.cu's tanh_cap): tanhf for float32; for
+** 16-bit, 1 - 2 / (1 + 2^(2 a log2e)) with ex2's and rcp's errors at their stated bounds (4 u
+** each), both pushing t up, so the rule must pass the worst they allow. */
+static inline float tanh_cap(float a, int dtype)
+{
+  if (dtype == GEN_F32) return tanhf(a);
+  const float e = exp2f(a * (2.f * 1.4426950408889634f)) * (1.f + 0x1p-22f);
+  return fmaf(-2.f, (1.f / (1.f + e)) * (1.f - 0x1p-22f), 1.f);
+}
+
 /* With argument "gpu": *gpu and *gen opened; returns 77 (SKIP said) without a GPU, 1 on another
 ** failure, else 0 (and seeds the generator). */
 static int gpu_mode(int argc, char **argv, uint64_t seed, tune_Gpu **gpu, gen_State **gen)

@@ -138,7 +138,6 @@ static void check_row(const double *x, const double *ref, const void *out, int d
 {
   long long lo, hi;
   const long long d = am_range(o->mask, &o->p, o->lengths, cols, row, &lo, &hi);
-  const int capped = o->p.softcap > 0.f;
   double m = -INFINITY, h = 0., hz = 0., part;
   for (int64_t j = lo; j < hi; j++) {
     const double z = score(o, row, d, j, x[j], &part);
@@ -146,7 +145,7 @@ static void check_row(const double *x, const double *ref, const void *out, int d
   }
   for (int64_t j = lo; j < hi; j++) {
     const double z = score(o, row, d, j, x[j], &part);
-    if (ref[j] > 0.) h += ref[j] * (m - z), hz += ref[j] * vr_attn_zerr(z, part, z - part, capped);
+    if (ref[j] > 0.) h += ref[j] * (m - z), hz += ref[j] * vr_attn_zerr(dtype, z, part, z - part, o->p.softcap);
   }
   const double erow = vr_row_err((double)(hi - lo), h) + hz;
   for (int64_t j = 0; j < cols; j++) {
@@ -159,7 +158,7 @@ static void check_row(const double *x, const double *ref, const void *out, int d
     else {
       double blo, bhi;
       const double z = score(o, row, d, j, x[j], &part);
-      vr_bounds(dtype, 0, ref[j], z - m, erow + vr_attn_zerr(z, part, z - part, capped), 0., &blo, &bhi);
+      vr_bounds(dtype, 0, ref[j], z - m, erow + vr_attn_zerr(dtype, z, part, z - part, o->p.softcap), 0., &blo, &bhi);
       ok = ok && blo <= v && v <= bhi;
       const double e = vr_ulps(v, ref[j], dtype);
       if (e > c->max_err) c->max_err = e;

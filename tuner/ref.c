@@ -219,16 +219,17 @@ void tune_check_rows_bw(const void *y, const void *dy, const void *dx, int dtype
 /* What the rule needs of a row: z (the logits, softcapped), the float64 lse and its float32
 ** error bound, the sum of z and its error bound, and the row's terms of dz = (a p - c - b) k. */
 typedef struct CeRow {
-  double lse, lerr, t, terr;
+  double lse, lerr, t, terr, ez;   /* ez: a softcapped z's absolute error (vr_tanh_err) */
   int valid, bad;           /* a label in [0, cols); one outside it (not ignore_index) */
   double w, a, c, b, zl2;
 } CeRow;
 
 static double zof(double x, double cap) { return cap > 0. ? cap * tanh(x / cap) : x; }
 
-static void ce_row(const double *x, int64_t cols, int64_t y, const tune_CeRef *o, double *z, CeRow *r)
+static void ce_row(const double *x, int64_t cols, int64_t y, const tune_CeRef *o, int dtype, double *z, CeRow *r)
 {
   const int capped = o->softcap > 0.;
+  const double ez = capped ? o->softcap * vr_tanh_err(dtype) : 0.;   /* a softcapped z's absolute error */
   double m = -INFINITY, s = 0., h = 0., ta = 0.;
   r->t = 0.;
   for (int64_t j = 0; j < cols; j++) z[j] = zof(x[j], o->softcap), m = fmax(m, z[j]);
@@ -238,8 +239,9 @@ static void ce_row(const double *x, int64_t cols, int64_t y, const tune_CeRef *o
   }
   const double ls = log(s);
   r->lse = m + ls;
-  r->lerr = vr_ce_lse_err(m, ls, vr_row_err((double)cols, h / s), capped);
-  r->terr = vr_sum_err((double)cols, ta) + (capped ? 3. * VR_U * ta : 0.);
+  r->lerr = vr_ce_lse_err(dtype, m, ls, vr_row_err((double)cols, h / s), o->softcap);
+  r->ez = ez;
+  r->terr = vr_sum_err((double)cols, ta) + (capped ? 3. * VR_U * ta + (double)cols * ez : 0.);
   const int ignored = y == o->ignore;
   r->bad = !ignored && (y < 0 || y >= cols), r->valid = !ignored && !r->bad;
   r->w = r->valid ? (o->weight ? (double)o->weight[y] : 1.) : 0.;
@@ -273,7 +275,7 @@ void tune_ref_row_ce(const double *x, int64_t cols, int64_t y, const tune_CeRef 
     *loss = *lse = NAN;
     return;
   }
-  ce_row(x, cols, y, o, z, &r);
+  ce_row(x, cols, y, o, 0, z, &r);   /* the reference: its bounds unused */
   *lse = r.lse;
   *loss = ce_loss(&r, o, z, cols, y);
   for (int64_t j = 0; dx && j < cols; j++) dx[j] = r.valid ? ce_ref(&r, o, z[j], j, y, &p, &k) : 0.;
@@ -285,7 +287,7 @@ static int ce_check_scalars(const CeRow *r, const tune_CeRef *o, const double *z
                             double lse, tune_Check *c)
 {
   const double want = ce_loss(r, o, z, cols, y), eps = o->smoothing;
-  const double tol = r->valid ? vr_ce_loss_tol((1. - eps) * r->w, r->lse, r->lerr, z[y], r->t, r->terr, eps, o->zloss,
+  const double tol = r->valid ? vr_ce_loss_tol((1. - eps) * r->w, r->lse, r->lerr + r->ez, z[y], r->t, r->terr, eps, o->zloss,
                                                (double)cols, want) : 0.;
   const double dev = fabs(loss - want);
   const int okl = r->bad ? isnan(loss) : dev <= tol;
@@ -307,7 +309,7 @@ void tune_check_rows_ce(const void *x, const void *labels, int labels64, const v
     const int64_t y = labels64 ? ((const int64_t *)labels)[row] : ((const int32_t *)labels)[row];
     CeRow r;
     for (int64_t j = 0; j < cols; j++) xr[j] = tune_load(x, dtype, row * cols + j);
-    ce_row(xr, cols, y, o, z, &r);
+    ce_row(xr, cols, y, o, dtype, z, &r);
     for (int64_t j = 0; dx && j < cols; j++) {
       const int64_t i = row * cols + j;
       const double out = tune_load(dx, dtype, i);
@@ -316,7 +318,7 @@ void tune_check_rows_ce(const void *x, const void *labels, int labels64, const v
       else {
         double p, k, lo, hi;
         const double ref = ce_ref(&r, o, z[j], j, y, &p, &k), bj = j == y ? r.b : 0.;
-        vr_bounds_ce(dtype, ref, z[j], r.a, p, r.c, bj, r.lse, r.lerr, r.zl2, o->softcap > 0., k, &lo, &hi);
+        vr_bounds_ce(dtype, ref, z[j], r.a, p, r.c, bj, r.lse, r.lerr, r.zl2, o->softcap, k, &lo, &hi);
         ok = ok && lo <= out && out <= hi;
         const double e = vr_ulps(out, ref, dtype);
         if (e == e && e > c->max_err) c->max_err = e;
