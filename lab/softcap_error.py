@@ -7,7 +7,8 @@ This probe runs the same three lines through torch's jiterator (NVRTC, the same 
 reports the largest absolute error of t against float64 tanh, in u, over
   dense: 2^24 arguments evenly spread on [-12, 12] (beyond it t is -1 or 1 exactly), and
   bf16:  every finite bfloat16 logit x divided by the cap (cap 30 and 50), as the kernels' a,
-with, in the same units, torch.tanh in float32 (CUDA's tanhf, the float32 kernels' tanh) and the
+and the variant of lab/patches/softcap-newton-rcp.patch (1 / (1 + E) by three Newton steps from a
+bit-trick seed, no rcp.approx), with, in the same units, torch.tanh in float32 (CUDA's tanhf, the float32 kernels' tanh) and the
 softcap as eager torch computes it on bfloat16 logits, cap * tanh(x / cap) in bfloat16 (the
 error of z = cap t there, divided by cap).
 Usage (GPU machine): python3 lab/softcap_error.py [OUT_FILE]
@@ -25,6 +26,19 @@ template <typename T> T fast_tanh(T a) {
   return fmaf(-2.f, r, 1.f);
 }
 """
+NEWTON = """
+template <typename T> T newton_tanh(T a) {
+  float y = a * (2.f * 1.4426950408889634f), e;
+  y = y > 126.f ? 126.f : y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(y));
+  const float s = 1.f + e;
+  float r = __uint_as_float(0x7ef311c7u - __float_as_uint(s));
+  r = r * fmaf(-s, r, 2.f);
+  r = r * fmaf(-s, r, 2.f);
+  r = r * fmaf(-s, r, 2.f);
+  return fmaf(-2.f, r, 1.f);
+}
+"""
 
 
 def max_u(t, a64):
@@ -34,7 +48,8 @@ def max_u(t, a64):
 
 def rows(fast, name, a32):
     a64 = a32.double()
-    return [(name, "ours (16-bit kernels)", max_u(fast(a32), a64)),
+    return [(name, "ours (16-bit kernels)", max_u(fast[0](a32), a64)),
+            (name, "newton-rcp patch", max_u(fast[1](a32), a64)),
             (name, "torch.tanh float32 (tanhf)", max_u(torch.tanh(a32), a64))]
 
 
@@ -53,7 +68,7 @@ def bf16_rows(fast, cap):
 
 
 def main():
-    fast = torch.cuda.jiterator._create_jit_fn(CODE)
+    fast = (torch.cuda.jiterator._create_jit_fn(CODE), torch.cuda.jiterator._create_jit_fn(NEWTON))
     dense = torch.linspace(-12.0, 12.0, 1 << 24, dtype=torch.float32, device="cuda")
     res = rows(fast, "dense [-12, 12]", dense) + bf16_rows(fast, 30.0) + bf16_rows(fast, 50.0)
     lines = ["# softcap tanh error against float64, in u = 2^-24 absolute; bound stated: 16 u (verify.h vr_tanh_err)",

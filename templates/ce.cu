@@ -162,19 +162,15 @@ __device__ __forceinline__ float raw_max(const u32 *w)
 % end
 
 // A thread's statistics over its body vectors [begin, end) folded into a: the max first (of the
-// raw words where no softcap changes them: max2), then the sums, a vector's exps by a tree.
-// Without a softcap, slots past the part (-inf) add exp(-inf) = 0; with one, they are skipped.
+// raw words, by max2; a softcap is increasing, so it caps their max alone: one tanh an element
+// less), then the sums, a vector's exps by a tree. Without a softcap, slots past the part (-inf)
+// add exp(-inf) = 0; with one (capped, -inf is -cap), they are skipped.
 template <bool CAP, class H>
 __device__ __forceinline__ MST body_stats(const H *v, int begin, int end, int lane, bool live, float cap, float icap,
                                           bool smooth, MST a)
 {
-  float m = a.m;
-  if (CAP) {
-    each_vector(v, begin, end, lane, live, [&](int, int, bool in, const float *x) {
-      #pragma unroll
-      for (int k = 0; k < VEC; k++) m = in ? fmaxf(m, capz<CAP>(x[k], cap, icap)) : m;
-    });
-  } else m = fmaxf(m, raw_max(v));
+  const float xm = raw_max(v);
+  const float m = xm == NEG_INF ? a.m : fmaxf(a.m, capz<CAP>(xm, cap, icap));
   if (m == NEG_INF) return a;   // nothing here but -inf: a is as it was
   float s = a.s * ex(a.m, m), t = a.t;
   each_vector(v, begin, end, lane, live, [&](int, int, bool in, const float *x) {
