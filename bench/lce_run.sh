@@ -5,8 +5,8 @@
 #          library built from a clean tree ($BUILD, default /tmp/lce-build, built from $SRC, default the
 #          repository root: a `git worktree` of the commit to measure), the Lua and SQLite libraries it links,
 #          the command, a copy of the Python package, the two tests with pyharness.py and the benchmark with
-#          benchlib.py (so what runs is that tree's, not the working tree's), a default table with the bf16
-#          cross-entropy winners of bench/results/cross-entropy-tune-h100-2026-11-27.tsv added (the chunks'
+#          benchlib.py and cross_entropy.py, which it imports (so what runs is that tree's, not the working
+#          tree's), a default table with the bf16 cross-entropy winners of bench/results/cross-entropy-tune-h100-2026-11-27.tsv added (the chunks'
 #          shapes are adapted from them), and the peers' Python sources from git directories ($LIGER_GIT,
 #          $CCE_GIT: Liger Kernel and Cut Cross-Entropy), each with its commit in COMMIT.
 #   tests  (GPU machine) tests/test_python_lce.py and tests/test_python_vocab_parallel.py, from .carry_lce/.
@@ -25,7 +25,7 @@ if [ "${1:-}" = pack ]; then
   cp -r "$src/python/softmax_tune" "$c/python/"
   rm -rf "$c/python/softmax_tune/__pycache__" "$c"/python/softmax_tune/_C*.so
   cp "$src/tests/pyharness.py" "$src/tests/test_python_lce.py" "$src/tests/test_python_vocab_parallel.py" "$c/tests/"
-  cp "$src/bench/benchlib.py" "$src/bench/linear_cross_entropy.py" "$c/bench/"
+  cp "$src/bench/benchlib.py" "$src/bench/cross_entropy.py" "$src/bench/linear_cross_entropy.py" "$c/bench/"
   { cat "$src/templates/defaults/sm_90.tsv"
     awk -F'\t' '!/^#/ && $1 == "bf16" { split($2, s, "x"); printf "%s\t%s\t%s\t%s\t%s\t%s\n", $1, $3, s[1], s[2], $5, $9 }' \
       "$src/bench/results/cross-entropy-tune-h100-2026-11-27.tsv"; } >"$c/table.tsv"
