@@ -326,16 +326,16 @@ if softmax_tune.cpp_ops and ce._cpp is not None:
     tc = labels((40,), 3000, torch.int32)
     wc = torch.rand(3000, device="cuda") + 0.5
     fc = ce._flag(torch.cuda.current_device())
-    for red in ("none", "sum", "mean"):
-        for want in (False, True):
-            what = "the C++ call, %s, grad %s" % (red, want)
-            got = ce._cpp(xc, tc, wc, -100, ce.REDUCTIONS[red], 0.0, 1e-3, 5.0, want, False, fc.tensor)
-            ref = ce._run_ctypes(xc, tc, wc, -100, red, 0.0, 1e-3, 5.0, want, False, torch.cuda.current_device(), fc)
-            if expect(got[0] is not None, "%s: did not serve" % what):
-                expect(got[0].dtype == xc.dtype and torch.equal(got[0], ref[0]),
-                       "%s: not the ctypes path's loss" % what)
-                expect((got[1] is not None) == want and (not want or torch.equal(got[1], ref[1])),
-                       "%s: not the ctypes path's gradient" % what)
+    for red, want, f32 in [(r, w, f) for r in ("none", "sum", "mean") for w in (False, True) for f in (False, True)]:
+        what = "the C++ call, %s, grad %s, float32 loss %s" % (red, want, f32)
+        got = ce._cpp(xc, tc, wc, -100, ce.REDUCTIONS[red], 0.0, 1e-3, 5.0, want, False, fc.tensor, f32)
+        ref = ce._run_ctypes(xc, tc, wc, -100, red, 0.0, 1e-3, 5.0, want, False, torch.cuda.current_device(), fc,
+                             f32)
+        if expect(got[0] is not None, "%s: did not serve" % what):
+            expect(got[0].dtype == (torch.float32 if f32 else xc.dtype) and torch.equal(got[0], ref[0]),
+                   "%s: not the ctypes path's loss" % what)
+            expect((got[1] is not None) == want and (not want or torch.equal(got[1], ref[1])),
+                   "%s: not the ctypes path's gradient" % what)
     print("the C++ cross-entropy call: served, the ctypes path's results")
 
 # the training call with its autograd in C++ (cross_entropy_train; st_cross_entropy_scale in the
@@ -359,7 +359,19 @@ if softmax_tune.cpp_ops and ce._cpp_train is not None:
         lb.backward(go)
         expect(torch.equal(la.detach(), lb.detach()) and torch.equal(a.grad, b.grad),
                "%s: not Python's autograd's loss and gradient" % what)
-    print("the C++ cross-entropy autograd: served, Python's gradients bit for bit")
+    with torch.autocast("cuda", dtype=torch.bfloat16):   # a float32 loss through the C++ autograd too
+        a = xt.clone().requires_grad_()
+        la = softmax_tune.cross_entropy(a, tt, z_loss=1e-3)
+    expect("CrossEntropy" in la.grad_fn.name() and la.dtype == torch.float32,
+           "the C++ autograd under autocast: not it, or not a float32 loss (%s, %s)" % (la.grad_fn.name(), la.dtype))
+    la.backward()
+    b = xt.clone().requires_grad_()
+    lb = ce._Eager.apply(b, b.detach().reshape(-1, 3000), tt.reshape(-1), None, -100, "mean", 0.0, 1e-3, None, False,
+                         True)
+    lb.backward()
+    expect(torch.equal(la.detach(), lb.detach()) and torch.equal(a.grad, b.grad),
+           "the C++ autograd under autocast: not Python's autograd's loss and gradient")
+    print("the C++ cross-entropy autograd: served, Python's gradients bit for bit (under autocast too)")
 
 # the custom ops: schema and fake
 try:

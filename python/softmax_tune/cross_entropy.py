@@ -14,8 +14,8 @@ softmax_tune::ce_scale_ (fake impls, register_autograd) run. All reach the libra
 C++ call (softmax_tune._C) where the C++ ops are built, else ctypes (_lib.cross_entropy); the
 custom ops and the bad-label flag's check stay in Python (_flagged). Under torch.autocast a float16 or
 bfloat16 call returns a float32 loss, as torch's F.cross_entropy (on autocast's float32 list) does, from the
-kernel's float32 row losses (the logits not upcast; the gradient in their dtype): through ctypes and _Eager,
-since the C++ calls return the logits' dtype (autocast_f32).
+kernel's float32 row losses (the logits not upcast; the gradient in their dtype; autocast_f32); C++ ops built
+before they took f32_loss are not used (ctypes then).
 Other forms go to torch's F.cross_entropy with one warning (_fallback)."""
 
 import ctypes
@@ -33,8 +33,9 @@ REDUCTIONS = {"none": 0, "sum": 1, "mean": 2}   # st_reduction
 _LABELS = {torch.int32: 0, torch.int64: 1}      # st_index
 _warned = []
 _flags = {}   # device -> _Flag
-_cpp = getattr(_native.C, "cross_entropy_forward", None)   # the C++ call (csrc/ops.cpp), or None: ctypes
-_cpp_train = getattr(_native.C, "cross_entropy_train", None)   # its training call with C++ autograd, or None
+_cppok = getattr(_native.C, "ce_f32_loss", False)   # C++ ops whose cross-entropy calls take f32_loss
+_cpp = getattr(_native.C, "cross_entropy_forward", None) if _cppok else None   # the C++ call (csrc/ops.cpp), or None: ctypes
+_cpp_train = getattr(_native.C, "cross_entropy_train", None) if _cppok else None   # its training call with C++ autograd
 
 
 def _warn_once(why):
@@ -129,14 +130,13 @@ def run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softca
         f32=False):
     """(loss in x2's dtype (f32: float32), reduced as asked, and the gradient [N, V] or None) of logits
     x2 [N, V] (unit column stride) and labels t1 [N]; inplace: the gradient written into x2 (contiguous).
-    Through the C++ call where softmax_tune._C has it and the library has st_cross_entropy, else ctypes
-    (always for f32: the C++ call returns x2's dtype)."""
+    Through the C++ call where softmax_tune._C has it and the library has st_cross_entropy, else ctypes."""
     t1 = t1.contiguous()
 
     def call(f, device):
         # the C++ call (one host call; None: a library without st_cross_entropy, or not for it), else ctypes
         out = _cpp(x2, t1, weight, ignore_index, REDUCTIONS[reduction], label_smoothing, z_loss, softcap or 0.0,
-                   want_grad, inplace, f.tensor) if _cpp is not None and not f32 else None
+                   want_grad, inplace, f.tensor, f32) if _cpp is not None else None
         if out is not None and out[0] is not None:
             return out[0], out[1]
         return _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad,
@@ -144,15 +144,15 @@ def run(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softca
     return _flagged(x2, call)
 
 
-def _train(x, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap):
-    """The loss of logits x with its gradient function from the C++ ops (csrc/ops.cpp
+def _train(x, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, f32):
+    """The loss of logits x (f32: float32) with its gradient function from the C++ ops (csrc/ops.cpp
     cross_entropy_train: the backward without Python), or None where they lack it or the call is
     not for them (_Eager then)."""
     if _cpp_train is None:
         return None
     t1 = t1.contiguous()
     return _flagged(x2, lambda f, device: _cpp_train(x, x2, t1, weight, ignore_index, REDUCTIONS[reduction],
-                                                     label_smoothing, z_loss, softcap or 0.0, f.tensor))
+                                                     label_smoothing, z_loss, softcap or 0.0, f.tensor, f32))
 
 
 def _run_ctypes(x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace,
@@ -398,9 +398,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
             if no:
                 raise RuntimeError("softmax_tune.cross_entropy: inplace=True refused: %s; pass inplace=False" % no)
         x2 = _rows(input.detach())
-        # the C++ autograd returns the logits' dtype: not for a float32 loss
-        loss = None if inplace or f32 else _train(input, x2, t1, weight, ignore_index, reduction, label_smoothing,
-                                                  z_loss, softcap)
+        loss = None if inplace else _train(input, x2, t1, weight, ignore_index, reduction, label_smoothing,
+                                           z_loss, softcap, f32)
         if loss is None:
             loss = _Eager.apply(input, x2, t1, weight, ignore_index, reduction, label_smoothing, z_loss, softcap,
                                 inplace, f32)

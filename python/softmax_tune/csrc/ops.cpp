@@ -341,17 +341,18 @@ bool ce_fits(const at::Tensor &x, const at::Tensor &t, const std::optional<at::T
          fits(weight, x, at::kFloat);
 }
 
-/* (the loss in x's dtype, reduced as asked: [N] for none, 0-d else; the gradient [N, V] or
-** undefined; lse [N] float32) of what ce_fits() took, through st_cross_entropy on ctx, on the
-** current stream, no host sync. inplace: the gradient into x (contiguous). */
+/* (the loss in x's dtype (f32_loss: float32, as torch.autocast's), reduced as asked: [N] for none,
+** 0-d else; the gradient [N, V] or undefined; lse [N] float32) of what ce_fits() took, through
+** st_cross_entropy on ctx, on the current stream, no host sync. inplace: the gradient into x
+** (contiguous). */
 CeResult ce_run(st_ctx *ctx, const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight,
                 int64_t ignore_index, int64_t reduction, double label_smoothing, double z_loss, double softcap,
-                bool want_grad, bool inplace, const at::Tensor &flag) {
+                bool want_grad, bool inplace, const at::Tensor &flag, bool f32_loss) {
   int64_t n = x.size(0), v = x.size(1);
   at::TensorOptions f32 = x.options().dtype(at::kFloat);
   at::Tensor loss = at::empty({n}, f32), lse = at::empty({n}, f32);
   at::Tensor grad = !want_grad ? at::Tensor() : inplace ? x : at::empty({n, v}, x.options());
-  at::Tensor reduced = reduction == ST_REDUCE_NONE ? at::Tensor() : at::empty(at::IntArrayRef(), x.options());
+  at::Tensor reduced = reduction == ST_REDUCE_NONE ? at::Tensor() : at::empty(at::IntArrayRef(), f32_loss ? f32 : x.options());
   st_ce_options o{};   // a field added later: 0
   o.ignore_index = ignore_index;
   o.reduction = static_cast<st_reduction>(reduction);
@@ -362,22 +363,24 @@ CeResult ce_run(st_ctx *ctx, const at::Tensor &x, const at::Tensor &t, const std
   o.row_stride = x.stride(0);
   o.bad_label = flag.data_ptr<int>();   // pinned host memory: its address is the GPU's too
   o.reduced = reduced.defined() ? reduced.data_ptr() : nullptr;
-  o.reduced_in_dtype = 1;
+  o.reduced_in_dtype = f32_loss ? 0 : 1;
   launch(lib_ce, ctx, x, dtype_of(x), x.data_ptr(), t.data_ptr(), t.scalar_type() == at::kInt ? ST_I32 : ST_I64,
          grad.defined() ? grad.data_ptr() : nullptr, loss.data_ptr<float>(), lse.data_ptr<float>(), n, v, &o);
   // the library reduced the loss as torch does (mean: over the rows not ignored, weighted), in x's dtype
-  return CeResult(reduced.defined() ? reduced : loss.to(x.scalar_type()), grad, lse);
+  // or float32; the rows' losses are float32 already
+  return CeResult(reduced.defined() ? reduced : f32_loss ? loss : loss.to(x.scalar_type()), grad, lse);
 }
 
 /* ce_run's result, all undefined when the library lacks st_cross_entropy or the tensors are not
 ** for it: Python's ctypes path then runs. */
 CeResult eager_cross_entropy(const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight,
                              int64_t ignore_index, int64_t reduction, double label_smoothing, double z_loss,
-                             double softcap, bool want_grad, bool inplace, const at::Tensor &flag) {
+                             double softcap, bool want_grad, bool inplace, const at::Tensor &flag, bool f32_loss) {
   st_ctx *ctx = ce_fits(x, t, weight, reduction, flag) ? bound(x, lib_ce) : nullptr;
   if (ctx == nullptr)
     return CeResult();
-  return ce_run(ctx, x, t, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace, flag);
+  return ce_run(ctx, x, t, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, want_grad, inplace, flag,
+                f32_loss);
 }
 
 /* ---- cross-entropy's training call: the loss with its autograd in C++ (cross_entropy.py, eager
@@ -390,6 +393,7 @@ struct CeCall {
   std::optional<at::Tensor> weight;
   int64_t ignore_index, reduction;
   double label_smoothing, z_loss, softcap;
+  bool f32_loss;
 };
 
 /* grad [N, V] (contiguous) *= grad_output: a scalar (an expanded one too) or one value a row. */
@@ -408,7 +412,7 @@ struct CrossEntropy : public torch::autograd::Function<CrossEntropy> {
   static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x, const CeCall &a) {
     at::AutoDispatchBelowADInplaceOrView below;
     CeResult r = ce_run(a.ctx, a.x2, a.t, a.weight, a.ignore_index, a.reduction, a.label_smoothing, a.z_loss, a.softcap,
-                        true, false, a.flag);
+                        true, false, a.flag, a.f32_loss);
     ctx->saved_data["grad"] = std::get<1>(r);
     ctx->saved_data["sizes"] = x.sizes().vec();
     ctx->saved_data["live"] = true;
@@ -430,12 +434,13 @@ struct CrossEntropy : public torch::autograd::Function<CrossEntropy> {
 ** gradient function, or undefined when the call is not for the C++ path (Python's then runs). */
 at::Tensor eager_cross_entropy_train(const at::Tensor &x, const at::Tensor &x2, const at::Tensor &t,
                                      const std::optional<at::Tensor> &weight, int64_t ignore_index, int64_t reduction,
-                                     double label_smoothing, double z_loss, double softcap, const at::Tensor &flag) {
+                                     double label_smoothing, double z_loss, double softcap, const at::Tensor &flag,
+                                     bool f32_loss) {
   st_ctx *ctx = ce_fits(x2, t, weight, reduction, flag) ? bound(x2, lib_ce) : nullptr;
   if (ctx == nullptr || lib_ce_scale == nullptr)
     return at::Tensor();
   return CrossEntropy::apply(x, CeCall{ctx, x2, t, flag, weight, ignore_index, reduction, label_smoothing, z_loss,
-                                       softcap});
+                                       softcap, f32_loss});
 }
 
 /* ---- attention_softmax's eager calls (attention.py run_forward, run_backward; undefined tensors
@@ -565,4 +570,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "dx from (x under a softcap), y, dy through st_attention_softmax_backward, or None: not for it "
         "(attention.py run_backward)", py::call_guard<py::gil_scoped_release>());
   m.def("_set_opener", &set_opener, "the Python call that opens a device's context");
+  m.attr("ce_f32_loss") = true;   // the cross-entropy calls take f32_loss (a build before them: cross_entropy.py's ctypes path)
 }
