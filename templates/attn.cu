@@ -256,8 +256,8 @@ __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 row
 {
   const int lane = threadIdx.x % $(G);
   for_rows(rows, [&](i64 row, bool live, bool edges, int kr) {
-    const elem_t *x = in + (live ? row : 0) * COLS;
-    elem_t *y = out + (live ? row : 0) * COLS;
+    const elem_t *x = in + (live ? row * COLS : 0);   // the offset selected, not the row: NVRTC 13.0
+    elem_t *y = out + (live ? row * COLS : 0);         // kept 20 registers more otherwise (width classes)
     const Geo g = geometry(x, COLS);
     const Scores r = scores_of(p, live ? row : 0);
     float e[EDGE_SLOTS];

@@ -580,6 +580,15 @@ function M.vars(cfg, P)
     -- compiled for the one width they fill and check
     COLSX = not cfg and tostring(P.width) or (M.CE[P.op] or M.ATTN[P.op]) and "p.cols" or "cols",
   }
+  -- The attention forward's width held to its class [lo, hi] (the runtime launches no other), so
+  -- the compiler knows its range as it knew a239e9c's literal: a mask's lo of 0 stays 0 (no lo
+  -- test a vector), a row has at most hi / vec vectors (masked_fill's loop short, a packed row's
+  -- slot tests folded); a class of one width takes the literal. NVRTC 13.0, sm_90, bf16: the
+  -- 1024-key packed row 2086 -> 1657 SASS instructions (a239e9c's 1609), no spill
+  -- (docs/design/width-classes.md).
+  if cfg and P.op == "attention_softmax" then
+    v.COLSX = P.lo == P.hi and tostring(P.hi) or string.format("((i64)min(max((int)p.cols, %d), %d))", P.lo, P.hi)
+  end
   if cfg then
     local f = facts(cfg, P)
     for k, x in pairs(cfg) do v[k] = x end

@@ -292,6 +292,13 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
       v.pair = cfg.pair or "none"
       if v.pair == "mirror" then v.minb = mirror_minb(cfg, P) end
       if cfg.hold == "packed" then v.minb = packed_minb(cfg, P) end
+      -- the forward's two reads (16-bit): blocks a SM for a step's ITEMS*VEC floats + 24 registers.
+      -- Uncapped, ptxas took 40 registers (3 blocks of 512) at a239e9c's literal width and 58-60
+      -- (2) with a class's (NVRTC 13.0, sm_90, bf16 decode 32768 and causal 4096, items=2); capped,
+      -- 40 with no spill at 512 and at 256 threads (6 blocks; 48 and 5 uncapped), the others as before
+      if width(P) == 1 and cfg.passes == 2 and cfg.split == 1 and P.es == 2 then
+        v.minb = H.blocks(P, cfg.threads, cfg.items * cfg.vec + 24)
+      end
     end
     return v
   end
