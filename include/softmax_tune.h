@@ -125,9 +125,11 @@ st_status st_cross_entropy(st_ctx *ctx, st_dtype dtype, const void *logits, cons
 
 /* The backward's step after st_cross_entropy wrote a gradient: grad [rows x cols, dtype, contiguous]
 ** *= grad_output (device, dtype): one scalar (per_row 0; when it is 1 the kernel returns at once:
-** no pass and no host sync) or one value a row (per_row 1: reduction none). The same problem must
-** have run through st_cross_entropy with a gradient on this context (its kernel's module holds
-** this one). Enqueued on stream. */
+** no pass and no host sync) or one value a row (per_row 1: reduction none); per_row |
+** ST_GO_FLOAT32: grad_output is float32 (a float32 loss's, as under torch.autocast), multiplied
+** unrounded. The same problem must have run through st_cross_entropy with a gradient on this
+** context (its kernel's module holds this one). Enqueued on stream. */
+#define ST_GO_FLOAT32 2
 st_status st_cross_entropy_scale(st_ctx *ctx, st_dtype dtype, void *grad, const void *grad_output, int per_row, int64_t rows,
                                  int64_t cols, struct CUstream_st *stream);
 

@@ -485,18 +485,23 @@ extern "C" __global__ void __launch_bounds__(1024) st_ce_reduce(const float *los
   if (threadIdx.x == 0 && !elem) *(float *)out = (float)(mean ? t / n : t);
 }
 
+// grad_output's value i: float32 (a float32 loss's, under autocast), else in the logits' dtype.
+__device__ __forceinline__ float go_at(const void *go, i64 i, bool f32) { return f32 ? ((const float *)go)[i] : load1((const elem_t *)go + i); }
+
 // The backward's step: the gradient [rows, cols] (contiguous) the kernel wrote, times grad_output:
 // one scalar (1: nothing to do and no pass; read here, so no host sync) or one value a row
-// (per_row: reduction none). Grid-stride loops: a scalar's by vectors of VEC between scalar
-// ends up to the vectors' alignment; one value a row's by rows, a block a row at a time.
-extern "C" __global__ void __launch_bounds__(256) st_ce_scale(elem_t *grad, const elem_t *go, i64 rows, i64 cols, int per_row)
+// (flags & 1: reduction none); flags & 2: grad_output is float32. Grid-stride loops: a scalar's
+// by vectors of VEC between scalar ends up to the vectors' alignment; one value a row's by rows,
+// a block a row at a time.
+extern "C" __global__ void __launch_bounds__(256) st_ce_scale(elem_t *grad, const void *go, i64 rows, i64 cols, int flags)
 {
-  const float s = load1(go);
+  const bool per_row = flags & 1, f32 = flags & 2;
+  const float s = go_at(go, 0, f32);
   if (!per_row && s == 1.f) return;
   const i64 n = rows * cols, step = (i64)gridDim.x * blockDim.x, first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (per_row) {
     for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
-      const float k = load1(go + r);
+      const float k = go_at(go, r, f32);
       for (i64 c = threadIdx.x; c < cols; c += blockDim.x) store1(grad + r * cols + c, load1(grad + r * cols + c) * k);
     }
     return;

@@ -396,14 +396,16 @@ struct CeCall {
   bool f32_loss;
 };
 
-/* grad [N, V] (contiguous) *= grad_output: a scalar (an expanded one too) or one value a row. */
+/* grad [N, V] (contiguous) *= grad_output: a scalar (an expanded one too) or one value a row; in
+** grad's dtype, else float32 (a float32 loss's, under autocast: not rounded to grad's first). */
 void scale_grad(const at::Tensor &grad, const at::Tensor &go) {
   at::Tensor g = go.reshape({-1});
   bool per_row = g.numel() > 1 && g.stride(0) != 0;
-  g = (per_row ? g : g.slice(0, 0, 1)).to(grad.scalar_type()).contiguous();
+  bool f32 = g.scalar_type() != grad.scalar_type();
+  g = (per_row ? g : g.slice(0, 0, 1)).to(f32 ? at::kFloat : grad.scalar_type()).contiguous();
   st_ctx *ctx = context(cuda_ordinal(grad));
   launch(lib_ce_scale, ctx, grad, dtype_of(grad), grad.data_ptr(), static_cast<const void *>(g.data_ptr()),
-         per_row ? 1 : 0, grad.size(0), grad.size(1));
+         (per_row ? 1 : 0) | (f32 ? ST_GO_FLOAT32 : 0), grad.size(0), grad.size(1));
 }
 
 /* The forward computes the gradient (one kernel) and keeps it; the backward scales it in place by
