@@ -42,7 +42,7 @@ import torch.nn.functional as F
 
 from attention_softmax import SCALE, checker as attn_checker, floor_fn
 from benchlib import DTYPES, header, interleaved_ms, load_liger, run_table
-from cross_entropy import SHAPES as CE_SHAPES, ce, checker as ce_checker, gpu_name
+from cross_entropy import SHAPES as CE_SHAPES, ce, checker as ce_checker, gpu_name, loss_only
 from untuned_fused import ce_reference, tune
 
 import softmax_tune  # noqa: E402  (benchlib put python/ on the path)
@@ -157,13 +157,6 @@ def grad_run(f, x, t, g):
     return run
 
 
-def loss_run(f, x, t):
-    def run():
-        with torch.no_grad():
-            return f(x, t)
-    return run
-
-
 def ce_rows(case, dname, shape, mode, cap, gs, args, liger):
     """The rows of cross_entropy (mode fwd_bwd, each grad_output of gs) or cross_entropy_loss."""
     n, v = map(int, shape.split("x"))
@@ -183,7 +176,7 @@ def ce_rows(case, dname, shape, mode, cap, gs, args, liger):
     for name, f in ce_systems(cap, liger, args):
         for g, label in gs:
             xs = x.detach().clone().requires_grad_(fwd_bwd) if name == "liger" else x   # Liger writes into its input
-            run = grad_run(f, xs, t, g) if fwd_bwd else loss_run(f, xs, t)
+            run = grad_run(f, xs, t, g) if fwd_bwd else loss_only(f, xs, t)
             runs.append((name, join("softcap=%g" % cap if cap else "", label), run,
                          ce_check(ref_loss, ref_grad, dtype, g)))
     dst, xd = torch.empty_like(x), x.detach()
