@@ -15,16 +15,17 @@ max_err.
     autograd.grad with a random dy) of bf16 scores 2x16x4096x4096, causal, softcap 50, scale 1/sqrt(128).
   scaled: cross_entropy on bench/cross_entropy.py's five shapes (--dtypes, default bfloat16) with
     the gradient of loss * g, g 1/8 and 65536 (GradScaler's first scale), next to the plain loss (g=1).
-  narrow: not measured here (prints where: bench/untuned.py).
+  narrow: not measured here: bench/random_shapes.py --cols 2,128 draws them (bench/shapes/
+    narrow-20261127.txt), SHAPES=that bench/untuned_run.sh runs them untuned against tuned.
 Systems: softmax_tune; torch (the code a user writes, in the inputs' dtype:
 F.cross_entropy(cap * torch.tanh(x / cap), t); torch.softmax of the scaled, capped, masked scores);
 torch_compile (that function under torch.compile, dynamic=False); liger (Liger Kernel's
 LigerCrossEntropyFunction, from --liger DIR: cross-entropy only). A system that fails its check
 is a row with ms '-' and the reason in options (--time-wrong: timed anyway, marked WRONG).
 --tune BIN tunes each problem first (bench/untuned_fused.py's tune: softmax-tune --op ... --shape ...).
---quick: one small problem of each kind, 10 rounds (a smoke run). The default run: about 3-4 min on
-an H100 (estimated, not yet measured), most of it torch.compile's 13 compiles (--tune: about 10 s more a
-problem; --no-inductor: about a minute in all).
+--quick: one small problem of each kind, 10 rounds (a smoke run). softcap and scaled with --tune took
+136 s on an H200 (2026-11-27); on an H100 the scaled case's last two shapes were past a 165 s limit.
+Most of it is torch.compile's compiles (--no-inductor: about a minute in all).
 Timing: benchlib.interleaved_ms (median of --rounds interleaved rounds, L2 cleared, GPU-side hold).
 """
 
@@ -299,7 +300,7 @@ def scaled_jobs(args, liger):
 
 
 def narrow_jobs(args, liger):
-    print("narrow: see bench/untuned.py", flush=True)
+    print("narrow: SHAPES=bench/shapes/narrow-20261127.txt bash bench/untuned_run.sh (untuned against tuned)", flush=True)
     return iter(())
 
 
