@@ -6,7 +6,7 @@
 **   - one kernel a class: for each op family, the configs of a problem at one width of a class
 **     render, at every other sampled width of the class, to the same source and launch, with
 **     COLS the kernel's argument (softmax ops) or its parameter block's field (cross-entropy,
-**     attention); the space is checked and sized for the class, not the width: a config valid
+**     attention; the attention forward's held to the class's ends, a one-width class's a literal); the space is checked and sized for the class, not the width: a config valid
 **     at the class's widest row is valid at its narrowest;
 **   - the tuner's own kernels (fill, check) still bake the width they verify.
 */
@@ -92,12 +92,17 @@ static void test_one_kernel(void)
   one_kernel(p, c128k, 4, "#define COLS p.cols\n");
   p.op = GEN_CE_LOSS;
   one_kernel(p, c128k, 4, "#define COLS p.cols\n");
+  /* the attention forward's width held to its class (the compiler then knows its range); a
+  ** class of one width its literal */
+  static const char attn_cols[] = "#define COLS ((i64)min(max((int)p.cols, 193), 208))\n";
   gen_Problem a = { .rows = 8 * 208, .cols = 208, .dtype = GEN_BF16, .op = GEN_ATTN, .arch = 90, .mask = GEN_MASK_CAUSAL };
-  one_kernel(a, c200, 3, "#define COLS p.cols\n");
+  one_kernel(a, c200, 3, attn_cols);
   a.op = GEN_ATTN_BW, a.mask = GEN_MASK_PADDING;
   one_kernel(a, c200, 3, "#define COLS p.cols\n");
   a.op = GEN_ATTN, a.bias = GEN_BIAS_ALIBI, a.mask = GEN_MASK_CAUSAL_WINDOW;
-  one_kernel(a, c200, 3, "#define COLS p.cols\n");
+  one_kernel(a, c200, 3, attn_cols);
+  a.cols = 64, a.rows = 8 * 64, a.bias = GEN_BIAS_NONE, a.mask = GEN_MASK_CAUSAL;
+  one_kernel(a, NULL, 0, "#define COLS 64\n");
 }
 
 /* The tuner's fill and check kernels are compiled for the one width they verify. */
