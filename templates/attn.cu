@@ -4,7 +4,7 @@
 // straddles an end, nothing outside; every output is written, masked ones as 0. A row that sees
 // nothing (or only scores of -inf) is zeros (torch gives NaN); a NaN or +inf score makes its row
 // NaN, as torch's. Math in float32: z = x * scale, z = cap * tanh(z / cap) under a softcap
-// (types.cu's tanh_cap), z -= slope[h] * |d - k| under ALiBi, z += t[b, h, q, k] under a bias
+// (softcap.cu's tanh_cap), z -= slope[h] * |d - k| under ALiBi, z += t[b, h, q, k] under a bias
 // tensor (float32, read where visible only; -inf there masks), then the softmax of the visible z
 // by ex2.
 // Knobs: the forward's row family (split=1): threads, rows (a group of G = threads/rows threads per

@@ -125,7 +125,7 @@ VR_FN void vr_bounds_bw(int dtype, int logsm, double ref, double y, double s, do
   *hi = vr_round(ref + a + 0x1p-148, dtype);
 }
 
-/* A softcap's tanh t (types.cu's tanh_cap) errs absolutely by this much beyond its argument's
+/* A softcap's tanh t (softcap.cu's tanh_cap) errs absolutely by this much beyond its argument's
 ** relative error. float32: tanhf's 2 ulp are relative and counted with the argument, so 0.
 ** 16-bit: t = 1 - 2 r, r = rcp(fl(1 + ex2(fl(a fl(2 log2e))))). The argument's 2 u, as E's
 ** relative 4 u |a|, and ex2's 4 u move t by (1 - t^2) / 2 of them: 0.9 u and 2 u; the add 2 u

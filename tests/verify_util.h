@@ -35,7 +35,7 @@ static float tree_sum(const float *v, int64_t n)
   return tree_sum(v, n / 2) + tree_sum(v + n / 2, n - n / 2);
 }
 
-/* A softcap's tanh as dtype's kernels compute it (types.cu's tanh_cap): tanhf for float32; for
+/* A softcap's tanh as dtype's kernels compute it (softcap.cu's tanh_cap): tanhf for float32; for
 ** 16-bit, 1 - 2 / (1 + 2^(2 a log2e)) with ex2's and rcp's errors at their stated bounds (4 u
 ** each), both pushing t up, so the rule must pass the worst they allow. */
 static inline float tanh_cap(float a, int dtype)
