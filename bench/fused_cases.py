@@ -173,17 +173,19 @@ def ce_rows(case, dname, shape, mode, cap, gs, args, liger):
     fwd_bwd = mode == "fwd_bwd"
     print_config(lambda: ce.config(x, grad=fwd_bwd), case, shape, mode)
     x.requires_grad_(fwd_bwd)
-    runs = []
-    for name, f in ce_systems(cap, liger, args):
-        for g, label in gs:
+    dst, xd = torch.empty_like(x), x.detach()
+    floor = (lambda: dst.copy_(xd)) if fwd_bwd else (lambda: xd.amax(dim=1))
+    op = "cross_entropy" if fwd_bwd else "cross_entropy_loss"
+    rows = []
+    for g, label in gs if fwd_bwd else [(None, "")]:   # a grad_output's rows timed together: a run holds its scale
+        runs = []
+        for name, f in ce_systems(cap, liger, args):
             xs = x.detach().clone().requires_grad_(fwd_bwd) if name == "liger" else x   # Liger writes into its input
             run = grad_run(f, xs, t, g) if fwd_bwd else loss_only(f, xs, t)
             runs.append((name, join("softcap=%g" % cap if cap else "", label), run,
                          ce_check(ref_loss, ref_grad, dtype, g)))
-    dst, xd = torch.empty_like(x), x.detach()
-    floor = (lambda: dst.copy_(xd)) if fwd_bwd else (lambda: xd.amax(dim=1))
-    op = "cross_entropy" if fwd_bwd else "cross_entropy_loss"
-    return measure([case, op, dname, shape], floor, runs, args)
+        rows += measure([case, op, dname, shape], floor, runs, args)
+    return rows
 
 
 def print_config(config, *key):
@@ -364,7 +366,10 @@ def notes(args, liger_line):
         ".masked_fill(~causal, -inf), -1), in the inputs' dtype); torch_compile (torch.compile(that, dynamic=False)); "
         + liger_line,
         "scaled: g=G is torch.autograd.grad(loss * G, x) (what (loss * G).backward() runs, less the accumulation into "
-        ".grad), g=1 autograd.grad(loss, x); the bf16 loss times a power of two is exact.",
+        ".grad), g=1 autograd.grad(loss, x); the bf16 loss times a power of two is exact. Each g's rows are timed in "
+        "rounds of their own, with the floor: a training run holds its scale (gradient accumulation's 1/8 every step, "
+        "a loss scaler's 65536 for thousands), and softmax_tune's forward writes the gradient times the scale its last "
+        "backward saw (docs/cross-entropy.md).",
         "narrow (2-128 columns): not here; bench/untuned.py times softmax on a --shapes list "
         "(bench/random_shapes.py --seed S draws columns 2..2M, not a narrow range).",
         COLUMNS]

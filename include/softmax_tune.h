@@ -105,6 +105,11 @@ typedef struct st_ce_options {
                             ** `reduction` says (sum or mean, torch's; summed in double in a fixed
                             ** order), by one more small kernel after the loss kernel */
   int reduced_in_dtype;     /* nonzero: *reduced is written in dtype (the logits'), not float32 */
+  float *grad_scale;        /* device float, or NULL: with a gradient and reduction sum or mean, the
+                            ** gradient is written times the grad_output this stream's last
+                            ** st_cross_entropy_scale saw (1 before any, and for float16), and that
+                            ** factor is kept here for st_cross_entropy_scale: a steady grad_output
+                            ** (gradient accumulation's 1/k, a loss scale) then costs no pass */
 } st_ce_options;
 
 /* The defaults: ignore_index -100, reduction mean, nothing else. */
@@ -124,14 +129,17 @@ st_status st_cross_entropy(st_ctx *ctx, st_dtype dtype, const void *logits, cons
                            struct CUstream_st *stream);
 
 /* The backward's step after st_cross_entropy wrote a gradient: grad [rows x cols, dtype, contiguous]
-** *= grad_output (device, dtype): one scalar (per_row 0; when it is 1 the kernel returns at once:
-** no pass and no host sync) or one value a row (per_row 1: reduction none); per_row |
-** ST_GO_FLOAT32: grad_output is float32 (a float32 loss's, as under torch.autocast), multiplied
-** unrounded. The same problem must have run through st_cross_entropy with a gradient on this
-** context (its kernel's module holds this one). Enqueued on stream. */
+** *= grad_output (device, dtype): one scalar (flags 0) or one value a row (flags 1: reduction
+** none); flags | ST_GO_FLOAT32: grad_output is float32 (a float32 loss's, as under torch.autocast),
+** multiplied unrounded. grad_scale: the forward's o->grad_scale (the factor its gradient was
+** written with; NULL: 1). A scalar equal to it costs no pass (1 without grad_scale), else grad is
+** multiplied by grad_output / *grad_scale; with grad_scale, the scalar becomes the stream's
+** prediction for the next st_cross_entropy (where it lies in [2^-24, 2^24], else 1). No host
+** sync. The same problem must have run through st_cross_entropy with a gradient on this context
+** (its kernel's module holds this one). Enqueued on stream. */
 #define ST_GO_FLOAT32 2
-st_status st_cross_entropy_scale(st_ctx *ctx, st_dtype dtype, void *grad, const void *grad_output, int per_row, int64_t rows,
-                                 int64_t cols, struct CUstream_st *stream);
+st_status st_cross_entropy_scale(st_ctx *ctx, st_dtype dtype, void *grad, const void *grad_output, const float *grad_scale,
+                                 int flags, int64_t rows, int64_t cols, struct CUstream_st *stream);
 
 /* The config string of the kernel st_cross_entropy uses for this problem (grad: 1 with the
 ** gradient, 0 loss only). */

@@ -46,7 +46,8 @@ typedef struct Workspace {
   CUstream stream;
   CUdeviceptr ptr;
   size_t size;
-  CUdeviceptr scratch;      /* 256 bytes for small results passed between kernels (the mean's factor) */
+  CUdeviceptr scratch;      /* 256 bytes, zeroed, for small results passed between kernels: float 0 the
+                            ** gradient's factor, float 1 the predicted grad_output (0: 1; PRED) */
 } Workspace;
 
 struct st_ctx {
@@ -104,7 +105,7 @@ const char *st_error(const st_ctx *ctx)
 
 const char *st_version(void)
 {
-  return "0.2.0";
+  return "0.3.0";
 }
 
 /* Whether environment variable name is set to something other than "" or "0". */
@@ -492,6 +493,7 @@ static CUresult workspace(st_ctx *c, CUstream s, size_t n, CUdeviceptr *out, CUd
       r = c->drv.cuMemAlloc(&w->ptr, w->size);
       if (!r) r = c->drv.cuMemAlloc(&w->scratch, 256);
       if (!r) r = c->drv.cuMemsetD8Async(w->ptr, 0, w->size, s);
+      if (!r) r = c->drv.cuMemsetD8Async(w->scratch, 0, 256, s);
       if (!r) c->nws++;
       else if (w->ptr) c->drv.cuMemFree(w->ptr);
     }
@@ -601,13 +603,20 @@ static st_status check_ce(st_ctx *c, st_dtype dtype, const void *logits, const v
   return ST_OK;
 }
 
-/* The mean's factor, 1 / the rows not ignored (weighted), into the stream's scratch float. */
-static CUresult mean_factor(st_ctx *c, const Memo *m, const void *labels, int64_t rows, CeParams *p, CUstream s)
+/* The scratch's float where st_ce_scale keeps the stream's predicted grad_output for st_ce_count. */
+#define PRED 4
+
+/* The gradient's factor into the stream's scratch float: 1 / the rows not ignored (weighted) for a
+** mean, 1 for a sum; with used (o->grad_scale), times the stream's predicted grad_output
+** (float16: 1), kept in *used. */
+static CUresult grad_factor(st_ctx *c, const Memo *m, const void *labels, int64_t rows, int mean, float *used, int dtype,
+                            CeParams *p, CUstream s)
 {
   CUdeviceptr ws, scratch;
   CUresult r = workspace(c, s, 0, &ws, &scratch);
   long long n = rows;
-  void *args[] = { (void *)&labels, &n, p, &scratch };
+  CUdeviceptr pred = used && dtype != ST_F16 ? scratch + PRED : 0;
+  void *args[] = { (void *)&labels, &n, p, &scratch, &pred, &used, &mean };
   if (!r) r = c->drv.cuLaunchKernel(m->count, 1, 1, 1, 1024, 1, 1, 0, s, args, NULL);
   p->scale = scratch;
   return r;
@@ -660,7 +669,8 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
   CUresult r = enter(c, &push);
   const int mean = o.reduction == ST_REDUCE_MEAN;
   if (o.reduced && !m.reduce) r = CUDA_ERROR_NOT_FOUND;   /* a cubin of templates before st_ce_reduce */
-  if (!r && grad && mean) r = mean_factor(c, &m, labels, rows, &p, (CUstream)stream);
+  float *used = grad && o.reduction != ST_REDUCE_NONE ? o.grad_scale : NULL;
+  if (!r && grad && (mean || used)) r = grad_factor(c, &m, labels, rows, mean, used, dtype, &p, (CUstream)stream);
   if (!r) r = tune_launch(&c->drv, o.softcap > 0.f ? m.fn_cap : m.fn, &m.launch, &a, m.resident, (CUstream)stream);
   if (!r && o.reduced)
     r = reduce_loss(c, &m, loss, labels, rows, &p, mean, o.reduced_in_dtype != 0, o.reduced, (CUstream)stream);
@@ -685,8 +695,8 @@ static int trained(st_ctx *c, int dtype, int64_t rows, int64_t cols, Memo *out)
   return found;
 }
 
-st_status st_cross_entropy_scale(st_ctx *c, st_dtype dtype, void *grad, const void *grad_output, int per_row, int64_t rows,
-                                 int64_t cols, struct CUstream_st *stream)
+st_status st_cross_entropy_scale(st_ctx *c, st_dtype dtype, void *grad, const void *grad_output, const float *grad_scale,
+                                 int flags, int64_t rows, int64_t cols, struct CUstream_st *stream)
 {
   Memo m;
   char err[512];
@@ -701,9 +711,11 @@ st_status st_cross_entropy_scale(st_ctx *c, st_dtype dtype, void *grad, const vo
   const int64_t n = rows * cols, per_sm = 8;
   const unsigned blocks = (unsigned)(n / 256 + 1 < (int64_t)c->dev.sms * per_sm ? n / 256 + 1 : (int64_t)c->dev.sms * per_sm);
   long long nrows = rows, ncols = cols;
-  void *args[] = { &grad, (void *)&grad_output, &nrows, &ncols, &per_row };
+  CUdeviceptr ws, scratch, pred = 0;
   int push;
   CUresult r = enter(c, &push);
+  if (!r && grad_scale && dtype != ST_F16 && !(r = workspace(c, (CUstream)stream, 0, &ws, &scratch))) pred = scratch + PRED;
+  void *args[] = { &grad, (void *)&grad_output, &nrows, &ncols, &flags, (void *)&grad_scale, &pred };
   if (!r) r = c->drv.cuLaunchKernel(m.scale, blocks, 1, 1, 256, 1, 1, 0, (CUstream)stream, args, NULL);
   leave(c, push);
   if (r) return fail(ST_ECUDA, "st_cross_entropy_scale launch: %s", tune_cu_error(&c->drv, r, err, sizeof err));

@@ -6,9 +6,9 @@
 // logits read once, the gradient written once); cross_entropy_loss writes loss and lse only.
 // Rows labelled ignore_index get loss 0 and dx 0; a label outside [0, cols) gets a NaN loss, dx 0
 // and sets the flag. Options are launch arguments (CeParams, ce_params.h); eps with weights is
-// refused by the callers. Also st_ce_count: scale = 1 / (the rows not ignored, weighted), the
-// mean's divisor, as torch takes it; st_ce_reduce, the reduced loss; st_ce_scale, the backward's
-// gradient times grad_output.
+// refused by the callers. Also st_ce_count: scale = g / (the rows not ignored, weighted), the
+// mean's divisor as torch takes it, g the grad_output predicted (the last one seen); st_ce_reduce,
+// the reduced loss; st_ce_scale, the backward's gradient times grad_output / g (no pass when equal).
 // Knobs: threads, rows (split=1: a group of G = threads/rows threads per row), items, vec, reduce,
 //        hint, passes (1: the row held in registers, hold=reg as floats or hold=packed as 16-bit
 //        words; 2: hold=none, statistics in one read, outputs in a second), split (> 1: a cluster
@@ -459,14 +459,19 @@ __device__ __forceinline__ void row_sums(i64 rows, F f, double &a, double &b)
   }
 }
 
-// The mean's factor: 1 / the sum over rows not ignored of their label's weight (their count
-// without weights), 0 when there is none. One block.
-extern "C" __global__ void __launch_bounds__(1024) st_ce_count(const void *labels, i64 rows, CeParams p, float *out)
+// The gradient's factor: g / the sum over rows not ignored of their label's weight (their count
+// without weights) for a mean (0 when there is none), g for a sum; g the predicted grad_output:
+// *pred, the last scalar grad_output st_ce_scale saw on this stream (0 before any: 1), or 1 where
+// pred is NULL. *used keeps g for st_ce_scale (used NULL: not kept). One block.
+extern "C" __global__ void __launch_bounds__(1024) st_ce_count(const void *labels, i64 rows, CeParams p, float *out,
+                                                               const float *pred, float *used, int mean)
 {
+  const float g = pred && *pred != 0.f ? *pred : 1.f;
   double n = 0., unused = 0.;
-  row_sums(rows, [&](i64 i, double &w, double &) { w = row_weight(p, labels, i); }, n, unused);
+  if (mean) row_sums(rows, [&](i64 i, double &w, double &) { w = row_weight(p, labels, i); }, n, unused);
   block_sums(n, unused);
-  if (threadIdx.x == 0) *out = n > 0. ? (float)(1. / n) : 0.f;
+  if (threadIdx.x == 0) *out = !mean ? g : n > 0. ? (float)((double)g / n) : 0.f;
+  if (threadIdx.x == 0 && used) *used = g;
 }
 
 // The reduced loss: *out = the sum of loss[0, rows), over (mean) the sum of the labels' weights
@@ -489,15 +494,20 @@ extern "C" __global__ void __launch_bounds__(1024) st_ce_reduce(const float *los
 __device__ __forceinline__ float go_at(const void *go, i64 i, bool f32) { return f32 ? ((const float *)go)[i] : load1((const elem_t *)go + i); }
 
 // The backward's step: the gradient [rows, cols] (contiguous) the kernel wrote, times grad_output:
-// one scalar (1: nothing to do and no pass; read here, so no host sync) or one value a row
-// (flags & 1: reduction none); flags & 2: grad_output is float32. Grid-stride loops: a scalar's
-// by vectors of VEC between scalar ends up to the vectors' alignment; one value a row's by rows,
-// a block a row at a time.
-extern "C" __global__ void __launch_bounds__(256) st_ce_scale(elem_t *grad, const void *go, i64 rows, i64 cols, int flags)
+// one scalar g (read here, so no host sync) or one value a row (flags & 1: reduction none); flags
+// & 2: grad_output is float32. A scalar's gradient was written times u = *used (st_ce_count's g;
+// used NULL: 1): g == u, nothing to do and no pass; else the gradient times g / u. Block 0 then
+// predicts the next call's g (*pred = g where g is in [2^-24, 2^24], else 1; pred NULL: none).
+// Grid-stride loops: a scalar's by vectors of VEC between scalar ends up to the vectors'
+// alignment; one value a row's by rows, a block a row at a time.
+extern "C" __global__ void __launch_bounds__(256) st_ce_scale(elem_t *grad, const void *go, i64 rows, i64 cols, int flags,
+                                                              const float *used, float *pred)
 {
   const bool per_row = flags & 1, f32 = flags & 2;
-  const float s = go_at(go, 0, f32);
-  if (!per_row && s == 1.f) return;
+  const float g = go_at(go, 0, f32), u = used && !per_row ? *used : 1.f;
+  if (pred && !per_row && blockIdx.x == 0 && threadIdx.x == 0) *pred = g >= 0x1p-24f && g <= 0x1p24f ? g : 1.f;
+  if (!per_row && g == u) return;
+  const float s = g / u;
   const i64 n = rows * cols, step = (i64)gridDim.x * blockDim.x, first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (per_row) {
     for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {

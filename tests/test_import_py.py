@@ -82,9 +82,9 @@ import ctypes  # noqa: E402
 from softmax_tune import _lib  # noqa: E402
 
 want = {"ignore_index": 0, "reduction": 8, "label_smoothing": 12, "z_loss": 16, "softcap": 20, "weight": 24,
-        "row_stride": 32, "bad_label": 40, "reduced": 48, "reduced_in_dtype": 56}
+        "row_stride": 32, "bad_label": 40, "reduced": 48, "reduced_in_dtype": 56, "grad_scale": 64}
 got = {name: getattr(_lib.CeOptions, name).offset for name, _ in _lib.CeOptions._fields_}
-expect(got == want and ctypes.sizeof(_lib.CeOptions) == 64, "CeOptions is not st_ce_options: %s" % got)
+expect(got == want and ctypes.sizeof(_lib.CeOptions) == 72, "CeOptions is not st_ce_options: %s" % got)
 try:
     lib = _lib._load()
 except OSError as e:   # no library built next to the sources: said, not failed

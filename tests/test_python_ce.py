@@ -338,15 +338,24 @@ if softmax_tune.cpp_ops and ce._cpp is not None:
                    "%s: not the ctypes path's gradient" % what)
     print("the C++ cross-entropy call: served, the ctypes path's results")
 
+
+
+def predict_one():
+    """The stream's predicted grad_output back to 1: a C++ training call's backward under 1."""
+    p = torch.randn(4, 3000, device="cuda", requires_grad=True)
+    softmax_tune.cross_entropy(p, torch.zeros(4, dtype=torch.int64, device="cuda")).backward()
+
+
 # the training call with its autograd in C++ (cross_entropy_train; st_cross_entropy_scale in the
 # backward): it serves eager calls with a gradient, and gives Python's autograd's gradients bit for
-# bit, under grad_output 1, a scalar and one a row
+# bit, under grad_output 1, a scalar and one a row, where the grad_output predicted is 1
 if softmax_tune.cpp_ops and ce._cpp_train is not None:
     xt = (torch.randn(2, 20, 3000, device="cuda") * 2).to(torch.bfloat16)
     tt = labels((2, 20), 3000, torch.int64)
     for red, go in (("mean", None), ("sum", torch.tensor(2.5, device="cuda", dtype=torch.bfloat16)),
                     ("none", torch.rand(2, 20, device="cuda").to(torch.bfloat16) + 0.5)):
         what = "the C++ autograd, %s, grad_output %s" % (red, "1" if go is None else tuple(go.shape))
+        predict_one()
         a = xt.clone().requires_grad_()
         la = softmax_tune.cross_entropy(a, tt, reduction=red, z_loss=1e-3)
         fn = la.grad_fn if red != "none" else la.grad_fn.next_functions[0][0]   # none: the reshape's view first
@@ -359,6 +368,7 @@ if softmax_tune.cpp_ops and ce._cpp_train is not None:
         lb.backward(go)
         expect(torch.equal(la.detach(), lb.detach()) and torch.equal(a.grad, b.grad),
                "%s: not Python's autograd's loss and gradient" % what)
+    predict_one()
     with torch.autocast("cuda", dtype=torch.bfloat16):   # a float32 loss through the C++ autograd too
         a = xt.clone().requires_grad_()
         la = softmax_tune.cross_entropy(a, tt, z_loss=1e-3)
@@ -372,6 +382,32 @@ if softmax_tune.cpp_ops and ce._cpp_train is not None:
     expect(torch.equal(la.detach(), lb.detach()) and torch.equal(a.grad, b.grad),
            "the C++ autograd under autocast: not Python's autograd's loss and gradient")
     print("the C++ cross-entropy autograd: served, Python's gradients bit for bit (under autocast too)")
+
+    # the grad_output predicted (st_ce_options.grad_scale): steps whose scale holds, changes, leaves
+    # the predicted range, is 0 or negative, each gradient against float64; two losses whose forwards
+    # and backwards interleave (each backward's scale is the other's prediction); float16 (no
+    # prediction) and reduction none alike
+    steps = [0.125, 0.125, 65536.0, 65536.0, 0.37, 0.37, 1.0, 2.0 ** 30, 2.0 ** -30, 0.0, -0.5, 0.125]
+    for dtype in (torch.bfloat16, torch.float32, torch.float16):
+        xs = (torch.randn(64, 3000, device="cuda") * 3).to(dtype)
+        ts = labels((64,), 3000, torch.int64)
+        for red in ("mean", "sum"):
+            for k, g in enumerate(steps):
+                go = torch.tensor(g if dtype != torch.float16 or abs(g) < 60000 else 4096.0, device="cuda")
+                run_case(xs, ts, "predicted grad_output, %s %s step %d (%g)" % (dtype, red, k, g), go, reduction=red,
+                         z_loss=1e-3 * (k % 2))
+        gs = (0.25, 3.0)
+        for k in range(3):
+            xa, xb = (xs.detach().clone().requires_grad_() for _ in range(2))
+            la = softmax_tune.cross_entropy(xa, ts)
+            lb = softmax_tune.cross_entropy(xb, ts, reduction="sum")
+            lb.backward(torch.tensor(gs[1], device="cuda", dtype=lb.dtype))
+            la.backward(torch.tensor(gs[0], device="cuda", dtype=la.dtype))
+            close(xa.grad, reference(xs, ts, go=torch.tensor(gs[0], device="cuda"))[1], dtype,
+                  "interleaved losses %s round %d: the first's gradient" % (dtype, k))
+            close(xb.grad, reference(xs, ts, go=torch.tensor(gs[1], device="cuda"), reduction="sum")[1], dtype,
+                  "interleaved losses %s round %d: the second's gradient" % (dtype, k))
+    print("the predicted grad_output: every step's gradient within the rule, interleaved losses too")
 
 # the custom ops: schema and fake
 try:

@@ -20,9 +20,10 @@
 
 /* st_ce_options as python/softmax_tune/_lib.py's CeOptions lays it out (tests/test_import_py.py
 ** holds the Python side to the same offsets): a field added on one side only fails a build or a test. */
-_Static_assert(sizeof(st_ce_options) == 64 && offsetof(st_ce_options, reduction) == 8 &&
+_Static_assert(sizeof(st_ce_options) == 72 && offsetof(st_ce_options, reduction) == 8 &&
                offsetof(st_ce_options, weight) == 24 && offsetof(st_ce_options, bad_label) == 40 &&
-               offsetof(st_ce_options, reduced) == 48 && offsetof(st_ce_options, reduced_in_dtype) == 56,
+               offsetof(st_ce_options, reduced) == 48 && offsetof(st_ce_options, reduced_in_dtype) == 56 &&
+               offsetof(st_ce_options, grad_scale) == 64,
                "st_ce_options moved: change _lib.CeOptions and tests/test_import_py.py with it");
 
 /* st_problem as _lib._Problem lays it out; kind took the padding after backward (the size stays 32) */

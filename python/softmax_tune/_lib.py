@@ -198,16 +198,16 @@ def config(device, dtype, op, rows, cols, backward=False):
 class CeOptions(ctypes.Structure):   # st_ce_options
     _fields_ = [("ignore_index", _I64), ("reduction", _INT), ("label_smoothing", ctypes.c_float),
                 ("z_loss", ctypes.c_float), ("softcap", ctypes.c_float), ("weight", _PTR), ("row_stride", _I64),
-                ("bad_label", _PTR), ("reduced", _PTR), ("reduced_in_dtype", _INT)]
+                ("bad_label", _PTR), ("reduced", _PTR), ("reduced_in_dtype", _INT), ("grad_scale", _PTR)]
 
 
 def ce_current(lib):
-    """Whether lib's st_cross_entropy is this package's: 0.2.0 and up (st_ce_options.reduced_in_dtype,
-    the bad-label flag in host memory)."""
+    """Whether lib's st_cross_entropy is this package's: 0.3.0 and up (st_ce_options.reduced_in_dtype,
+    the bad-label flag in host memory; grad_scale and st_cross_entropy_scale's with it)."""
     if not hasattr(lib, "st_cross_entropy"):
         return False
     lib.st_version.restype = ctypes.c_char_p
-    return tuple(int(v) for v in lib.st_version().decode().split(".")[:2]) >= (0, 2)
+    return tuple(int(v) for v in lib.st_version().decode().split(".")[:2]) >= (0, 3)
 
 
 _ce_checked = []   # [lib] once _ce_lib found it current
@@ -218,7 +218,7 @@ def _ce_lib():
     if _ce_checked:
         return lib
     if not ce_current(lib):
-        raise RuntimeError("softmax_tune: the library at %s is older than this package's cross-entropy (0.2.0): "
+        raise RuntimeError("softmax_tune: the library at %s is older than this package's cross-entropy (0.3.0): "
                            "rebuild it" % library_path())
     _ce_checked.append(lib)
     return lib

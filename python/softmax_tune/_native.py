@@ -57,7 +57,8 @@ def _open(device):
     return (ctx, _entry(lib, "st_softmax"), _entry(lib, "st_softmax_backward"), _entry(lib, "st_error"),
             _lib.no_backward(), _entry(lib, "st_cross_entropy") if _lib.ce_current(lib) else 0,
             _entry(lib, "st_attention_softmax") if attn else 0,
-            _entry(lib, "st_attention_softmax_backward"), _entry(lib, "st_cross_entropy_scale"))
+            _entry(lib, "st_attention_softmax_backward"),
+            _entry(lib, "st_cross_entropy_scale") if _lib.ce_current(lib) else 0)
 
 
 if C is not None:

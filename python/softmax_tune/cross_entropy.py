@@ -33,7 +33,7 @@ REDUCTIONS = {"none": 0, "sum": 1, "mean": 2}   # st_reduction
 _LABELS = {torch.int32: 0, torch.int64: 1}      # st_index
 _warned = []
 _flags = {}   # device -> _Flag
-_cppok = getattr(_native.C, "ce_f32_loss", False)   # C++ ops whose cross-entropy calls take f32_loss
+_cppok = getattr(_native.C, "ce_grad_scale", False)   # C++ ops whose cross-entropy calls take f32_loss and grad_scale
 _cpp = getattr(_native.C, "cross_entropy_forward", None) if _cppok else None   # the C++ call (csrc/ops.cpp), or None: ctypes
 _cpp_train = getattr(_native.C, "cross_entropy_train", None) if _cppok else None   # its training call with C++ autograd
 

@@ -344,13 +344,16 @@ bool ce_fits(const at::Tensor &x, const at::Tensor &t, const std::optional<at::T
 /* (the loss in x's dtype (f32_loss: float32, as torch.autocast's), reduced as asked: [N] for none,
 ** 0-d else; the gradient [N, V] or undefined; lse [N] float32) of what ce_fits() took, through
 ** st_cross_entropy on ctx, on the current stream, no host sync. inplace: the gradient into x
-** (contiguous). */
+** (contiguous). used, where not NULL and the gradient is a sum's or a mean's: the factor the
+** gradient was written with (st_ce_options.grad_scale: the grad_output predicted), a float32 [1]
+** after lse in lse's storage (no allocation of its own), for scale_grad. */
 CeResult ce_run(st_ctx *ctx, const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight,
                 int64_t ignore_index, int64_t reduction, double label_smoothing, double z_loss, double softcap,
-                bool want_grad, bool inplace, const at::Tensor &flag, bool f32_loss) {
+                bool want_grad, bool inplace, const at::Tensor &flag, bool f32_loss, at::Tensor *used = nullptr) {
   int64_t n = x.size(0), v = x.size(1);
   at::TensorOptions f32 = x.options().dtype(at::kFloat);
-  at::Tensor loss = at::empty({n}, f32), lse = at::empty({n}, f32);
+  bool predict = used != nullptr && want_grad && reduction != ST_REDUCE_NONE;
+  at::Tensor loss = at::empty({n}, f32), lse_used = at::empty({predict ? n + 1 : n}, f32), lse = lse_used.narrow(0, 0, n);
   at::Tensor grad = !want_grad ? at::Tensor() : inplace ? x : at::empty({n, v}, x.options());
   at::Tensor reduced = reduction == ST_REDUCE_NONE ? at::Tensor() : at::empty(at::IntArrayRef(), f32_loss ? f32 : x.options());
   st_ce_options o{};   // a field added later: 0
@@ -364,6 +367,10 @@ CeResult ce_run(st_ctx *ctx, const at::Tensor &x, const at::Tensor &t, const std
   o.bad_label = flag.data_ptr<int>();   // pinned host memory: its address is the GPU's too
   o.reduced = reduced.defined() ? reduced.data_ptr() : nullptr;
   o.reduced_in_dtype = f32_loss ? 0 : 1;
+  if (predict) {
+    *used = lse_used.narrow(0, n, 1);
+    o.grad_scale = used->data_ptr<float>();
+  }
   launch(lib_ce, ctx, x, dtype_of(x), x.data_ptr(), t.data_ptr(), t.scalar_type() == at::kInt ? ST_I32 : ST_I64,
          grad.defined() ? grad.data_ptr() : nullptr, loss.data_ptr<float>(), lse.data_ptr<float>(), n, v, &o);
   // the library reduced the loss as torch does (mean: over the rows not ignored, weighted), in x's dtype
@@ -397,25 +404,31 @@ struct CeCall {
 };
 
 /* grad [N, V] (contiguous) *= grad_output: a scalar (an expanded one too) or one value a row; in
-** grad's dtype, else float32 (a float32 loss's, under autocast: not rounded to grad's first). */
-void scale_grad(const at::Tensor &grad, const at::Tensor &go) {
+** grad's dtype, else float32 (a float32 loss's, under autocast: not rounded to grad's first). used:
+** ce_run's (the gradient was written times it; no pass when grad_output equals it), or undefined. */
+void scale_grad(const at::Tensor &grad, const at::Tensor &go, const at::Tensor &used) {
   at::Tensor g = go.reshape({-1});
   bool per_row = g.numel() > 1 && g.stride(0) != 0;
   bool f32 = g.scalar_type() != grad.scalar_type();
   g = (per_row ? g : g.slice(0, 0, 1)).to(f32 ? at::kFloat : grad.scalar_type()).contiguous();
   st_ctx *ctx = context(cuda_ordinal(grad));
   launch(lib_ce_scale, ctx, grad, dtype_of(grad), grad.data_ptr(), static_cast<const void *>(g.data_ptr()),
-         (per_row ? 1 : 0) | (f32 ? ST_GO_FLOAT32 : 0), grad.size(0), grad.size(1));
+         used.defined() && !per_row ? used.data_ptr<float>() : nullptr, (per_row ? 1 : 0) | (f32 ? ST_GO_FLOAT32 : 0),
+         grad.size(0), grad.size(1));
 }
 
 /* The forward computes the gradient (one kernel) and keeps it; the backward scales it in place by
-** grad_output (nothing to do when that is 1) and hands it over: one backward only. */
+** grad_output and hands it over: one backward only. The gradient is written times the stream's
+** predicted grad_output (the last one its backward saw), so a steady one costs no pass. */
 struct CrossEntropy : public torch::autograd::Function<CrossEntropy> {
   static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x, const CeCall &a) {
     at::AutoDispatchBelowADInplaceOrView below;
+    at::Tensor used;
     CeResult r = ce_run(a.ctx, a.x2, a.t, a.weight, a.ignore_index, a.reduction, a.label_smoothing, a.z_loss, a.softcap,
-                        true, false, a.flag, a.f32_loss);
+                        true, false, a.flag, a.f32_loss, &used);
     ctx->saved_data["grad"] = std::get<1>(r);
+    if (used.defined())
+      ctx->saved_data["used"] = used;
     ctx->saved_data["sizes"] = x.sizes().vec();
     ctx->saved_data["live"] = true;
     return std::get<0>(r);
@@ -427,7 +440,8 @@ struct CrossEntropy : public torch::autograd::Function<CrossEntropy> {
     at::Tensor grad = ctx->saved_data["grad"].toTensor();
     ctx->saved_data["live"] = false;
     ctx->saved_data["grad"] = at::IValue();   // the caller's now
-    scale_grad(grad, grads[0]);
+    auto used = ctx->saved_data.find("used");
+    scale_grad(grad, grads[0], used == ctx->saved_data.end() ? at::Tensor() : used->second.toTensor());
     return {grad.view(ctx->saved_data["sizes"].toIntVector()), at::Tensor()};
   }
 };
@@ -572,5 +586,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "dx from (x under a softcap), y, dy through st_attention_softmax_backward, or None: not for it "
         "(attention.py run_backward)", py::call_guard<py::gil_scoped_release>());
   m.def("_set_opener", &set_opener, "the Python call that opens a device's context");
-  m.attr("ce_f32_loss") = true;   // the cross-entropy calls take f32_loss (a build before them: cross_entropy.py's ctypes path)
+  m.attr("ce_f32_loss") = true;
+  m.attr("ce_grad_scale") = true;   // st_cross_entropy_scale takes grad_scale (0.3.0; a build before: ctypes' path)   // the cross-entropy calls take f32_loss (a build before them: cross_entropy.py's ctypes path)
 }
