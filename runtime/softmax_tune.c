@@ -355,16 +355,20 @@ static const kset_Record *in_set(const st_ctx *c, const Memo *m, const gen_Probl
 }
 
 /* No tuned kernel: the kernel set's (loaded, nothing compiled), else the nearest tuned problems'
-** config adapted (untuned.c) and compiled; said once a class. */
+** config adapted (untuned.c) and compiled; said once a class. Either is chosen for the memo key's
+** problem, as the set's builder chooses (the band's rows, the class's widest row), so the first
+** shape of a key a process meets does not decide the kernel of the others. */
 static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned)
 {
   gen_Choice ch = { .note = "" };
   char err[1024];
+  gen_Problem key = *p;
+  key.rows = kset_band_rows(m->band), key.cols = m->hi;
   const kset_Record *r = in_set(c, m, p);
   if (r) {
     snprintf(ch.config, sizeof ch.config, "%s", r->config);
     snprintf(ch.source, sizeof ch.source, "the kernel set (%s)", r->source);
-  } else if (untuned_choose(c->gen, c->db, &c->base, p, unaligned, &ch, err, sizeof err)) {
+  } else if (untuned_choose(c->gen, c->db, &c->base, &key, unaligned, &ch, err, sizeof err)) {
     return fail(ST_ECOMPILE, "%s", err);
   }
   const char *note = ch.note[0] && !c->stale_said++ ? ch.note : "";   /* a stale table: said once */
