@@ -7,7 +7,8 @@
 #            through one kernel), test_gpu --ce, --attn, --attn-bw; then the C++ ops built and
 #            test_python, test_python_ce and test_python_attn
 #   speed    bench/class_ab.py on SEED's random problems, forward and backward (N of each)
-#   dynamic  bench/dynamic.py, every workload (needs the C++ ops: run after check)
+#   dynamic  bench/dynamic.py, every workload (needs the C++ ops: run after check); Liger Kernel's
+#            sources from $LIGER_PATH, else .peers/liger (neither: no liger rows, the header says so)
 set -u
 . "$(dirname "$0")/carry_env.sh"
 SEED=${SEED:-20261127}
@@ -44,11 +45,12 @@ speed() {
 }
 
 dynamic() {   # the Python package of .carry/python where it is there (carry it: git archive HEAD python), else python/
-  local py=python root=$PWD
+  local py=python root=$PWD liger=${LIGER_PATH:-}
   [ -d .carry/python ] && py=.carry/python
+  [ -n "$liger" ] || [ ! -d .peers/liger ] || liger=.peers/liger
   (cd "$py" && SOFTMAX_TUNE_INCLUDE=$root/include SOFTMAX_TUNE_CPP=1 python3 setup.py build_ext --inplace >"$out/build_dyn.log" 2>&1); echo "C++ ops build ($py): rc=$?"
   PYTHONPATH=$PWD/$py ST_TREE=$(cat .carry/TREE) python3 bench/dynamic.py --out "$out/dynamic-$gpu-$day.tsv" \
-    ${WORKLOADS:+--workloads $WORKLOADS} 2>"$out/dynamic.log"
+    ${WORKLOADS:+--workloads $WORKLOADS} ${liger:+--liger "$liger"} 2>"$out/dynamic.log"
   cat "$out/dynamic-$gpu-$day.tsv"
 }
 
