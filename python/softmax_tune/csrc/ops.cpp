@@ -586,6 +586,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "dx from (x under a softcap), y, dy through st_attention_softmax_backward, or None: not for it "
         "(attention.py run_backward)", py::call_guard<py::gil_scoped_release>());
   m.def("_set_opener", &set_opener, "the Python call that opens a device's context");
-  m.attr("ce_f32_loss") = true;
-  m.attr("ce_grad_scale") = true;   // st_cross_entropy_scale takes grad_scale (0.3.0; a build before: ctypes' path)   // the cross-entropy calls take f32_loss (a build before them: cross_entropy.py's ctypes path)
+  m.attr("ce_f32_loss") = true;     // the cross-entropy calls take f32_loss
+  m.attr("ce_grad_scale") = true;   // and st_cross_entropy_scale grad_scale (0.3.0; a build before: cross_entropy.py's ctypes path)
 }
