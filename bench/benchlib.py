@@ -105,13 +105,17 @@ def interleaved_ms(fns, rounds=None, warmup_ms=200):
     than the clear (Python wrappers while torch.compile's workers still ran) counted its launch
     time into the kernel's (bf16 4096x4096 log_softmax_backward measured 0.20 of the floor on an
     H100, 1.0 in the run before; f32 32x16384 0.11 against 0.82)."""
-    rounds = rounds or ROUNDS
-    cache = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     t0 = time.perf_counter()
     while (time.perf_counter() - t0) * 1e3 < warmup_ms:   # clocks up, every fn compiled and warm
         for f in fns:
             f()
         torch.cuda.synchronize()
+    return timed_rounds(fns, rounds or ROUNDS)
+
+
+def timed_rounds(fns, rounds):
+    """interleaved_ms's timed rounds alone (the caller warms up): the median ms of each of fns."""
+    cache = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(rounds)]
           for _ in fns]
     for k in range(rounds):

@@ -110,13 +110,15 @@ def eager(cap):
 
 # ---- the reference and the check ----
 
-def reference(h, w, t, cap, rows=1024):
-    """float64 loss (mean over the rows not ignored) and gradients of hidden and weight, the rows in chunks."""
-    n, _ = h.shape
+def reference(h, w, t, cap, rows=1024, start=0, size=None):
+    """float64 loss (mean over the rows not ignored) and gradients of hidden and of weight's rows [start, start +
+    size) (size None: all of them), the rows in chunks."""
+    n, d = h.shape
+    size = w.shape[0] - start if size is None else size
     wd = w.double()
     valid = t != IGNORE
     count = valid.sum().double()
-    gw = torch.zeros_like(wd)
+    gw = torch.zeros((size, d), dtype=torch.float64, device=h.device)
     gh = torch.empty(h.shape, dtype=torch.float64, device=h.device)
     total = torch.zeros((), dtype=torch.float64, device=h.device)
     for r0 in range(0, n, rows):
@@ -138,7 +140,7 @@ def reference(h, w, t, cap, rows=1024):
             p.mul_(cd)
             del cd
         gh[r0:r1] = p @ wd
-        gw.addmm_(p.t(), hd)
+        gw.addmm_(p[:, start:start + size].t(), hd)
         del z, p
     return total / count, gh, gw
 

@@ -53,7 +53,6 @@ import importlib
 import math
 import os
 import socket
-import statistics
 import sys
 import time
 import types
@@ -61,7 +60,7 @@ import types
 import torch
 import torch.distributed as dist
 
-from benchlib import HOLD, peer_commit, write
+from benchlib import HOLD, peer_commit, timed_rounds, write
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
@@ -237,36 +236,6 @@ def ce_grad_err(x, t, cap, ref, g, start, rows=512):
     return float((num / den.clamp_min(1e-300)).sqrt())
 
 
-def lce_reference(h, w, t, cap, start, size, rows=512):
-    """float64 (mean loss, grad_hidden [N, D], grad of weight rows [start, start + size) [size, D]) of
-    cross_entropy(h @ w.T) with labels t (indices into w's rows)."""
-    n, d = h.shape
-    wd = w.double()
-    valid = t != IGNORE
-    count = valid.sum().double()
-    gh = torch.empty((n, d), dtype=torch.float64, device=h.device)
-    gw = torch.zeros((size, d), dtype=torch.float64, device=h.device)
-    total = torch.zeros((), dtype=torch.float64, device=h.device)
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        hd = h[r0:r1].double()
-        z, dz = _cap64(hd @ wd.t(), cap)
-        lse = torch.logsumexp(z, 1)
-        tc, vc = t[r0:r1].clamp(min=0), valid[r0:r1]
-        total += torch.where(vc, lse - z.gather(1, tc[:, None])[:, 0], torch.zeros_like(lse)).sum()
-        p = z.sub_(lse[:, None]).exp_()
-        p.scatter_add_(1, tc[:, None], -torch.ones_like(lse)[:, None])
-        p.mul_((vc.double() / count)[:, None])
-        if dz is not None:
-            p.mul_(dz)
-            del dz
-        gh[r0:r1] = p @ wd
-        gw.addmm_(p[:, start:start + size].t(), hd)
-        del z, p
-    del wd
-    return total / count, gh, gw
-
-
 def rel(got, want, rows=8192):
     """||got - want|| / ||want|| (float64, in blocks of rows)."""
     num = 0.0
@@ -290,7 +259,7 @@ def ce_check(full, xkey, rkey, t, cap, start):
 
 
 def lce_check(full, rkey):
-    """check((loss, gh, gw)) -> (ok, what) against lce_reference's full[rkey]."""
+    """check((loss, gh, gw)) -> (ok, what) against linear_cross_entropy.reference's full[rkey]."""
     def check(out):
         ref = full[rkey]
         el, eh, ew = loss_err(out[0], ref[0]), rel(out[1], ref[1]), rel(out[2], ref[2])
@@ -385,24 +354,12 @@ def barrier(ctx):
 def interleaved(ctx, fns, rounds, warmup):
     """Median ms of each of fns on this rank: benchlib.interleaved_ms's rule with a fixed number of warm-up rounds
     (the same on every rank, so every rank issues the same collectives) and a barrier before the timed rounds."""
-    cache = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     for _ in range(warmup):
         for f in fns:
             f()
     torch.cuda.synchronize()
     barrier(ctx)
-    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(rounds)]
-          for _ in fns]
-    for k in range(rounds):
-        for j in range(len(fns)):
-            i = (j + k) % len(fns)
-            cache.zero_()
-            torch.cuda._sleep(HOLD)
-            ev[i][k][0].record()
-            fns[i]()
-            ev[i][k][1].record()
-    torch.cuda.synchronize()
-    return [statistics.median(a.elapsed_time(b) for a, b in e) for e in ev]
+    return timed_rounds(fns, rounds)
 
 
 def gathered(ctx, obj):
@@ -584,6 +541,7 @@ def ce_problem(ctx, mkey):
 
 def lce_problem(ctx, mkey):
     import softmax_tune
+    from linear_cross_entropy import reference as lce_reference   # after softmax_tune: it imports the package
     name, n, d, v, cap = LCE_MODELS[mkey]
     size = v // ctx.world
     start = ctx.rank * size
@@ -594,10 +552,10 @@ def lce_problem(ctx, mkey):
     t = labels(ctx, n, v, n + v + 2)
     ws = w[start:start + size].clone().requires_grad_()
     tl = local_labels(t, size)
-    full = {"ref": lce_reference(h.detach(), w, t, cap, start, size)}
+    full = {"ref": lce_reference(h.detach(), w, t, cap, 512, start, size)}
     del w
     fresh()
-    full["local"] = lce_reference(h.detach(), ws.detach(), tl, cap, 0, size)
+    full["local"] = lce_reference(h.detach(), ws.detach(), tl, cap, 512, 0, size)
     ctx.say("# %s: inputs and float64 references in %.1f s" % (label, time.time() - t0))
     g = ctx.group
     vp = softmax_tune.vocab_parallel_linear_cross_entropy
@@ -619,14 +577,6 @@ def lce_problem(ctx, mkey):
 
 
 # ---- the table ----
-
-def gpu_short():
-    name = torch.cuda.get_device_name(0).lower()
-    for k in ("h200", "h100", "a100", "l40s", "b200", "gh200"):
-        if k in name:
-            return k
-    return "".join(c if c.isalnum() else "-" for c in name).strip("-")
-
 
 def tree():
     for env in ("ST_TREE", "SOFTMAX_TUNE_TREE"):
@@ -718,8 +668,9 @@ def worker(rank, args, port):
         ctx.peers["megatron"] = load_megatron(args.megatron)
     if "linear_cross_entropy" in ops:
         ctx.peers["cce"] = load_cce(args.cce)
+    from cross_entropy import gpu_name   # in the rank: it imports softmax_tune
     out = args.out or os.path.join(HERE, "results", "vocab-parallel-%dx%s-%s.tsv" % (
-        ctx.world, gpu_short(), datetime.date.today().isoformat()))
+        ctx.world, gpu_name(), datetime.date.today().isoformat()))
     lines = header(ctx) if rank == 0 else []
     ctx.say("\n".join(lines))
     if rank == 0:
