@@ -370,8 +370,8 @@ def notes(args, liger_line):
         "rounds of their own, with the floor: a training run holds its scale (gradient accumulation's 1/8 every step, "
         "a loss scaler's 65536 for thousands), and softmax_tune's forward writes the gradient times the scale its last "
         "backward saw (docs/cross-entropy.md).",
-        "narrow (2-128 columns): not here; bench/untuned.py times softmax on a --shapes list "
-        "(bench/random_shapes.py --seed S draws columns 2..2M, not a narrow range).",
+        "narrow (2-128 columns): not here; bench/random_shapes.py --cols 2,128 draws them "
+        "(bench/shapes/narrow-20261127.txt) and SHAPES=that bench/untuned_run.sh runs them untuned against tuned.",
         COLUMNS]
 
 

@@ -47,7 +47,7 @@ typedef struct Workspace {
   CUdeviceptr ptr;
   size_t size;
   CUdeviceptr scratch;      /* 256 bytes, zeroed, for small results passed between kernels: float 0 the
-                            ** gradient's factor, float 1 the predicted grad_output (0: 1; PRED) */
+                            ** gradient's factor, float 1 the predicted grad_output (0: 1; pred_at) */
 } Workspace;
 
 struct st_ctx {
@@ -607,19 +607,20 @@ static st_status check_ce(st_ctx *c, st_dtype dtype, const void *logits, const v
   return ST_OK;
 }
 
-/* The scratch's float where st_ce_scale keeps the stream's predicted grad_output for st_ce_count. */
-#define PRED 4
+/* The stream's predicted grad_output for st_ce_count and st_ce_scale: a float of its scratch, or 0
+** (none: 1) for float16, where 65536 times a sum's gradient can overflow and no rescale undoes it. */
+static CUdeviceptr pred_at(int dtype, CUdeviceptr scratch) { return dtype == ST_F16 ? 0 : scratch + 4; }
 
 /* The gradient's factor into the stream's scratch float: 1 / the rows not ignored (weighted) for a
 ** mean, 1 for a sum; with used (o->grad_scale), times the stream's predicted grad_output
-** (float16: 1), kept in *used. */
+** (pred_at), kept in *used. */
 static CUresult grad_factor(st_ctx *c, const Memo *m, const void *labels, int64_t rows, int mean, float *used, int dtype,
                             CeParams *p, CUstream s)
 {
   CUdeviceptr ws, scratch;
   CUresult r = workspace(c, s, 0, &ws, &scratch);
   long long n = rows;
-  CUdeviceptr pred = used && dtype != ST_F16 ? scratch + PRED : 0;
+  CUdeviceptr pred = used ? pred_at(dtype, scratch) : 0;
   void *args[] = { (void *)&labels, &n, p, &scratch, &pred, &used, &mean };
   if (!r) r = c->drv.cuLaunchKernel(m->count, 1, 1, 1, 1024, 1, 1, 0, s, args, NULL);
   p->scale = scratch;
@@ -718,7 +719,7 @@ st_status st_cross_entropy_scale(st_ctx *c, st_dtype dtype, void *grad, const vo
   CUdeviceptr ws, scratch, pred = 0;
   int push;
   CUresult r = enter(c, &push);
-  if (!r && grad_scale && dtype != ST_F16 && !(r = workspace(c, (CUstream)stream, 0, &ws, &scratch))) pred = scratch + PRED;
+  if (!r && grad_scale && !(r = workspace(c, (CUstream)stream, 0, &ws, &scratch))) pred = pred_at(dtype, scratch);
   void *args[] = { &grad, (void *)&grad_output, &nrows, &ncols, &flags, (void *)&grad_scale, &pred };
   if (!r) r = c->drv.cuLaunchKernel(m.scale, blocks, 1, 1, 256, 1, 1, 0, (CUstream)stream, args, NULL);
   leave(c, push);

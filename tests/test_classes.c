@@ -6,8 +6,9 @@
 **   - one kernel a class: for each op family, the configs of a problem at one width of a class
 **     render, at every other sampled width of the class, to the same source and launch, with
 **     COLS the kernel's argument (softmax ops) or its parameter block's field (cross-entropy,
-**     attention; the attention forward's held to the class's ends, a one-width class's a literal); the space is checked and sized for the class, not the width: a config valid
-**     at the class's widest row is valid at its narrowest;
+**     attention; the attention forward's held to the class's ends, a one-width class's a
+**     literal); the space is checked and sized for the class, not the width: a config valid at
+**     the class's widest row is valid at its narrowest;
 **   - the tuner's own kernels (fill, check) still bake the width they verify.
 */
 #include <stdlib.h>
