@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """fused_cases.py — the fused ops on the cases LLM training adds to a plain loss: a logit softcap
-(cross-entropy and attention), a scaled loss's gradient (grad_output other than 1), every system
-checked against float64 first.
+(cross-entropy and attention), a scaled loss's gradient (grad_output other than 1), attention's
+mask and bias tensors in the model's dtype, every system checked against float64 first.
 
-    python3 bench/fused_cases.py [--case softcap,scaled,narrow] [--quick] [--dtypes bfloat16] [--rounds N]
+    python3 bench/fused_cases.py [--case softcap,scaled,bias,narrow] [--quick] [--dtypes bfloat16] [--rounds N]
         [--seed S] [--tune .carry/softmax-tune] [--no-inductor] [--time-wrong] [--liger DIR] [--out F]
 
 Writes bench/results/fused-cases-<gpu>-<date>.tsv (or --out), a problem's rows as it finishes: case, op,
@@ -15,10 +15,17 @@ max_err.
     autograd.grad with a random dy) of bf16 scores 2x16x4096x4096, causal, softcap 50, scale 1/sqrt(128).
   scaled: cross_entropy on bench/cross_entropy.py's five shapes (--dtypes, default bfloat16) with
     the gradient of loss * g, g 1/8 and 65536 (GradScaler's first scale), next to the plain loss (g=1).
+  bias: attention_softmax (forward) of f16 scores 8x8x1024x1024 (T5-style) with one tensor added
+    after the scale, float32, float16 or bfloat16 (bias=, randn*2) or bool (mask=, 80% seen, key 0
+    always), shaped [1, H, Q, K] (a bias shared by the batches) or [B, 1, Q, K] (Hugging Face's
+    mask, shared by the heads). Floor: a copy of the scores plus one read of the tensor (amax of
+    it as stored), in the same rounds.
   narrow: not measured here: bench/random_shapes.py --cols 2,128 draws them (bench/shapes/
     narrow-20261127.txt), SHAPES=that bench/untuned_run.sh runs them untuned against tuned.
 Systems: softmax_tune; torch (the code a user writes, in the inputs' dtype:
-F.cross_entropy(cap * torch.tanh(x / cap), t); torch.softmax of the scaled, capped, masked scores);
+F.cross_entropy(cap * torch.tanh(x / cap), t); torch.softmax of the scaled, capped, masked scores;
+bias: softmax(x.float() * scale + t or its masked_fill, -1).to(x.dtype), Hugging Face's eager attention
+but for x * scale in float32 (in float16 it fails the check));
 torch_compile (that function under torch.compile, dynamic=False); liger (Liger Kernel's
 LigerCrossEntropyFunction, from --liger DIR: cross-entropy only). A system that fails its check
 is a row with ms '-' and the reason in options (--time-wrong: timed anyway, marked WRONG).
@@ -280,6 +287,44 @@ def attn_rows(case, dname, shape, mode, cap, args):
     return measure([case, op, dname, shape], attn_floor(x, dy), runs, args)
 
 
+def bias_rows(case, dname, shape, tname, where, args):
+    """attention_softmax of scores shape with one tensor of tname (bool: a mask) shaped [1, H, Q, K]
+    (where "1,H") or [B, 1, Q, K] ("B,1")."""
+    B, H, Q, K = map(int, shape.split("x"))
+    dtype = DTYPES[dname]
+    if args.tune:
+        tune(args.tune, ["attention_softmax", dname, shape, "none,bias", "fwd"])
+    gen = torch.Generator(device="cuda").manual_seed(args.seed)
+    x = (torch.randn(B, H, Q, K, device="cuda", generator=gen) * ATTN_STD).to(dtype)
+    tshape = (1, H, Q, K) if where == "1,H" else (B, 1, Q, K)
+    if tname == "bool":
+        t = torch.rand(tshape, device="cuda", generator=gen) < 0.8
+        t[..., 0] = True   # every row sees a key (torch's softmax gives NaN otherwise)
+        kw, add = {"mask": t}, lambda z: z.masked_fill(~t, -math.inf)
+    else:
+        t = (torch.randn(tshape, device="cuda", generator=gen) * 2).to(DTYPES[tname])
+        kw, add = {"bias": t}, lambda z: z + t
+    yref = attn.reference(x[:1, :CHECK_HEADS].double(), SCALE, **{k: v[:1, :CHECK_HEADS] for k, v in kw.items()})
+    verdict = attn_checker(yref, 0.0, dtype)
+
+    def check(y):
+        ok, _, why = verdict(y[:1, :CHECK_HEADS])
+        return ok, "y=%.3g" % float((y[:1, :CHECK_HEADS].double() - yref).abs().max()), why
+
+    def eager(x):   # in float32 from the start: x * scale rounded to float16 fails the check
+        return torch.softmax(add(x.float() * SCALE), -1).to(x.dtype)
+
+    systems = [("softmax_tune", lambda: softmax_tune.attention_softmax(x, scale=SCALE, **kw)), ("torch", lambda: eager(x))]
+    if not args.no_inductor:
+        compiled = torch.compile(eager, dynamic=False)
+        systems.append(("torch_compile", lambda: compiled(x)))
+    print_config(lambda: attn.config(x, **kw), case, shape, tname, where)
+    dst, stored = torch.empty_like(x), t.view(torch.uint8) if tname == "bool" else t
+    opts = "%s[%s,Q,K] %s" % ("mask" if tname == "bool" else "bias", where, tname)
+    return measure([case, "attention_softmax", dname, shape], lambda: (dst.copy_(x), stored.amax()),
+                   [(name, opts, f, check) for name, f in systems], args)
+
+
 # ---- the cases ----
 
 def softcap_jobs(args, liger):
@@ -301,12 +346,20 @@ def scaled_jobs(args, liger):
                 "scaled", d, s, "fwd_bwd", None, GRAD_OUTPUTS, args, liger)
 
 
+def bias_jobs(args, liger):
+    shape = "2x4x256x256" if args.quick else "8x8x1024x1024"
+    for tname in ("float32", "float16", "bfloat16", "bool"):
+        for where in ("1,H", "B,1"):
+            yield "bias %s %s [%s]" % (shape, tname, where), lambda t=tname, w=where: bias_rows(
+                "bias", "float16", shape, t, w, args)
+
+
 def narrow_jobs(args, liger):
     print("narrow: SHAPES=bench/shapes/narrow-20261127.txt bash bench/untuned_run.sh (untuned against tuned)", flush=True)
     return iter(())
 
 
-CASES = {"softcap": softcap_jobs, "scaled": scaled_jobs, "narrow": narrow_jobs}
+CASES = {"softcap": softcap_jobs, "scaled": scaled_jobs, "bias": bias_jobs, "narrow": narrow_jobs}
 
 
 def jobs(args, liger):
@@ -360,10 +413,13 @@ def notes(args, liger_line):
         "cross_entropy_loss logits.amax(dim=1) (a read), as bench/cross_entropy.py; attention_softmax "
         "bench/attention_softmax.py's masked floor (visible scores read, every output written); "
         "attention_softmax+backward that floor then its backward's (visible y and dy read, every dx written), the "
-        "softcap backward's read of the scores not counted.",
+        "softcap backward's read of the scores not counted; bias: a copy of the scores plus the tensor's amax as stored "
+        "(one read of it).",
         "Systems: softmax_tune (cross_entropy(x, t, softcap=), attention_softmax(x, scale=, softcap=, causal=True)); "
         "torch (F.cross_entropy(cap * torch.tanh(x / cap), t); torch.softmax((cap * torch.tanh(x * scale / cap))"
-        ".masked_fill(~causal, -inf), -1), in the inputs' dtype); torch_compile (torch.compile(that, dynamic=False)); "
+        ".masked_fill(~causal, -inf), -1), in the inputs' dtype; bias: softmax(x.float() * scale + t, or masked_fill(~t, "
+        "-inf), -1).to(x.dtype)); torch_compile (torch.compile(that, "
+        "dynamic=False)); "
         + liger_line,
         "scaled: g=G is torch.autograd.grad(loss * G, x) (what (loss * G).backward() runs, less the accumulation into "
         ".grad), g=1 autograd.grad(loss, x); the bf16 loss times a power of two is exact. Each g's rows are timed in "
@@ -377,7 +433,7 @@ def notes(args, liger_line):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--case", default="softcap,scaled,narrow", help="comma-separated: " + ",".join(CASES))
+    ap.add_argument("--case", default="softcap,scaled,bias,narrow", help="comma-separated: " + ",".join(CASES))
     ap.add_argument("--quick", action="store_true", help="one small problem of each kind, 10 rounds")
     ap.add_argument("--dtypes", default="bfloat16", help="the scaled case's dtypes")
     ap.add_argument("--rounds", type=int, default=50)

@@ -42,6 +42,7 @@ static const gen_Op OPS[GEN_NOP] = {
 static const char *const MASKS[GEN_NMASK] = { "none", "causal", "window", "causal_window", "padding", "padding_causal",
                                               "padding_window", "padding_causal_window" };
 static const char *const BIASES[GEN_NBIAS] = { "none", "alibi", "tensor" };
+static const char *const BIAS_TYPES[] = { "f32", "f16", "bf16", "bool" };   /* gen_Problem.bias_type */
 
 static void seterr(char *err, size_t n, const char *fmt, ...)
 {
@@ -220,6 +221,8 @@ static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
   lua_setfield(L, -2, "mask");
   lua_pushstring(L, gen_bias_name(p->bias));
   lua_setfield(L, -2, "bias");
+  lua_pushstring(L, p->bias_type >= 0 && p->bias_type < 4 ? BIAS_TYPES[p->bias_type] : "?");
+  lua_setfield(L, -2, "bias_type");
   if (p->only) {
     lua_pushstring(L, p->only);
     lua_setfield(L, -2, "only");

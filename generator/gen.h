@@ -57,6 +57,9 @@ typedef struct gen_Problem {
   int sms, smem_block, cluster;
   int full;                 /* gen_space lists the full grid (to check pruning), not the space */
   int mask, bias;           /* attention_softmax: GEN_MASK_*, GEN_BIAS_* (0 for the other ops) */
+  int bias_type;            /* bias tensor: its elements (0 float32, 1 float16, 2 bfloat16, 3 bool: st_dtype
+                            ** and ST_ATTN_BIAS_BOOL), a kernel source each; not in configs or cache
+                            ** keys (the tuner times float32) */
   int64_t visible;          /* attention ops: elements of each input its kernels read (0: all), for
                             ** gen_problem_bytes */
   int capped;               /* attention_softmax_backward: a softcap, so x is read too (gen_problem_bytes) */

@@ -162,13 +162,19 @@ typedef struct st_attn_options {
                             ** (default) */
   const float *alibi_slopes;   /* device float [H]: -slope[h] * |q + causal_offset - k| added (ALiBi);
                                ** NULL: none (default) */
-  const float *bias;        /* device float32 tensor added to the scores after the softcap (not with
-                            ** alibi_slopes): element (b, h, q, k) at bias[b * bias_stride_b + h *
+  const void *bias;         /* device tensor of bias_type added to the scores after the softcap (not
+                            ** with alibi_slopes): element (b, h, q, k) at bias[b * bias_stride_b + h *
                             ** bias_stride_h + q * bias_stride_q + k], strides in elements, 0 to
                             ** broadcast; read only where the mask leaves k visible; -inf masks.
-                            ** An additive mask goes here too. NULL: none (default) */
+                            ** An additive mask goes here too, or a bool one. Broadcast over batches
+                            ** or heads, it is read from DRAM about once (rows sharing it run
+                            ** together). NULL: none (default) */
   int64_t bias_stride_b, bias_stride_h, bias_stride_q;
+  int bias_type;            /* its elements: ST_F32 (default), ST_F16, ST_BF16, or ST_ATTN_BIAS_BOOL
+                            ** (bytes: nonzero seen, 0 masked; torch's bool attn_mask). 0.4.0 */
 } st_attn_options;
+
+#define ST_ATTN_BIAS_BOOL 3
 
 /* The defaults: scale 1, nothing else. */
 void st_attn_defaults(st_attn_options *o);

@@ -20,6 +20,7 @@
 #include "kset.h"
 #include "reverify.h"
 #include "tune.h"
+#include "attn_mask.h"   /* after tune.h: AttnParams */
 #include "untuned.h"
 
 typedef struct Memo {
@@ -105,7 +106,7 @@ const char *st_error(const st_ctx *ctx)
 
 const char *st_version(void)
 {
-  return "0.3.0";
+  return "0.4.0";
 }
 
 /* Whether environment variable name is set to something other than "" or "0". */
@@ -386,19 +387,45 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
 /* The row band of a call (the memo key's last part): its rows, its class's widest row in bytes. */
 static int band_of(int dtype, int64_t rows, int64_t hi) { return kset_band(rows, hi * gen_dtype_size(dtype)); }
 
-/* The memo's op: the generator's, and attention_softmax's kinds past GEN_NOP (0 for the other ops). */
-static int memo_op(int op, int mask, int bias) { return op + GEN_NOP * (mask * GEN_NBIAS + bias); }
+/* The memo's op: the generator's, and attention_softmax's kinds and bias type past GEN_NOP (0 for
+** the other ops); memo_kinds takes them back into a problem. */
+static int memo_op(int op, int mask, int bias, int btype) { return op + GEN_NOP * ((btype * GEN_NMASK + mask) * GEN_NBIAS + bias); }
+static void memo_kinds(int code, gen_Problem *p)
+{
+  p->op = code % GEN_NOP, p->bias = code / GEN_NOP % GEN_NBIAS;
+  p->mask = code / GEN_NOP / GEN_NBIAS % GEN_NMASK, p->bias_type = code / GEN_NOP / GEN_NBIAS / GEN_NMASK;
+}
 
-/* The cache (this shape, else the class's entry nearest it), then the miss policy. */
+static st_status resolve_kind(st_ctx *c, Memo *m, const gen_Problem *q, int unaligned, int64_t lo);
+
+/* The cache (this shape, else the class's entry nearest it), then the miss policy. A bias tensor
+** not of float32 gets the float32 one's kernel (what the cache, set, rule and tuner hold, timed
+** and checked with that type) compiled for its type. */
 static st_status resolve(st_ctx *c, Memo *m, int dtype, int code, int unaligned, int64_t rows, int64_t cols, int64_t lo)
 {
-  const int op = code % GEN_NOP;
-  gen_Problem p = { .rows = rows, .cols = cols, .dtype = dtype, .op = op, .mask = code / GEN_NOP / GEN_NBIAS,
-                    .bias = code / GEN_NOP % GEN_NBIAS };
+  gen_Problem p = { .rows = rows, .cols = cols, .dtype = dtype };
+  memo_kinds(code, &p);
+  tune_device_limits(&c->dev, &p);
+  const int btype = p.bias_type;
+  p.bias_type = 0;
+  st_status s = resolve_kind(c, m, &p, unaligned, lo);
+  if (s || !btype) return s;
+  char config[sizeof m->config];
+  snprintf(config, sizeof config, "%s", m->config);
+  c->drv.cuModuleUnload(m->mod);   /* the float32 one's, loaded: its config is what is wanted */
+  m->mod = NULL;
+  p.bias_type = btype;
+  return compile_config(c, m, &p, config);
+}
+
+static st_status resolve_kind(st_ctx *c, Memo *m, const gen_Problem *q, int unaligned, int64_t lo)
+{
+  gen_Problem p = *q;
+  const int64_t rows = p.rows, cols = p.cols;
+  const int dtype = p.dtype, op = p.op;
   cache_Key k = c->base;
   cache_Entry e;
   int rc = CACHE_MISS;
-  tune_device_limits(&c->dev, &p);
   k.dtype = dtype, k.op = op, k.mask = p.mask, k.bias = p.bias, k.rows = rows, k.cols = cols;
   c->stats.classes++;
   if (!unaligned && open_cache(c, 0) == ST_OK && c->db) {
@@ -767,8 +794,11 @@ static st_status check_attn(st_ctx *c, st_dtype dtype, int op, const st_attn_opt
   st_status s = check_args(c, dtype, ST_SOFTMAX, p->rows, K);
   if (s) return s;
   if (tune_attn_check(p, &t, err, sizeof err)) return fail(ST_EINVAL, "%s: %s", fn, err);
-  if ((uintptr_t)o->key_lengths % 4 || (uintptr_t)o->alibi_slopes % 4 || (uintptr_t)o->bias % 4)
-    return fail(ST_EINVAL, "%s: key_lengths, alibi_slopes or bias not aligned to 4 bytes", fn);
+  if (p->bias == GEN_BIAS_TENSOR && (o->bias_type < ST_F32 || o->bias_type > ST_ATTN_BIAS_BOOL))
+    return fail(ST_EINVAL, "%s: bad bias_type %d: expected ST_F32, ST_F16, ST_BF16 or ST_ATTN_BIAS_BOOL", fn, o->bias_type);
+  const unsigned bsize = p->bias != GEN_BIAS_TENSOR || o->bias_type == ST_F32 ? 4 : o->bias_type == ST_ATTN_BIAS_BOOL ? 1 : 2;
+  if ((uintptr_t)o->key_lengths % 4 || (uintptr_t)o->alibi_slopes % 4 || (uintptr_t)o->bias % bsize)
+    return fail(ST_EINVAL, "%s: key_lengths, alibi_slopes or bias not aligned to its elements (4, 4, %u bytes)", fn, bsize);
   if (p->bias == GEN_BIAS_TENSOR && o->alibi_slopes)
     return fail(ST_EINVAL, "%s: alibi_slopes and a bias tensor: one bias kind at a time", fn);
   if (p->bias == GEN_BIAS_TENSOR && (o->bias_stride_b < 0 || o->bias_stride_h < 0 || o->bias_stride_q < 0))
@@ -776,8 +806,10 @@ static st_status check_attn(st_ctx *c, st_dtype dtype, int op, const st_attn_opt
                 (long long)o->bias_stride_b, (long long)o->bias_stride_h, (long long)o->bias_stride_q);
   tune_attn_params(p, &t, a);
   a->key_lengths = (uintptr_t)o->key_lengths, a->slopes = p->bias == GEN_BIAS_ALIBI ? (uintptr_t)o->alibi_slopes : 0;
-  if (p->bias == GEN_BIAS_TENSOR)
+  if (p->bias == GEN_BIAS_TENSOR) {
     a->bias = (uintptr_t)o->bias, a->bias_sb = o->bias_stride_b, a->bias_sh = o->bias_stride_h, a->bias_sq = o->bias_stride_q;
+    p->bias_type = o->bias_type, a->order = am_order(a->bias_sb, a->bias_sh, a->bias_sq, B, H);
+  }
   return ST_OK;
 }
 
@@ -799,7 +831,8 @@ static st_status run_attn(st_ctx *c, const gen_Problem *p, const AttnParams *a, 
     if (buf[i]) odd |= buf[i] ^ buf[n - 1];
     args.buf[i] = (CUdeviceptr)buf[i];
   }
-  if ((s = lookup(c, p->dtype, memo_op(p->op, p->mask, p->bias), odd % 16 != 0, p->rows, p->cols, a, &m))) return s;
+  if ((s = lookup(c, p->dtype, memo_op(p->op, p->mask, p->bias, p->bias_type), odd % 16 != 0, p->rows, p->cols, a, &m)))
+    return s;
   int push;
   CUresult r = enter(c, &push);
   if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &args, m.resident, (CUstream)stream);
@@ -843,7 +876,7 @@ static st_status config_attn(st_ctx *c, st_dtype dtype, int op, const st_attn_op
   AttnParams a;
   Memo m;
   st_status s = check_attn(c, dtype, op, o, B, H, Q, K, &p, &a);
-  if (!s) s = lookup(c, dtype, memo_op(op, p.mask, p.bias), 0, p.rows, K, &a, &m);
+  if (!s) s = lookup(c, dtype, memo_op(op, p.mask, p.bias, p.bias_type), 0, p.rows, K, &a, &m);
   if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
   return s;
 }
@@ -883,7 +916,7 @@ static st_attn_problem attn_problem_of(const Memo *m)
   const AttnParams *a = &m->attn;
   return (st_attn_problem){ .B = m->rows / a->h / a->q, .H = a->h, .Q = a->q, .K = m->cols, .causal_offset = a->offset,
                             .window = a->window, .scale = a->scale, .softcap = a->softcap, .dtype = (st_dtype)m->dtype,
-                            .backward = m->op % GEN_NOP == GEN_ATTN_BW, .mask = m->op / GEN_NOP / GEN_NBIAS,
+                            .backward = m->op % GEN_NOP == GEN_ATTN_BW, .mask = m->op / GEN_NOP / GEN_NBIAS % GEN_NMASK,
                             .bias = m->op / GEN_NOP % GEN_NBIAS };
 }
 

@@ -5,8 +5,10 @@
 // nothing (or only scores of -inf) is zeros (torch gives NaN); a NaN or +inf score makes its row
 // NaN, as torch's. Math in float32: z = x * scale, z = cap * tanh(z / cap) under a softcap
 // (softcap.cu's tanh_cap), z -= slope[h] * |d - k| under ALiBi, z += t[b, h, q, k] under a bias
-// tensor (float32, read where visible only; -inf there masks), then the softmax of the visible z
-// by ex2.
+// tensor (float32, float16, bfloat16 or bool: bias_type, a kernel each; read where visible only;
+// -inf or false there masks), then the softmax of the visible z by ex2. Where the tensor is
+// broadcast over batches or heads, rows are taken in an order that puts its sharers together
+// (attn_mask.h's am_row), so the L2 serves the repeats.
 // Knobs: the forward's row family (split=1): threads, rows (a group of G = threads/rows threads per
 //        row), items, vec, reduce, hint; passes=1 hold=reg (the row's scores held in registers as
 //        floats), passes=1 hold=packed (16-bit, bias=none: the inputs' raw words, two a register,
@@ -25,7 +27,7 @@ struct Scores {
   long long d;
   float slope, scale, cap, icap;
 % if bias == "tensor" then
-  const float *t;   // the row's bias tensor, read where a key is visible
+  const char *t;   // the row's bias tensor (bias_type's elements), read where a key is visible
 % end
 };
 
@@ -41,12 +43,30 @@ __device__ __forceinline__ Scores scores_of(const AttnParams &p, i64 row)
   r.slope = 0.f;
 % end
 % if bias == "tensor" then
-  r.t = (const float *)p.bias + am_bias_row(&p, row);
+  r.t = (const char *)p.bias + am_bias_row(&p, row) * $(({ f32 = 4, f16 = 2, bf16 = 2, bool = 1 })[bias_type]);
 % end
   r.scale = p.scale, r.cap = p.softcap, r.icap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
   return r;
 }
 
+% if bias == "tensor" then
+// The bias at key c as a float: its type (bias_type) is the source's, each type a kernel of its own.
+__device__ __forceinline__ float bias_at(const Scores &r, int c)
+{
+%   if bias_type == "f32" then
+  return ((const float *)r.t)[c];
+%   elseif bias_type == "bf16" then
+  return __uint_as_float((u32)((const u16 *)r.t)[c] << 16);
+%   elseif bias_type == "f16" then
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(((const u16 *)r.t)[c]));
+  return f;
+%   else
+  return r.t[c] ? 0.f : NEG_INF;   // bool: a byte, nonzero seen
+%   end
+}
+
+% end
 // The score of input x at visible key c.
 template <bool CAP>
 __device__ __forceinline__ float seen_score(const Scores &r, float x, int c)
@@ -57,7 +77,7 @@ __device__ __forceinline__ float seen_score(const Scores &r, float x, int c)
   z -= r.slope * fabsf((float)(r.d - c));
 % end
 % if bias == "tensor" then
-  z += r.t[c];
+  z += bias_at(r, c);
 % end
   return z;
 }
@@ -255,7 +275,12 @@ template <bool CAP>
 __device__ __forceinline__ void rows_loop(const elem_t *in, elem_t *out, i64 rows, const AttnParams &p)
 {
   const int lane = threadIdx.x % $(G);
-  for_rows(rows, [&](i64 row, bool live, bool edges, int kr) {
+  for_rows(rows, [&](i64 i, bool live, bool edges, int kr) {
+% if bias == "tensor" then
+    const i64 row = p.order && live ? am_row(&p, i, rows) : i;   // a broadcast bias's sharers together
+% else
+    const i64 row = i;
+% end
     const elem_t *x = in + (live ? row * COLS : 0);   // the offset selected, not the row: NVRTC 13.0
     elem_t *y = out + (live ? row * COLS : 0);         // kept 20 registers more otherwise (width classes)
     const Geo g = geometry(x, COLS);

@@ -55,6 +55,29 @@ AM_FN long long am_bias_row(const AttnParams *p, long long row)
   return row / p->q / p->h * p->bias_sb + row / p->q % p->h * p->bias_sh + row % p->q * p->bias_sq;
 }
 
+/* The order a kernel takes rows in when a bias tensor is broadcast over batches or heads (strides
+** sb, sh of 0; its rows then shared by B or H score rows, far apart as stored): those sharing a
+** bias row made adjacent, so that it is read from DRAM once while the L2 holds it. 0: as stored
+** (no broadcast, or over queries only: sharers adjacent already); 1: (h, q, b) over batches; 2:
+** (b, q, h) over heads; 3: (q, b, h) over both. */
+AM_FN int am_order(long long sb, long long sh, long long sq, long long B, long long H)
+{
+  const int overb = sb == 0 && B > 1, overh = sh == 0 && H > 1;
+  return sq == 0 ? 0 : overb && overh ? 3 : overb ? 1 : overh ? 2 : 0;
+}
+
+/* The stored row of the i-th of rows = B*H*Q rows in order p->order (am_order). */
+AM_FN long long am_row(const AttnParams *p, long long i, long long rows)
+{
+  const long long q = p->q, h = p->h, b = rows / q / h;
+  switch (p->order) {
+  case 1: return (i % b * h + i / b / q) * q + i / b % q;
+  case 2: return (i / h / q * h + i % h) * q + i / h % q;
+  case 3: return (i / h % b * h + i % h) * q + i / h / b;
+  default: return i;
+  }
+}
+
 /* The tuner's inputs besides the scores (attn_aux.cu fills them, the CPU counts by them): batch
 ** b's key length, every length of 0..cols met over the batches (0: fully masked rows, cols: none
 ** masked), and head h's ALiBi slope 2^(-8 (h + 1) / H), as the ALiBi paper's. */

@@ -13,7 +13,7 @@ typedef struct AttnParams {
   long long cols;                   /* K, the row width: the kernels take it here, not baked in */
   unsigned long long key_lengths;   /* int [B]: mask padding, row's batch sees keys [0, length); 0: none */
   unsigned long long slopes;        /* float [H]: bias alibi, -slope[h] * |q + offset - k| added; 0: none */
-  unsigned long long bias;          /* float [B or 1, H or 1, Q or 1, K]: bias tensor, added; 0: none */
+  unsigned long long bias;          /* [B or 1, H or 1, Q or 1, K] of the kernel's bias_type: bias tensor, added; 0: none */
   long long bias_sb, bias_sh, bias_sq;   /* its strides in elements (0: broadcast); the key's is 1 */
   long long q;                      /* Q, rows per (batch, head) */
   long long h;                      /* H, heads */
@@ -21,6 +21,8 @@ typedef struct AttnParams {
   long long window;                 /* window masks: and keys k >= q + offset - window (>= 0) */
   float scale;                      /* scores are scale * x first */
   float softcap;                    /* > 0: then softcap * tanh(z / softcap); 0: none */
+  long long order;                  /* the rows' order (am_row): 0 as stored, else a broadcast bias's
+                                    ** sharers adjacent */
 } AttnParams;
 
 #endif

@@ -154,6 +154,12 @@ function M.problem(P)
   if not isvalue(KNOB.mask, P.mask) or not isvalue(KNOB.bias, P.bias) or (not M.ATTN[P.op] and (P.mask ~= "none" or P.bias ~= "none")) then
     bad("mask and bias kinds are attention_softmax's (mask none|causal|window|causal_window|padding|padding_causal|padding_window|padding_causal_window, bias none|alibi|tensor), got", P.mask .. "/" .. P.bias)
   end
+  -- the bias tensor's element type: a source of its own, not a knob (configs and cache keys are the
+  -- float32 tensor's; the tuner times that one)
+  P.bias_type = P.bias_type or "f32"
+  if not ({ f32 = 1, f16 = 1, bf16 = 1, bool = 1 })[P.bias_type] or P.bias_type ~= "f32" and P.bias ~= "tensor" then
+    bad("bias_type is a bias tensor's: f32, f16, bf16 or bool, got", P.bias_type .. " (bias " .. P.bias .. ")")
+  end
   if math.type(P.rows) ~= "integer" or P.rows < 1 then bad("rows must be >= 1, got", P.rows) end
   if math.type(P.cols) ~= "integer" or P.cols < 1 or P.cols > 0x7fffffff then
     bad("cols must be in 1..2147483647, got", P.cols)

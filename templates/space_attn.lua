@@ -285,7 +285,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
 
   function A.vars(cfg, P)
     local v = H.vars(cfg, P)
-    v.mask, v.bias = P.mask, P.bias
+    v.mask, v.bias, v.bias_type = P.mask, P.bias, P.bias_type
     if cfg then
       v.template = width(P) == 2 and "attn_bw.cu" or "attn.cu"
       v.kernel = "st_" .. P.op

@@ -15,7 +15,8 @@
 **             spaces checked (valid, the families each arch and length should have), then per
 **             arch a sample taking every knob value plus the rule's config of every problem
 **             (CI), or every config of every space, both ops (label long)
-**   --attn [--all]  attention_softmax (attn.cu) for sm_80 and sm_90: every mask and bias kind,
+**   --attn [--all]  attention_softmax (attn.cu) for sm_80 and sm_90: every mask and bias kind
+**             (the bias tensor's in each of its types, a kernel of each at least),
 **             rows held and read twice, every dtype: its spaces checked (valid, canonical, both
 **             families where the row is long), then per arch a sample taking every knob value
 **             plus the rule's config of every problem (CI), or every config (label long)
@@ -205,7 +206,8 @@ static void add_attn(gen_State *g, int all, int op)
       for (int bias = 0; bias < (op == GEN_ATTN ? GEN_NBIAS : 1); bias++)
         for (size_t c = 0; c < sizeof cols / sizeof *cols; c++) {
           const int d = (int)((c + (size_t)mask + (size_t)bias) % GEN_NDTYPE);
-          gen_Problem p = { .rows = 4096, .cols = cols[c], .dtype = d, .op = op, .mask = mask, .bias = bias, .arch = arch };
+          gen_Problem p = { .rows = 4096, .cols = cols[c], .dtype = d, .op = op, .mask = mask, .bias = bias, .arch = arch,
+                            .bias_type = bias == GEN_BIAS_TENSOR ? (int)(c % 4) : 0 };   /* a tensor's four types */
           if (op == GEN_ATTN_BW && c == 2) add_aux(g, &p), p.op = GEN_ATTN, add_aux(g, &p), p.op = op;
           char **list, rule[256], canon[256];
           int n, two = 0;
@@ -217,7 +219,7 @@ static void add_attn(gen_State *g, int all, int op)
           for (int i = 0; i < n; i++) {
             CHECK(gen_canon(g, &p, list[i], canon, sizeof canon) == 0 && strcmp(canon, list[i]) == 0, "%s not canonical", list[i]);
             two += strstr(list[i], "passes=2") != NULL;
-            if (all || cover_adds(&cover, list[i])) add_job(g, &p, list[i]);
+            if (all || cover_adds(&cover, list[i]) || (p.bias_type && i == 0)) add_job(g, &p, list[i]);
           }
           CHECK(two > 0 || cols[c] * gen_dtype_size(d) < 8192, "sm_%d cols %lld: no two-read config", arch, (long long)cols[c]);
           if (!all && c % 2 == 0) add_job(g, &p, rule);

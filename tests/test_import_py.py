@@ -85,11 +85,16 @@ want = {"ignore_index": 0, "reduction": 8, "label_smoothing": 12, "z_loss": 16, 
         "row_stride": 32, "bad_label": 40, "reduced": 48, "reduced_in_dtype": 56, "grad_scale": 64}
 got = {name: getattr(_lib.CeOptions, name).offset for name, _ in _lib.CeOptions._fields_}
 expect(got == want and ctypes.sizeof(_lib.CeOptions) == 72, "CeOptions is not st_ce_options: %s" % got)
+want = {"scale": 0, "softcap": 4, "causal": 8, "causal_offset": 16, "window": 24, "key_lengths": 32,
+        "alibi_slopes": 40, "bias": 48, "bias_stride_b": 56, "bias_stride_h": 64, "bias_stride_q": 72, "bias_type": 80}
+got = {name: getattr(_lib.AttnOptions, name).offset for name, _ in _lib.AttnOptions._fields_}
+expect(got == want and ctypes.sizeof(_lib.AttnOptions) == 88, "AttnOptions is not st_attn_options: %s" % got)
 try:
     lib = _lib._load()
 except OSError as e:   # no library built next to the sources: said, not failed
     print("test_import_py: the library not loaded (%s): its version not checked" % e)
 else:
     expect(_lib.ce_current(lib), "the library built here is older than the package's cross-entropy")
+    expect(_lib.bias_native(lib), "the library built here is older than the package's bias types")
 print("test_import_py: %d failures" % failures)
 sys.exit(1 if failures else 0)

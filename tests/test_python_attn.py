@@ -77,14 +77,16 @@ def close(got, want, keep, bound, what):
 
 
 def check(B, H, Q, K, dtype, scale=0.3, softcap=None, causal=False, window=None, lengths=None, alibi=False,
-          offset=None, three_d=False, mask=None, bias=None):
-    """mask, bias: shapes of a bool mask (True: seen) and a float bias drawn here, or None."""
+          offset=None, three_d=False, mask=None, bias=None, bias_dtype=None):
+    """mask, bias: shapes of a bool mask (True: seen) and a float bias (of bias_dtype, default the
+    scores') drawn here, or None."""
     what = "%s %dx%dx%dx%d scale %g softcap %s causal %s window %s lengths %s alibi %s offset %s mask %s bias %s" % (
-        str(dtype)[6:], B, H, Q, K, scale, softcap, causal, window, lengths, alibi, offset, mask, bias)
+        str(dtype)[6:], B, H, Q, K, scale, softcap, causal, window, lengths, alibi, offset, mask, bias) + (
+        " of %s" % str(bias_dtype)[6:] if bias_dtype else "")
     mt = torch.rand(mask, device="cuda") < 0.8 if mask is not None else None
     if mt is not None and mt.dim() == 4 and mt.shape[2] > 2:
         mt[..., 2, :] = False                                                       # a row that sees nothing
-    bt = (torch.randn(bias, device="cuda") * 2).to(dtype) if bias is not None else None
+    bt = (torch.randn(bias, device="cuda") * 2).to(bias_dtype or dtype) if bias is not None else None
     add = None if mt is None else torch.zeros(mt.shape, dtype=torch.float64, device="cuda").masked_fill(~mt, -math.inf)
     add = add if bt is None else bt.double() if add is None else add + bt.double()
     x = (torch.randn(B, H, Q, K, device="cuda") * 4).to(dtype)
@@ -140,8 +142,15 @@ for dtype in DTYPES:
     check(2, 2, 16, 3000, dtype, mask=(2, 1, 1, 3000), window=700)               # a key padding mask [B, 1, 1, K]
     check(2, 2, 24, 200, dtype, mask=(2, 2, 24, 200), bias=(2, 1, 24, 200), lengths=[150, 200], causal=True)
     check(1, 2, 24, 64, dtype, mask=(1, 1, 24, 1), bias=(2, 1, 64))             # broadcast over K (copied)
+    # one tensor alone is read in its own dtype, its sharers' rows taken together (am_order 1, 2, 3)
+    check(3, 4, 20, 160, dtype, bias=(1, 4, 20, 160), causal=True)               # over batches
+    check(3, 4, 20, 160, dtype, bias=(3, 1, 20, 160), bias_dtype=torch.float32)   # over heads, float32
+    check(3, 4, 20, 160, dtype, mask=(3, 1, 20, 160), lengths=[160, 99, 0])      # bool [B, 1, Q, K] (Hugging Face's)
+    check(3, 4, 20, 160, dtype, bias=(20, 160), bias_dtype=torch.bfloat16)        # over both, bfloat16
+    check(2, 3, 17, 333, dtype, mask=(1, 3, 17, 333), causal=True)               # bool over batches
+    check(2, 3, 17, 333, dtype, bias=(2, 3, 1, 333), bias_dtype=torch.float16)    # over queries, float16
 print("float64 agreement: every mask kind, ALiBi, softcap, Q != K, fully masked rows, mask and bias tensors "
-      "(broadcast, with the other masks), every dtype")
+      "(broadcast, with the other masks, of every dtype), every dtype")
 
 
 def nonfinite(dtype, K, bad):
@@ -327,7 +336,9 @@ def same_results(dtype, kl=None, slopes=None, softcap=0.0, causal=False, window=
     what = "the C++ attention calls, %s kl %s alibi %s softcap %g causal %s window %d offset %s bias %s" % (
         str(dtype)[6:], kl is not None, slopes is not None, softcap, causal, window, offset,
         None if bias is None else list(bias.shape))
-    bias = None if bias is None else attn._additive(bias < -1.5, bias, (B, H, Q, K), bias.device)
+    # a float bias: with a bool mask drawn from it (one float32 tensor); a bool one alone, as it is
+    bias = None if bias is None else attn._additive(bias, None, (B, H, Q, K), bias.device) if bias.dtype == torch.bool \
+        else attn._additive(bias < -1.5, bias, (B, H, Q, K), bias.device)
     x = (torch.randn(B, H, K, Q, device="cuda") * 3).to(dtype).transpose(-1, -2)   # not contiguous
     args = (kl, slopes, 0.3, softcap, causal, window, K - Q if offset is None else offset)
     y, ry = attn._cpp_forward(x, *args, bias), attn._forward_ctypes(x, *args, bias)
@@ -374,6 +385,7 @@ if softmax_tune.cpp_ops and attn._cpp_forward is not None and attn._cpp_backward
         same_results(dtype, kl=kl3, causal=True, slopes=sl3, offset=-5)
         same_results(dtype, kl=kl3, causal=True, bias=torch.randn(2, 1, 24, 300, device="cuda"))
         same_results(dtype, window=30, softcap=3.0, bias=torch.randn(4, 1, 300, device="cuda"))
+        same_results(dtype, causal=True, bias=torch.rand(2, 1, 24, 300, device="cuda") < 0.7)   # bool, alone
     xe = torch.randn(2, 3, 16, 32, device="cuda")
     ye, dye = torch.softmax(xe, -1), torch.randn_like(xe)
     for what, opts, needle in [("key_lengths, window -2", (kl2, 1.0, 0.0, True, -2, 16), "bad window"),

@@ -35,6 +35,11 @@ _Static_assert(sizeof(st_attn_problem) == 72 && offsetof(st_attn_problem, causal
                offsetof(st_attn_problem, mask) == 64 && offsetof(st_attn_problem, bias) == 68,
                "st_attn_problem moved: change _lib._AttnProblem and tests/test_untuned_py.py with it");
 
+/* st_attn_options as _lib.AttnOptions lays it out (tests/test_import_py.py holds the Python side) */
+_Static_assert(sizeof(st_attn_options) == 88 && offsetof(st_attn_options, bias) == 48 &&
+               offsetof(st_attn_options, bias_stride_q) == 72 && offsetof(st_attn_options, bias_type) == 80,
+               "st_attn_options moved: change _lib.AttnOptions and tests/test_import_py.py with it");
+
 static char dir[] = "/tmp/st_rtXXXXXX";
 static char db[512];
 
@@ -369,6 +374,16 @@ static void test_untuned_attention(st_ctx *c)
         p[2].mask == 0 && p[2].bias == 1, "mask none third: %d", st_untuned_attention(c, NULL, 0));
   CHECK(st_untuned(c, NULL, 0) == others, "st_untuned's list grew with attention calls: %d", st_untuned(c, NULL, 0));
   CHECK(st_untuned_attention(c, NULL, 1) == -1 && st_untuned_attention(c, p, -1) == -1, "bad out or cap accepted");
+  st_attn_defaults(&o);
+  o.bias = slopes, o.bias_type = 9;
+  CHECK(st_config_attention(c, ST_BF16, &o, 2, 4, 8, 3000, cfg, sizeof cfg) == ST_EINVAL && strstr(st_error(c), "bias_type 9"),
+        "bad bias_type: %s", st_error(c));
+  o.bias = (const char *)slopes + 1, o.bias_type = ST_BF16;
+  CHECK(st_config_attention(c, ST_BF16, &o, 2, 4, 8, 3000, cfg, sizeof cfg) == ST_EINVAL && strstr(st_error(c), "aligned"),
+        "a bfloat16 bias at an odd address: %s", st_error(c));
+  o.bias_type = ST_ATTN_BIAS_BOOL;
+  CHECK(st_config_attention(c, ST_BF16, &o, 2, 4, 8, 3000, cfg, sizeof cfg) == ST_OK, "a bool bias at an odd address: %s",
+        st_error(c));
 }
 
 static void test_policies(void)

@@ -244,11 +244,31 @@ def config_cross_entropy(device, dtype, grad, rows, cols):
 class AttnOptions(ctypes.Structure):   # st_attn_options
     _fields_ = [("scale", ctypes.c_float), ("softcap", ctypes.c_float), ("causal", _INT), ("causal_offset", _I64),
                 ("window", _I64), ("key_lengths", _PTR), ("alibi_slopes", _PTR), ("bias", _PTR),
-                ("bias_stride_b", _I64), ("bias_stride_h", _I64), ("bias_stride_q", _I64)]
+                ("bias_stride_b", _I64), ("bias_stride_h", _I64), ("bias_stride_q", _I64), ("bias_type", _INT)]
+
+
+BIAS_BOOL = 3   # AttnOptions.bias_type of a bool tensor (ST_ATTN_BIAS_BOOL); float ones take their st_dtype
+
+
+def bias_native(lib):
+    """Whether lib reads a bias tensor in float16, bfloat16 or bool (bias_type, 0.4.0 and up); before,
+    float32 only (the field past the end of its st_attn_options)."""
+    lib.st_version.restype = ctypes.c_char_p
+    return tuple(int(v) for v in lib.st_version().decode().split(".")[:2]) >= (0, 4)
 
 
 def _attn_lib():
     return _needs("st_attention_softmax_backward", "the attention kernels", "rebuild it")
+
+
+_bias_native = []   # [whether the attention library reads bias types], once asked
+
+
+def attn_bias_native():
+    """bias_native of the attention kernels' library, asked once."""
+    if not _bias_native:
+        _bias_native.append(bias_native(_attn_lib()))
+    return _bias_native[0]
 
 
 def attention(device, dtype, options, x, y, dy, dx, shape, stream):

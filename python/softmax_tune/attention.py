@@ -12,8 +12,9 @@ capture them, and both reach the library through run_forward and run_backward: o
 (softmax_tune._C's attention_forward and attention_backward) where the C++ ops are built, else
 ctypes (_lib.attention); the option checks, the autograd and the custom ops stay in Python. The
 forward saves its output (and the scores only under a softcap: the gradient needs them there). A
-mask or bias tensor becomes one float32 additive tensor (_additive: a bool mask as 0 / -inf),
-broadcast by strides (bias kind tensor); the gradient needs no more (y is 0 where it is -inf).
+mask or bias tensor goes to the kernel as it is (float32, float16, bfloat16 or bool; _additive),
+broadcast by strides (bias kind tensor); both together become one float32 additive tensor. The
+gradient needs no more (y is 0 where a key is masked).
 Other inputs (CPU, float64, a tensor with alibi_slopes) run reference, the same
 math in torch, with one warning."""
 
@@ -41,12 +42,16 @@ def _warn_once(why):
 
 # ---- the kernels ----
 
+BIAS_TYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.bool: _lib.BIAS_BOOL}   # st_attn_options.bias_type
+
+
 def _options(scale, softcap, causal, window, offset, kl, slopes, bias):
-    """st_attn_options; bias: float32 [B, H, Q, K] with a key stride of 1 (an expanded view: strides
-    0 broadcast)."""
+    """st_attn_options; bias: [B, H, Q, K] of a BIAS_TYPES dtype with a key stride of 1 (an expanded
+    view: strides 0 broadcast)."""
     return _lib.AttnOptions(scale, softcap, int(causal), offset, window, kl.data_ptr() if kl is not None else None,
                             slopes.data_ptr() if slopes is not None else None,
-                            *((bias.data_ptr(),) + bias.stride()[:3] if bias is not None else (None, 0, 0, 0)))
+                            *((bias.data_ptr(),) + bias.stride()[:3] + (BIAS_TYPES[bias.dtype],) if bias is not None
+                              else (None, 0, 0, 0, 0)))
 
 
 def _launch(x, y, dy, dx, kl, slopes, scale, softcap, causal, window, offset, bias=None):
@@ -275,18 +280,26 @@ def _check_tensor(name, t, shape):
 
 
 def _additive(mask, bias, shape, device):
-    """mask and bias as the one float32 tensor the kernel adds (bias kind tensor): a bool mask as 0
-    where seen and -inf elsewhere, a float one as it is, the bias added (one float32 rounding when
-    both are float); expanded to shape [B, H, Q, K] with a key stride of 1 (a view: stride 0 where
-    it broadcasts, a copy only along K where it broadcasts over K). None without either."""
+    """mask and bias as the one tensor the kernel adds (bias kind tensor), expanded to shape [B, H, Q,
+    K] with a key stride of 1 (a view: stride 0 where it broadcasts, a copy only along K where it
+    broadcasts over K); None without either. One of them alone goes as it is where its dtype is in
+    BIAS_TYPES and the library reads those (a bool mask: True seen); else, or both, one float32
+    tensor: a bool mask as 0 where seen and -inf elsewhere, a float one as it is, the bias added (one
+    float32 rounding when both are float)."""
+    one = bias if mask is None else mask if bias is None else None
+    if one is not None and one.dtype in BIAS_TYPES and (one.dtype == torch.float32 or _lib.attn_bias_native()):
+        return _expanded(one.to(device), shape)
     t = None if bias is None else bias.to(device=device, dtype=torch.float32)
     if mask is not None:
         m = mask.to(device)
         m = torch.zeros(m.shape, dtype=torch.float32, device=device).masked_fill(~m, -math.inf) \
             if m.dtype == torch.bool else m.to(torch.float32)
         t = m if t is None else t + m
-    if t is None:
-        return None
+    return None if t is None else _expanded(t, shape)
+
+
+def _expanded(t, shape):
+    """t broadcast to shape [B, H, Q, K] with a key stride of 1 (a view, a copy only along K)."""
     t = t[(None,) * (4 - t.dim())]
     if t.shape[-1] != shape[-1] or t.stride(-1) != 1:
         t = t.expand(*t.shape[:-1], shape[-1]).contiguous()

@@ -462,11 +462,22 @@ at::Tensor eager_cross_entropy_train(const at::Tensor &x, const at::Tensor &x2, 
 /* ---- attention_softmax's eager calls (attention.py run_forward, run_backward; undefined tensors
 ** come back as None: the ctypes path then runs, and gives its result or its error) ---- */
 
-/* A bias tensor as attention.py's _additive makes it: float32 [B, H, Q, K] of x's shape on its
-** device, a key stride of 1 (an expanded view: strides 0 where it broadcasts); or absent. */
+/* st_attn_options.bias_type of a bias tensor's dtype: float32, float16, bfloat16 or bool; -1 other. */
+int bias_type_of(const at::Tensor &t) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return ST_F32;
+    case at::kHalf: return ST_F16;
+    case at::kBFloat16: return ST_BF16;
+    case at::kBool: return ST_ATTN_BIAS_BOOL;
+    default: return -1;
+  }
+}
+
+/* A bias tensor as attention.py's _additive makes it: [B, H, Q, K] of x's shape on its device, of
+** a bias_type_of dtype, a key stride of 1 (an expanded view: strides 0 where it broadcasts); or absent. */
 bool bias_fits(const std::optional<at::Tensor> &t, const at::Tensor &x) {
   return !t.has_value() || !t->defined() ||
-         (t->scalar_type() == at::kFloat && t->device() == x.device() && t->sizes() == x.sizes() && t->stride(3) == 1);
+         (bias_type_of(*t) >= 0 && t->device() == x.device() && t->sizes() == x.sizes() && t->stride(3) == 1);
 }
 
 /* The options as attention.py's ctypes path fills them (_lib.AttnOptions); kl int32 [B] and slopes
@@ -483,7 +494,8 @@ st_attn_options attn_options(const std::optional<at::Tensor> &kl, const std::opt
   o.key_lengths = data_or_null<int>(kl);
   o.alibi_slopes = data_or_null<float>(slopes);
   if (bias.has_value() && bias->defined()) {
-    o.bias = bias->data_ptr<float>();
+    o.bias = bias->data_ptr();
+    o.bias_type = bias_type_of(*bias);
     o.bias_stride_b = bias->stride(0);
     o.bias_stride_h = bias->stride(1);
     o.bias_stride_q = bias->stride(2);
@@ -587,5 +599,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "(attention.py run_backward)", py::call_guard<py::gil_scoped_release>());
   m.def("_set_opener", &set_opener, "the Python call that opens a device's context");
   m.attr("ce_f32_loss") = true;     // the cross-entropy calls take f32_loss
-  m.attr("ce_grad_scale") = true;   // and st_cross_entropy_scale grad_scale (0.3.0; a build before: cross_entropy.py's ctypes path)
+  m.attr("ce_grad_scale") = true;
+  m.attr("attn_bias_types") = true;   // attention biases of float16, bfloat16 and bool (0.4.0)   // and st_cross_entropy_scale grad_scale (0.3.0; a build before: cross_entropy.py's ctypes path)
 }
