@@ -85,7 +85,7 @@ static int choose(Build *b, const cache_Key *base, gen_Problem *p, int band, cha
   Item it = { 0 };
   int64_t lo, hi;
   gen_width_class(p->cols, &lo, &hi);
-  p->rows = kset_band_rows(band);
+  p->rows = kset_band_rows(band, hi * gen_dtype_size(p->dtype));
   if (untuned_choose(b->g, NULL, base, p, 0, &ch, err, errlen)) return 1;
   if (gen_render(b->g, p, ch.config, &k)) return snprintf(err, errlen, "%s", gen_error(b->g)), 1;
   it.r = (kset_Record){ .arch = p->arch, .dtype = p->dtype, .op = p->op, .mask = p->mask, .bias = p->bias, .band = band,
@@ -344,7 +344,7 @@ static int list(cli_Options *o)
       continue;
     gen_op_key(r[i].op, r[i].mask, r[i].bias, op, sizeof op);
     printf("sm_%d\t%s\t%s\t%lld..%lld\t%s\t%d\t%llu\t%s\t%s\n", r[i].arch, op, gen_dtype_name(r[i].dtype), (long long)r[i].lo,
-           (long long)r[i].hi, r[i].band == 0 ? "<64" : r[i].band == 1 ? "<4096" : ">=4096", r[i].regs,
+           (long long)r[i].hi, kset_band_name(r[i].band), r[i].regs,
            (unsigned long long)r[i].size, r[i].config, r[i].source);
     shown++;
   }

@@ -20,7 +20,12 @@ _Static_assert(sizeof(kset_Header) == 256, "a set's header is 256 bytes");
 
 int kset_band(int64_t rows, int64_t row_bytes) { return rows < 64 && row_bytes >= 8192 ? 0 : rows < 4096 ? 1 : 2; }
 
-int64_t kset_band_rows(int band) { return band == 0 ? 16 : band == 1 ? 512 : 16384; }
+int64_t kset_band_rows(int band, int64_t row_bytes)
+{
+  return band == 0 ? 16 : band == 1 ? 512 : row_bytes < 256 ? 65536 : 16384;
+}
+
+const char *kset_band_name(int band) { return band == 0 ? "<64" : band == 1 ? "<4096" : ">=4096"; }
 
 int kset_map(const char *path, kset_Set *s, char *err, size_t errlen)
 {

@@ -42,8 +42,11 @@ typedef struct kset_Header {
 ** the band's typical row count. Few rows (under 64) are a band of their own only where a row is
 ** wide enough (8 KB) to be split over blocks; narrower, they join the middle band. */
 int kset_band(int64_t rows, int64_t row_bytes);
-/* The row count the set's config of band b is chosen for. */
-int64_t kset_band_rows(int band);
+/* The row count the set's config of band b is chosen for (its class's widest row in bytes): the
+** many-row band's narrow rows (under 256 bytes, a problem of 16384 of them bound by its launch)
+** for 65536, so their blocks are sized for the long problems. kset_band_name: its rows as text. */
+int64_t kset_band_rows(int band, int64_t row_bytes);
+const char *kset_band_name(int band);   /* "<4096" */
 
 #define KSET_FILE "softmax_tune.kernels"
 

@@ -364,7 +364,7 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
   gen_Choice ch = { .note = "" };
   char err[1024];
   gen_Problem key = *p;
-  key.rows = kset_band_rows(m->band), key.cols = m->hi;
+  key.rows = kset_band_rows(m->band, m->hi * gen_dtype_size(p->dtype)), key.cols = m->hi;
   const kset_Record *r = in_set(c, m, p);
   if (r) {
     snprintf(ch.config, sizeof ch.config, "%s", r->config);

@@ -113,6 +113,12 @@ local function adapt(c0, P, unaligned, e)
     end
     c.split = math.min(max, s)
   end
+  if es == 4 and c.vec == 1 and not unaligned and P.cols * es < WIDE and P.lo >= 4 and not P.op:find("_backward$") then
+    -- narrow float32 rows: 8-byte vectors where the entry (tuned at 256 or 4096 rows, launch-bound)
+    -- had 4-byte ones (H100, bench/shapes/narrow-20261127.txt: the tuner took vec=2 at 6, 7 and 14
+    -- columns of 5521-192307 rows, where vec=1 ran 0.75-0.92 of it)
+    c.vec = 2
+  end
   while c.vec > P.lo do c.vec = c.vec // 2 end
   if c.split == 1 and P.cols < 4 * c.vec and P.cols % c.vec ~= 0 and c.vec >= 4 and P.cols % (c.vec // 2) == 0 then
     -- a row of a few vectors that do not tile it: half-width vectors that do, so no row starts

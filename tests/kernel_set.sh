@@ -16,11 +16,12 @@ list=$(SOFTMAX_TUNE_KERNELS=s.set "$bin" kernels)
 has "$list" "# kernel set s.set: 138 keys"
 [ "$(grep -c '^sm_90	softmax	f32	' <<<"$list")" = 138 ] || bad "138 keys listed: $list"
 has "$list" "sm_90	softmax	f32	97..104	<4096	"
-# each key's config is the rule's (the default table adapted) for the band's rows (512, 16384)
+# each key's config is the rule's (the default table adapted) for the band's rows (512; 16384, 65536
+# for rows under 256 bytes)
 while IFS=$'\t' read -r arch op dt class rows regs bytes cfg src; do
   hi=${class#*..}
   r=512
-  [ "$rows" = ">=4096" ] && r=16384
+  [ "$rows" = ">=4096" ] && r=16384 && [ $((hi * 4)) -lt 256 ] && r=65536
   want=$(SOFTMAX_TUNE_KERNELS=none "$bin" explain --arch sm_90 --shape ${r}x$hi --op $op --dtype $dt | awk '/^kernel/{print $2}')
   [ "$cfg" = "$want" ] || bad "$class $rows: the set holds $cfg, the rule gives $want"
 done < <(grep '^sm_90' <<<"$list" | awk 'NR % 9 == 1')
