@@ -261,7 +261,8 @@ typedef struct st_attn_problem {
 
 /* The problems st_attention_softmax and st_attention_softmax_backward served on this context
 ** without a tuned kernel, as st_untuned lists the others' (one a width class and pair of kinds,
-** in the order first met): the first cap into out; how many there are, or -1. */
+** in the order first met; a bias tensor met in two types, bias_type, is listed once for each: the
+** same problem, tuned once): the first cap into out; how many there are, or -1. */
 int st_untuned_attention(st_ctx *ctx, st_attn_problem *out, int cap);
 
 /* What a context has done since st_open: how often a call reached past the in-memory table
