@@ -914,10 +914,11 @@ static st_problem problem_of(const Memo *m)
 static st_attn_problem attn_problem_of(const Memo *m)
 {
   const AttnParams *a = &m->attn;
+  gen_Problem k;
+  memo_kinds(m->op, &k);
   return (st_attn_problem){ .B = m->rows / a->h / a->q, .H = a->h, .Q = a->q, .K = m->cols, .causal_offset = a->offset,
                             .window = a->window, .scale = a->scale, .softcap = a->softcap, .dtype = (st_dtype)m->dtype,
-                            .backward = m->op % GEN_NOP == GEN_ATTN_BW, .mask = m->op / GEN_NOP / GEN_NBIAS % GEN_NMASK,
-                            .bias = m->op / GEN_NOP % GEN_NBIAS };
+                            .backward = k.op == GEN_ATTN_BW, .mask = k.mask, .bias = k.bias };
 }
 
 /* The untuned problems of one list (attn: the attention ops', into st_attn_problem out[]; else

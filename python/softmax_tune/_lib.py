@@ -201,13 +201,16 @@ class CeOptions(ctypes.Structure):   # st_ce_options
                 ("bad_label", _PTR), ("reduced", _PTR), ("reduced_in_dtype", _INT), ("grad_scale", _PTR)]
 
 
+def _at_least(lib, version):
+    """Whether lib's st_version (major, minor) is version or later."""
+    lib.st_version.restype = ctypes.c_char_p
+    return tuple(int(v) for v in lib.st_version().decode().split(".")[:2]) >= version
+
+
 def ce_current(lib):
     """Whether lib's st_cross_entropy is this package's: 0.3.0 and up (st_ce_options.reduced_in_dtype,
     the bad-label flag in host memory; grad_scale and st_cross_entropy_scale's with it)."""
-    if not hasattr(lib, "st_cross_entropy"):
-        return False
-    lib.st_version.restype = ctypes.c_char_p
-    return tuple(int(v) for v in lib.st_version().decode().split(".")[:2]) >= (0, 3)
+    return hasattr(lib, "st_cross_entropy") and _at_least(lib, (0, 3))
 
 
 _ce_checked = []   # [lib] once _ce_lib found it current
@@ -253,8 +256,7 @@ BIAS_BOOL = 3   # AttnOptions.bias_type of a bool tensor (ST_ATTN_BIAS_BOOL); fl
 def bias_native(lib):
     """Whether lib reads a bias tensor in float16, bfloat16 or bool (bias_type, 0.4.0 and up); before,
     float32 only (the field past the end of its st_attn_options)."""
-    lib.st_version.restype = ctypes.c_char_p
-    return tuple(int(v) for v in lib.st_version().decode().split(".")[:2]) >= (0, 4)
+    return _at_least(lib, (0, 4))
 
 
 def _attn_lib():

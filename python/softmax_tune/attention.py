@@ -42,7 +42,7 @@ def _warn_once(why):
 
 # ---- the kernels ----
 
-BIAS_TYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.bool: _lib.BIAS_BOOL}   # st_attn_options.bias_type
+BIAS_TYPES = {**DTYPES, torch.bool: _lib.BIAS_BOOL}   # torch dtype -> st_attn_options.bias_type
 
 
 def _options(scale, softcap, causal, window, offset, kl, slopes, bias):

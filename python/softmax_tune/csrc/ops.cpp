@@ -599,6 +599,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "(attention.py run_backward)", py::call_guard<py::gil_scoped_release>());
   m.def("_set_opener", &set_opener, "the Python call that opens a device's context");
   m.attr("ce_f32_loss") = true;     // the cross-entropy calls take f32_loss
-  m.attr("ce_grad_scale") = true;
-  m.attr("attn_bias_types") = true;   // attention biases of float16, bfloat16 and bool (0.4.0)   // and st_cross_entropy_scale grad_scale (0.3.0; a build before: cross_entropy.py's ctypes path)
+  m.attr("ce_grad_scale") = true;   // and st_cross_entropy_scale grad_scale (0.3.0; a build before: cross_entropy.py's ctypes path)
 }
