@@ -262,6 +262,7 @@ static int render(const cache_Rebuild *r, const char *path, cache_Entry *e, Buil
   b->p.rows = e->key.rows, b->p.cols = e->key.cols, b->p.dtype = e->key.dtype, b->p.op = e->key.op;
   b->p.mask = e->key.mask, b->p.bias = e->key.bias;
   b->p.arch = e->key.arch, b->p.sms = e->key.sms;
+  b->p.capped = gen_capped_name(e->kernel);   /* a cross-entropy entry tuned with a softcap: that kernel */
   if (gen_render(r->gen, &b->p, e->config, &b->k))
     return refuse(err, errlen, path, "entry %s: these templates do not make its config %s: %s", entry_name(e, name, sizeof name),
                   e->config, gen_error(r->gen));

@@ -88,8 +88,8 @@ static int choose(Build *b, const cache_Key *base, gen_Problem *p, int band, cha
   p->rows = kset_band_rows(band, hi * gen_dtype_size(p->dtype));
   if (untuned_choose(b->g, NULL, base, p, 0, &ch, err, errlen)) return 1;
   if (gen_render(b->g, p, ch.config, &k)) return snprintf(err, errlen, "%s", gen_error(b->g)), 1;
-  it.r = (kset_Record){ .arch = p->arch, .dtype = p->dtype, .op = p->op, .mask = p->mask, .bias = p->bias, .band = band,
-                        .lo = lo, .hi = hi };
+  it.r = (kset_Record){ .arch = p->arch, .dtype = p->dtype, .op = p->op, .mask = p->mask, .bias = p->bias,
+                        .capped = kset_capped(p), .band = band, .lo = lo, .hi = hi };
   kset_set_launch(&it.r, &k.launch);
   snprintf(it.r.name, sizeof it.r.name, "%s", k.name);
   snprintf(it.r.config, sizeof it.r.config, "%s", k.config);
@@ -102,7 +102,23 @@ static int choose(Build *b, const cache_Key *base, gen_Problem *p, int band, cha
   return 0;
 }
 
-/* Every key of arch (of --op, --dtype and up to --widest when given): ops, dtypes, kinds (the backward has no bias kind), classes, bands. */
+/* The item of the cross-entropy steps of p's dtype and arch (ce_steps.cu, no config): the record
+** KSET_STEPS. */
+static int choose_steps(Build *b, const gen_Problem *p, char *err, size_t errlen)
+{
+  Item it = { 0 };
+  if (gen_aux(b->g, p, "ce_steps", &it.source)) return snprintf(err, errlen, "%s", gen_error(b->g)), 1;
+  it.r = (kset_Record){ .arch = p->arch, .dtype = p->dtype, .op = GEN_CE, .hi = KSET_STEPS };
+  snprintf(it.r.name, sizeof it.r.name, "ce_steps");
+  snprintf(it.r.config, sizeof it.r.config, "steps");
+  snprintf(it.r.source, sizeof it.r.source, "ce_steps.cu");
+  cache_sha256(it.source, strlen(it.source), it.hash);
+  if (add_item(b, &it)) return free(it.source), snprintf(err, errlen, "out of memory"), 1;
+  return 0;
+}
+
+/* Every key of arch (of --op, --dtype and up to --widest when given): ops, dtypes, kinds (the
+** backward has no bias kind; cross-entropy a softcap's kernel and the steps), classes, bands. */
 static int choose_arch(Build *b, const cli_Options *o, int arch, char *err, size_t errlen)
 {
   tune_Device dev = { .arch = arch };
@@ -114,11 +130,14 @@ static int choose_arch(Build *b, const cli_Options *o, int arch, char *err, size
       if (o->dtype < 0 || o->dtype == dt)
       for (int mask = 0; mask < (gen_op_is_attn(op) ? GEN_NMASK : 1); mask++)
         for (int bias = 0; bias < (op == GEN_ATTN ? GEN_NBIAS : 1) && covered(o, op, dt, mask, bias); bias++)
+          for (int capped = 0; capped < (gen_op(op)->params == 1 ? 2 : 1); capped++)
           for (int64_t cols = op == GEN_CE || op == GEN_CE_LOSS ? 2 : 1, lo, hi;
                cols <= (o->widest ? o->widest : widest(op)); cols = hi + 1) {
-            gen_Problem p = { .rows = 1, .cols = cols, .dtype = dt, .op = op, .arch = arch, .mask = mask, .bias = bias };
+            gen_Problem p = { .rows = 1, .cols = cols, .dtype = dt, .op = op, .arch = arch, .mask = mask, .bias = bias,
+                              .capped = capped };
             gen_width_class(cols, &lo, &hi);
             p.cols = hi;
+            if ((op == GEN_CE || o->op == GEN_CE_LOSS) && !capped && cols == 2 && choose_steps(b, &p, err, errlen)) return 1;
             for (int band = kset_band(1, hi * gen_dtype_size(dt)); band < KSET_NBANDS; band++)   /* 0 only for wide rows */
               if (choose(b, &base, &p, band, err, errlen)) return 1;
           }
@@ -343,8 +362,11 @@ static int list(cli_Options *o)
     if ((o->arch && r[i].arch != o->arch) || (o->op >= 0 && r[i].op != o->op) || (o->dtype >= 0 && r[i].dtype != o->dtype))
       continue;
     gen_op_key(r[i].op, r[i].mask, r[i].bias, op, sizeof op);
+    const int steps = gen_op(r[i].op)->params == 1 && r[i].hi == KSET_STEPS;
+    if (r[i].capped) snprintf(op + strlen(op), sizeof op - strlen(op), " softcap");
+    if (steps) snprintf(op + strlen(op), sizeof op - strlen(op), " steps");
     printf("sm_%d\t%s\t%s\t%lld..%lld\t%s\t%d\t%llu\t%s\t%s\n", r[i].arch, op, gen_dtype_name(r[i].dtype), (long long)r[i].lo,
-           (long long)r[i].hi, kset_band_name(r[i].band), r[i].regs,
+           (long long)r[i].hi, steps ? "any" : kset_band_name(r[i].band), r[i].regs,
            (unsigned long long)r[i].size, r[i].config, r[i].source);
     shown++;
   }

@@ -223,10 +223,18 @@ static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
   lua_setfield(L, -2, "bias");
   lua_pushstring(L, p->bias_type >= 0 && p->bias_type < 4 ? BIAS_TYPES[p->bias_type] : "?");
   lua_setfield(L, -2, "bias_type");
+  lua_pushboolean(L, p->capped);
+  lua_setfield(L, -2, "capped");
   if (p->only) {
     lua_pushstring(L, p->only);
     lua_setfield(L, -2, "only");
   }
+}
+
+int gen_capped_name(const char *name)
+{
+  const size_t n = strlen(name);
+  return n > 4 && strcmp(name + n - 4, "_cap") == 0;
 }
 
 int gen_space(gen_State *g, const gen_Problem *p, char ***configs, int *n)

@@ -62,9 +62,15 @@ typedef struct gen_Problem {
                             ** keys (the tuner times float32) */
   int64_t visible;          /* attention ops: elements of each input its kernels read (0: all), for
                             ** gen_problem_bytes */
-  int capped;               /* attention_softmax_backward: a softcap, so x is read too (gen_problem_bytes) */
+  int capped;               /* a softcap: cross-entropy's kernel of it (ce.cu renders one entry point,
+                            ** st_cross_entropy_cap; configs and cache keys do not name it); attention_softmax_backward
+                            ** reads x too (gen_problem_bytes) */
   const char *only;         /* a config string: gen_space lists that config alone (NULL: not) */
 } gen_Problem;
+
+/* Whether a kernel's entry point is a softcap's: cross-entropy's st_cross_entropy_cap (a source of
+** its own: gen_Problem.capped). A cached entry names its kernel, so this says how it was tuned. */
+int gen_capped_name(const char *name);
 
 /* The width class of a row of `cols` elements: the widths [lo, hi] one kernel serves (its knobs
 ** sized for hi, its vectors for lo; the kernel takes its width at run time). Widths up to 64

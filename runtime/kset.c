@@ -107,16 +107,18 @@ const kset_Set *kset_get(const char **why)
 int kset_compare(const void *a, const void *b)
 {
   const kset_Record *x = a, *y = b;
-  const int64_t u[] = { x->arch, x->dtype, x->op, x->mask, x->bias, x->band, x->hi },
-                v[] = { y->arch, y->dtype, y->op, y->mask, y->bias, y->band, y->hi };
-  for (int i = 0; i < 7; i++)
+  const int64_t u[] = { x->arch, x->dtype, x->op, x->mask, x->bias, x->capped, x->band, x->hi },
+                v[] = { y->arch, y->dtype, y->op, y->mask, y->bias, y->capped, y->band, y->hi };
+  for (int i = 0; i < 8; i++)
     if (u[i] != v[i]) return u[i] < v[i] ? -1 : 1;
   return 0;
 }
 
-const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int band, int64_t hi)
+const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int capped, int band,
+                             int64_t hi)
 {
-  const kset_Record key = { .arch = arch, .dtype = dtype, .op = op, .mask = mask, .bias = bias, .band = band, .hi = hi };
+  const kset_Record key = { .arch = arch, .dtype = dtype, .op = op, .mask = mask, .bias = bias, .capped = capped, .band = band,
+                            .hi = hi };
   int lo = 0, up = n;
   while (lo < up) {   /* the records are sorted by key */
     int mid = lo + (up - lo) / 2;

@@ -16,19 +16,21 @@
 
 #include "gen.h"
 
-#define KSET_MAGIC "stkset1\n"
+#define KSET_MAGIC "stkset2\n"
 #define KSET_NBANDS 3
 
-/* A record of the index: 512 bytes, the same on every 64-bit little-endian host. */
+/* A record of the index: 512 bytes, the same on every 64-bit little-endian host. capped: the
+** cross-entropy ops' softcap kernel (a source of its own). A cross-entropy record of class 0..0
+** holds the dtype's steps (ce_steps.cu: st_ce_count, st_ce_reduce, st_ce_scale): KSET_STEPS. */
 typedef struct kset_Record {
-  int32_t arch, dtype, op, mask, bias, band;
+  int32_t arch, dtype, op, mask, bias, band, capped, reserved;
   int64_t lo, hi;                 /* the width class */
   int32_t launch[9];              /* gen_Launch: threads, rows_per_block, blocks_per_row, cluster, smem, coop, workspace, ws_groups, op */
   int32_t regs;                   /* registers a thread (ptxas) */
   uint64_t offset, size;          /* the cubin, from the start of the set */
   char name[64];                  /* the kernel's entry point */
   char config[192];
-  char source[160];               /* "rule", or the table entry it was adapted from */
+  char source[152];               /* "rule", or the table entry it was adapted from */
 } kset_Record;
 
 typedef struct kset_Header {
@@ -68,12 +70,17 @@ void kset_unmap(kset_Set *s);
 ** when there is none; *why (may be NULL) then says so. */
 const kset_Set *kset_get(const char **why);
 
-/* The order of the records (qsort's comparison): by arch, dtype, op, mask, bias, band, class. */
+/* The order of the records (qsort's comparison): by arch, dtype, op, mask, bias, capped, band, class. */
 int kset_compare(const void *a, const void *b);
 
-/* The record of key (arch, dtype, op, mask, bias, band, class hi) in records[0..n): NULL when the
-** set lacks it. */
-const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int band, int64_t hi);
+/* The record of key (arch, dtype, op, mask, bias, capped, band, class hi) in records[0..n): NULL
+** when the set lacks it. */
+const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int capped, int band,
+                             int64_t hi);
+#define KSET_STEPS 0              /* hi of the cross-entropy steps' record (band 0, capped 0) */
+/* A problem's capped part of its key: the cross-entropy ops' softcap kernel (attention's is a
+** launch argument: 0). */
+static inline int kset_capped(const gen_Problem *p) { return gen_op(p->op)->params == 1 && p->capped; }
 
 /* The set's arch that runs on a GPU of arch `arch`: the highest of the set of the same major
 ** version not above it (an sm_80 cubin runs on sm_86 and sm_89), else 0. */

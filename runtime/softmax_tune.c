@@ -30,16 +30,21 @@ typedef struct Memo {
   int64_t rows, cols;       /* the problem the class was first resolved for */
   CUmodule mod;
   CUfunction fn;
-  CUfunction count;         /* cross-entropy: st_ce_count, the mean's factor */
-  CUfunction reduce;        /* cross-entropy: st_ce_reduce, the reduced loss (NULL: a cubin without it) */
-  CUfunction scale;         /* cross-entropy: st_ce_scale, the gradient times grad_output (NULL: likewise) */
-  CUfunction fn_cap;        /* cross-entropy: the softcap entry point (name "_cap") */
+  CUfunction count;         /* cross-entropy: st_ce_count, the mean's factor (the dtype's Steps) */
+  CUfunction reduce;        /* cross-entropy: st_ce_reduce, the reduced loss */
+  CUfunction scale;         /* cross-entropy: st_ce_scale, the gradient times grad_output */
   gen_Launch launch;
   int resident;             /* blocks resident at once, for cooperative grids */
   char config[256];
   int untuned;              /* n: the n-th problem served untuned (st_untuned, or st_untuned_attention's list); 0: tuned */
   AttnParams attn;          /* attention: the launch options of the problem the class was first resolved for */
 } Memo;
+
+/* The cross-entropy steps of a dtype (templates/ce_steps.cu): one module whatever the class. */
+typedef struct Steps {
+  CUmodule mod;
+  CUfunction count, reduce, scale;
+} Steps;
 
 /* A zeroed workspace for cooperative kernels, one per stream: kernels on one stream run in
 ** order, so they can share it; kernels on two streams may run at once, so they cannot. */
@@ -71,6 +76,7 @@ struct st_ctx {
   int nws;
   int nuntuned, nuntuned_attn;   /* memo entries with untuned set (the attention ops' counted apart), guarded by mu */
   st_stats stats;           /* guarded by mu */
+  Steps steps[GEN_NDTYPE];  /* the cross-entropy steps of each dtype, loaded once (guarded by mu) */
   const kset_Record *set;   /* the kernel set (kset_get): its records, of arch set_arch used (NULL: none) */
   int nset, set_arch;
   const unsigned char *set_base;
@@ -192,6 +198,8 @@ void st_close(st_ctx *c)
     c->drv.cuCtxPushCurrent(c->cu);
     for (int i = 0; i < c->cap; i++)
       if (c->memo[i].used && c->memo[i].mod) c->drv.cuModuleUnload(c->memo[i].mod);
+    for (int i = 0; i < GEN_NDTYPE; i++)
+      if (c->steps[i].mod) c->drv.cuModuleUnload(c->steps[i].mod);
     c->drv.cuCtxPopCurrent(NULL);
     c->drv.cuDevicePrimaryCtxRelease(c->dev.dev);
   }
@@ -243,22 +251,21 @@ static Memo *slot_for(st_ctx *c, int dtype, int op, int unaligned, int64_t hi, i
 
 /* ---- resolving a problem to a loaded function ---- */
 
+static st_status steps(st_ctx *c, int dtype, Steps *out);
+
 static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, const gen_Launch *l, const char *config)
 {
   char err[512];
+  Steps st = { 0 };
+  if (gen_op(m->op % GEN_NOP)->params == 1) {   /* cross-entropy: the dtype's steps too */
+    st_status s = steps(c, m->dtype, &st);
+    if (s) return s;
+    m->count = st.count, m->reduce = st.reduce, m->scale = st.scale;
+  }
   c->stats.loads++;
   CUresult r = c->drv.cuModuleLoadData(&m->mod, cubin);
   if (!r) r = c->drv.cuModuleGetFunction(&m->fn, m->mod, name);
   if (!r) r = tune_func_setup(&c->drv, m->fn, l);
-  if (!r && gen_op(m->op % GEN_NOP)->params == 1) {
-    char cap[80];
-    snprintf(cap, sizeof cap, "%s_cap", name);
-    r = c->drv.cuModuleGetFunction(&m->count, m->mod, "st_ce_count");
-    if (!r) r = c->drv.cuModuleGetFunction(&m->fn_cap, m->mod, cap);
-    if (!r) r = tune_func_setup(&c->drv, m->fn_cap, l);
-    if (!r && c->drv.cuModuleGetFunction(&m->reduce, m->mod, "st_ce_reduce")) m->reduce = NULL;   /* checked at use */
-    if (!r && c->drv.cuModuleGetFunction(&m->scale, m->mod, "st_ce_scale")) m->scale = NULL;      /* likewise */
-  }
   if (!r && l->coop) r = tune_resident(&c->drv, m->fn, l, c->dev.sms, &m->resident);   /* grid cap */
   if (!r && l->coop && m->resident < l->blocks_per_row) r = CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   if (r) {
@@ -271,9 +278,20 @@ static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, c
   return ST_OK;
 }
 
-static st_status from_entry(st_ctx *c, Memo *m, cache_Entry *e)
+/* Whether kernel `name` is p's: cross-entropy's softcap kernel is a source of its own (ce.cu). */
+static int variant_of(const gen_Problem *p, const char *name)
 {
-  st_status s = load(c, m, e->cubin, e->kernel, &e->launch, e->config);
+  return gen_op(p->op)->params != 1 || gen_capped_name(name) == (p->capped != 0);
+}
+
+static st_status compile_config(st_ctx *c, Memo *m, const gen_Problem *p, const char *config);
+
+/* A cached entry's kernel; the other softcap variant of a cross-entropy entry than p's (tuned with
+** or without one) is its config compiled for p. */
+static st_status from_entry(st_ctx *c, Memo *m, const gen_Problem *p, cache_Entry *e)
+{
+  st_status s = variant_of(p, e->kernel) ? load(c, m, e->cubin, e->kernel, &e->launch, e->config)
+                                         : compile_config(c, m, p, e->config);
   cache_entry_free(e);
   return s;
 }
@@ -292,6 +310,43 @@ static st_status compile_config(st_ctx *c, Memo *m, const gen_Problem *p, const 
   gen_cubin_free(&cb);
   gen_kernel_free(&k);
   return s;
+}
+
+/* The module of the steps into st: the kernel set's, else compiled (kept cubins: once a machine). */
+static CUresult load_steps(st_ctx *c, int dtype, Steps *st, char *err, size_t errlen)
+{
+  const kset_Record *r = c->set ? kset_find(c->set, c->nset, c->set_arch, dtype, GEN_CE, 0, 0, 0, 0, KSET_STEPS) : NULL;
+  gen_Problem p = { .rows = 1, .cols = 2, .dtype = dtype, .op = GEN_CE };
+  gen_Cubin cb = { 0 };
+  char *src = NULL, kept[4096];
+  tune_device_limits(&c->dev, &p);
+  if (!r && gen_aux(c->gen, &p, "ce_steps", &src)) return snprintf(err, errlen, "%s", gen_error(c->gen)), CUDA_ERROR_INVALID_SOURCE;
+  cache_cubin_dir(NULL, kept, sizeof kept);
+  if (!r && cache_compile(kept, src, "ce_steps.cu", p.arch, &cb, err, errlen)) return free(src), CUDA_ERROR_INVALID_SOURCE;
+  free(src);
+  c->stats.compiles += !r && !cb.kept;
+  c->stats.loads++;
+  CUresult e = c->drv.cuModuleLoadData(&st->mod, r ? (const void *)(c->set_base + r->offset) : cb.data);
+  gen_cubin_free(&cb);
+  if (!e) e = c->drv.cuModuleGetFunction(&st->count, st->mod, "st_ce_count");
+  if (!e) e = c->drv.cuModuleGetFunction(&st->reduce, st->mod, "st_ce_reduce");
+  if (!e) e = c->drv.cuModuleGetFunction(&st->scale, st->mod, "st_ce_scale");
+  if (e) tune_cu_error(&c->drv, e, err, errlen);
+  return e;
+}
+
+/* The cross-entropy steps of dtype (templates/ce_steps.cu), loaded once a context. */
+static st_status steps(st_ctx *c, int dtype, Steps *out)
+{
+  Steps *st = &c->steps[dtype];
+  char err[1024];
+  if (!st->mod && load_steps(c, dtype, st, err, sizeof err)) {
+    if (st->mod) c->drv.cuModuleUnload(st->mod);
+    memset(st, 0, sizeof *st);
+    return fail(ST_ECOMPILE, "the cross-entropy steps of %s: %s", gen_dtype_name(dtype), err);
+  }
+  *out = *st;
+  return ST_OK;
 }
 
 /* Tune p now with the GPU backend, store the run, and load the winner. */
@@ -352,7 +407,7 @@ static int still_good(st_ctx *c, const gen_Problem *p, const cache_Key *k, cache
 static const kset_Record *in_set(const st_ctx *c, const Memo *m, const gen_Problem *p)
 {
   if (!c->set || m->unaligned) return NULL;
-  return kset_find(c->set, c->nset, c->set_arch, p->dtype, p->op, p->mask, p->bias, m->band, m->hi);
+  return kset_find(c->set, c->nset, c->set_arch, p->dtype, p->op, p->mask, p->bias, kset_capped(p), m->band, m->hi);
 }
 
 /* No tuned kernel: the kernel set's (loaded, nothing compiled), else the nearest tuned problems'
@@ -387,13 +442,18 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
 /* The row band of a call (the memo key's last part): its rows, its class's widest row in bytes. */
 static int band_of(int dtype, int64_t rows, int64_t hi) { return kset_band(rows, hi * gen_dtype_size(dtype)); }
 
-/* The memo's op: the generator's, and attention_softmax's kinds and bias type past GEN_NOP (0 for
-** the other ops); memo_kinds takes them back into a problem. */
-static int memo_op(int op, int mask, int bias, int btype) { return op + GEN_NOP * ((btype * GEN_NMASK + mask) * GEN_NBIAS + bias); }
+/* The memo's op: the generator's, and past GEN_NOP attention_softmax's kinds and bias type and
+** cross-entropy's softcap kernel (capped; 0 for the other ops); memo_kinds takes them back into a
+** problem. The bias type and capped pick a kernel source, not a config: twins (memo_twin). */
+static int memo_op(int op, int mask, int bias, int btype, int capped)
+{
+  return op + GEN_NOP * (((capped * 4 + btype) * GEN_NMASK + mask) * GEN_NBIAS + bias);
+}
 static void memo_kinds(int code, gen_Problem *p)
 {
+  const int v = code / GEN_NOP / GEN_NBIAS / GEN_NMASK;
   p->op = code % GEN_NOP, p->bias = code / GEN_NOP % GEN_NBIAS;
-  p->mask = code / GEN_NOP / GEN_NBIAS % GEN_NMASK, p->bias_type = code / GEN_NOP / GEN_NBIAS / GEN_NMASK;
+  p->mask = code / GEN_NOP / GEN_NBIAS % GEN_NMASK, p->bias_type = v % 4, p->capped = v / 4;
 }
 
 static st_status resolve_kind(st_ctx *c, Memo *m, const gen_Problem *q, int unaligned, int64_t lo);
@@ -431,14 +491,14 @@ static st_status resolve_kind(st_ctx *c, Memo *m, const gen_Problem *q, int unal
   if (!unaligned && open_cache(c, 0) == ST_OK && c->db) {
     c->stats.cache_reads++;
     if ((rc = cache_get(c->db, &k, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK)
-      return from_entry(c, m, &e);
+      return from_entry(c, m, &p, &e);
     if (rc == CACHE_CORRUPT) say(c, "softmax-tune: %s; not using it", cache_error(c->db));
     /* rows and cols are kernel arguments: a kernel tuned for another shape of the class runs these */
     c->stats.cache_reads++;
     if ((rc = cache_similar(c->db, &k, lo, m->hi, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK) {
       say(c, "softmax-tune: %lldx%lld %s %s uses the kernel tuned for %lldx%lld", (long long)rows, (long long)cols,
           gen_dtype_name(dtype), gen_op_name(op), (long long)e.key.rows, (long long)e.key.cols);
-      return from_entry(c, m, &e);
+      return from_entry(c, m, &p, &e);
     }
   }
   if (unaligned || c->miss == ST_MISS_HEURISTIC) return untuned(c, m, &p, unaligned);
@@ -457,6 +517,20 @@ static st_status check_args(st_ctx *c, int dtype, int op, int64_t rows, int64_t 
     return fail(ST_EINVAL, "st_softmax: shape %lldx%lld is too large", (long long)rows, (long long)cols);
   if (!c) return fail(ST_EINVAL, "st_softmax: ctx is NULL");
   return ST_OK;
+}
+
+/* Whether a twin of memo op `code` (its class with another bias type or softcap kernel: memo_op)
+** is listed untuned already: a class is listed once, whatever kernel sources it took. */
+static int listed_twin(st_ctx *c, int dtype, int code, int unaligned, int64_t hi, int band)
+{
+  gen_Problem k;
+  memo_kinds(code, &k);
+  for (int v = 0; v < 8; v++) {
+    const int twin = memo_op(k.op, k.mask, k.bias, v % 4, v / 4);
+    const Memo *m = twin != code ? find(c, dtype, twin, unaligned, hi, band) : NULL;
+    if (m && m->used && m->untuned > 0) return 1;
+  }
+  return 0;
 }
 
 /* The memo entry's function and launch for a problem's width class, resolving the class the
@@ -481,7 +555,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
     if (s == ST_OK) {
       *m = fresh;
       c->n++;
-      if (m->untuned) m->untuned = attn ? ++c->nuntuned_attn : ++c->nuntuned;
+      if (m->untuned) m->untuned = listed_twin(c, dtype, op, unaligned, hi, band) ? 0 : attn ? ++c->nuntuned_attn : ++c->nuntuned;
     }
   }
   if (s == ST_OK) *out = *m;
@@ -692,7 +766,7 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
   const int es = dtype == ST_F32 ? 4 : 2, op = grad ? GEN_CE : GEN_CE_LOSS;
   const int64_t stride = o.row_stride ? o.row_stride : cols;
   const int unaligned = grad && ((((uintptr_t)logits ^ (uintptr_t)grad) % 16) || ((stride - cols) * es) % 16);
-  if ((s = lookup(c, dtype, op, unaligned, rows, cols, NULL, &m))) return s;
+  if ((s = lookup(c, dtype, memo_op(op, 0, 0, 0, o.softcap > 0.f), unaligned, rows, cols, NULL, &m))) return s;
   CeParams p = { cols, stride, o.ignore_index, (uintptr_t)o.weight, 0, (uintptr_t)o.bad_label, o.label_smoothing, o.z_loss,
                  o.softcap, lt == ST_I64 };
   tune_Args a = { { (CUdeviceptr)logits, (CUdeviceptr)labels, (CUdeviceptr)grad, (CUdeviceptr)loss, (CUdeviceptr)lse }, rows, 0,
@@ -700,10 +774,9 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
   int push;
   CUresult r = enter(c, &push);
   const int mean = o.reduction == ST_REDUCE_MEAN;
-  if (o.reduced && !m.reduce) r = CUDA_ERROR_NOT_FOUND;   /* a cubin of templates before st_ce_reduce */
   float *used = grad && o.reduction != ST_REDUCE_NONE ? o.grad_scale : NULL;
   if (!r && grad && (mean || used)) r = grad_factor(c, &m, labels, rows, mean, used, dtype, &p, (CUstream)stream);
-  if (!r) r = tune_launch(&c->drv, o.softcap > 0.f ? m.fn_cap : m.fn, &m.launch, &a, m.resident, (CUstream)stream);
+  if (!r) r = tune_launch(&c->drv, m.fn, &m.launch, &a, m.resident, (CUstream)stream);
   if (!r && o.reduced)
     r = reduce_loss(c, &m, loss, labels, rows, &p, mean, o.reduced_in_dtype != 0, o.reduced, (CUstream)stream);
   leave(c, push);
@@ -712,7 +785,8 @@ st_status st_cross_entropy(st_ctx *c, st_dtype dtype, const void *logits, const 
 }
 
 /* The memo entry of a cross-entropy problem of cols' width class with a gradient that ran on
-** this context (either alignment's kernel: both have st_ce_scale), 0 when none did. */
+** this context (either alignment's kernel, with or without a softcap: each has the steps), 0
+** when none did. */
 static int trained(st_ctx *c, int dtype, int64_t rows, int64_t cols, Memo *out)
 {
   pthread_mutex_lock(&c->mu);
@@ -720,7 +794,7 @@ static int trained(st_ctx *c, int dtype, int64_t rows, int64_t cols, Memo *out)
   int64_t lo, hi;
   gen_width_class(cols, &lo, &hi);
   const int band = band_of(dtype, rows, hi);
-  for (int unaligned = 0; unaligned < 2 && !(m && m->used); unaligned++) m = find(c, dtype, GEN_CE, unaligned, hi, band);
+  for (int v = 0; v < 4 && !(m && m->used); v++) m = find(c, dtype, memo_op(GEN_CE, 0, 0, 0, v / 2), v % 2, hi, band);
   const int found = m && m->used;
   if (found) *out = *m;
   pthread_mutex_unlock(&c->mu);
@@ -737,9 +811,6 @@ st_status st_cross_entropy_scale(st_ctx *c, st_dtype dtype, void *grad, const vo
   if (!trained(c, dtype, rows, cols, &m))
     return fail(ST_EINVAL, "st_cross_entropy_scale: no st_cross_entropy with a gradient of %lldx%lld ran on this context",
                 (long long)rows, (long long)cols);
-  if (!m.scale)
-    return fail(ST_ECOMPILE, "st_cross_entropy_scale: the kernel of %lldx%lld (%s) predates st_ce_scale: tune it again",
-                (long long)rows, (long long)cols, m.config);
   const int64_t n = rows * cols, per_sm = 8;
   const unsigned blocks = (unsigned)(n / 256 + 1 < (int64_t)c->dev.sms * per_sm ? n / 256 + 1 : (int64_t)c->dev.sms * per_sm);
   long long nrows = rows, ncols = cols;
@@ -831,7 +902,7 @@ static st_status run_attn(st_ctx *c, const gen_Problem *p, const AttnParams *a, 
     if (buf[i]) odd |= buf[i] ^ buf[n - 1];
     args.buf[i] = (CUdeviceptr)buf[i];
   }
-  if ((s = lookup(c, p->dtype, memo_op(p->op, p->mask, p->bias, p->bias_type), odd % 16 != 0, p->rows, p->cols, a, &m)))
+  if ((s = lookup(c, p->dtype, memo_op(p->op, p->mask, p->bias, p->bias_type, 0), odd % 16 != 0, p->rows, p->cols, a, &m)))
     return s;
   int push;
   CUresult r = enter(c, &push);
@@ -876,7 +947,7 @@ static st_status config_attn(st_ctx *c, st_dtype dtype, int op, const st_attn_op
   AttnParams a;
   Memo m;
   st_status s = check_attn(c, dtype, op, o, B, H, Q, K, &p, &a);
-  if (!s) s = lookup(c, dtype, memo_op(op, p.mask, p.bias, p.bias_type), 0, p.rows, K, &a, &m);
+  if (!s) s = lookup(c, dtype, memo_op(op, p.mask, p.bias, p.bias_type, 0), 0, p.rows, K, &a, &m);
   if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
   return s;
 }
@@ -905,9 +976,9 @@ st_status st_get_stats(st_ctx *c, st_stats *out)
 /* Memo entry m of a softmax or cross-entropy op as st_untuned lists it. */
 static st_problem problem_of(const Memo *m)
 {
-  const int ce = m->op == GEN_CE || m->op == GEN_CE_LOSS, bw = !ce && m->op >= GEN_SOFTMAX_BW;   /* as st_softmax_backward numbers them */
-  return (st_problem){ m->rows, m->cols, (st_dtype)m->dtype, ce ? ST_SOFTMAX : (st_op)(m->op - (bw ? GEN_SOFTMAX_BW : 0)), bw,
-                       ce ? (m->op == GEN_CE ? ST_KIND_CE : ST_KIND_CE_LOSS) : ST_KIND_SOFTMAX };
+  const int op = m->op % GEN_NOP, ce = op == GEN_CE || op == GEN_CE_LOSS, bw = !ce && op >= GEN_SOFTMAX_BW;   /* as st_softmax_backward numbers them */
+  return (st_problem){ m->rows, m->cols, (st_dtype)m->dtype, ce ? ST_SOFTMAX : (st_op)(op - (bw ? GEN_SOFTMAX_BW : 0)), bw,
+                       ce ? (op == GEN_CE ? ST_KIND_CE : ST_KIND_CE_LOSS) : ST_KIND_SOFTMAX };
 }
 
 /* Memo entry m of an attention op (its kinds in its memo op: memo_op) as st_untuned_attention lists it. */

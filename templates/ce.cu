@@ -6,9 +6,9 @@
 // logits read once, the gradient written once); cross_entropy_loss writes loss and lse only.
 // Rows labelled ignore_index get loss 0 and dx 0; a label outside [0, cols) gets a NaN loss, dx 0
 // and sets the flag. Options are launch arguments (CeParams, ce_params.h); eps with weights is
-// refused by the callers. Also st_ce_count: scale = g / (the rows not ignored, weighted), the
-// mean's divisor as torch takes it, g the grad_output predicted (the last one seen); st_ce_reduce,
-// the reduced loss; st_ce_scale, the backward's gradient times grad_output / g (no pass when equal).
+// refused by the callers. A module holds one entry point: st_cross_entropy, or st_cross_entropy_cap
+// (capped: the softcap's row loop). The steps around it (the mean's count, the reduced loss, the
+// backward's scale) are a module of their own, one a dtype: ce_steps.cu.
 // Knobs: threads, rows (split=1: a group of G = threads/rows threads per row), items, vec, reduce,
 //        hint, passes (1: the row held in registers, hold=reg as floats or hold=packed as 16-bit
 //        words; 2: hold=none, statistics in one read, outputs in a second), split (> 1: a cluster
@@ -41,18 +41,6 @@ __device__ __forceinline__ MST shfl_0(MST v) { return MST{ shfl_0(v.m), shfl_0(v
 // so no element pays for a branch on it).
 template <bool CAP> __device__ __forceinline__ float capz(float x, float cap, float icap) { return CAP ? cap * tanh_cap(x * icap) : x; }
 
-// Programmatic dependent launch (sm_90 and up; elsewhere, or in a launch without it, nothing to
-// do): wait until the kernel before this one in the stream has finished and its writes show.
-// Only st_ce_reduce waits: in the loss kernel the wait cost about 0.7 us a block even with
-// nothing to wait for (f32 1024x256000: 795 us against 755, H100), more than an early start of
-// it after st_ce_count saves.
-__device__ __forceinline__ void grid_wait()
-{
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
 // What a row's outputs need, once its statistics are in.
 struct Row {
   float lse, a, c, b;   // dz = a p - c - b [j == y], scale folded in
@@ -60,11 +48,6 @@ struct Row {
   int y;                // the label's column, -1 when there is none (ignored or bad)
   float cap, icap;
 };
-
-__device__ __forceinline__ i64 label_of(const CeParams &p, const void *labels, i64 row)
-{
-  return p.labels64 ? ((const i64 *)labels)[row] : (i64)((const int *)labels)[row];
-}
 
 // Row's label as a column: -1 ignored, -2 outside [0, COLS) (a bad label).
 __device__ __forceinline__ int label_col(const CeParams &p, const void *labels, i64 row)
@@ -405,129 +388,12 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
   // and each waited for all of its last row's posts
 }
 
-// Two entry points: without a softcap, and with one ($(kernel)_cap, whose tanh takes registers
-// the other need not give up: one kernel holding both spilled). The register cap (minb blocks a
-// SM) is the first's alone: the softcap instance's tanhf (float32) spilled under it.
-% for _, cap in ipairs({ false, true }) do
-extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and not cap and ", " .. minb or ""))
-$(kernel .. (cap and "_cap" or ""))(const elem_t *in, const void *labels, elem_t *out, float *loss, float *lse, i64 rows, void *ws,
-                                    CeParams p)
+// One entry point a module: $(kernel), the row loop with a softcap when `capped` (whose tanh takes
+// registers the other need not give up: one kernel holding both spilled, and compiling both cost
+// twice a kernel's time in every tuning trial). The register cap (minb blocks a SM) is the plain
+// one's alone: the softcap instance's tanhf (float32) spilled under it.
+extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and not capped and ", " .. minb or ""))
+$(kernel)(const elem_t *in, const void *labels, elem_t *out, float *loss, float *lse, i64 rows, void *ws, CeParams p)
 {
-  rows_of<$(cap)>(in, labels, out, loss, lse, rows, p);
-}
-
-% end
-
-// The weight of row i's label in the mean's count: 0 where ignored (or out of range), 1 without
-// class weights.
-__device__ __forceinline__ double row_weight(const CeParams &p, const void *labels, i64 i)
-{
-  const i64 y = label_of(p, labels, i);
-  return y != p.ignore && y >= 0 && y < COLS ? (p.weight ? (double)((const float *)p.weight)[y] : 1.) : 0.;
-}
-
-// The sums of a and b over one block (of whole warps), in thread 0: a fixed order, the same bits
-// every run.
-__device__ void block_sums(double &a, double &b)
-{
-  __shared__ double part[2][32];
-  for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o), b += __shfl_xor_sync(0xffffffffu, b, o);
-  if (threadIdx.x % 32 == 0) part[0][threadIdx.x / 32] = a, part[1][threadIdx.x / 32] = b;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    a = b = 0.;
-    for (int w = 0; w < (int)(blockDim.x + 31) / 32; w++) a += part[0][w], b += part[1][w];
-  }
-}
-
-// a += f's first term and b += its second over rows i = threadIdx.x, + blockDim.x, ..., in that
-// order (the same bits as one row at a time), the terms of 8 rows loaded at once so that their
-// latencies overlap.
-template <class F>
-__device__ __forceinline__ void row_sums(i64 rows, F f, double &a, double &b)
-{
-  for (i64 i0 = threadIdx.x; i0 < rows; i0 += 8 * (i64)blockDim.x) {
-    double x[8], y[8];
-    #pragma unroll
-    for (int k = 0; k < 8; k++) {
-      const i64 i = i0 + k * (i64)blockDim.x;
-      x[k] = y[k] = 0.;
-      if (i < rows) f(i, x[k], y[k]);
-    }
-    #pragma unroll
-    for (int k = 0; k < 8; k++) a += x[k], b += y[k];
-  }
-}
-
-// The gradient's factor: g / the sum over rows not ignored of their label's weight (their count
-// without weights) for a mean (0 when there is none), g for a sum; g the predicted grad_output:
-// *pred, the last scalar grad_output st_ce_scale saw on this stream (0 before any: 1), or 1 where
-// pred is NULL. *used keeps g for st_ce_scale (used NULL: not kept). One block.
-extern "C" __global__ void __launch_bounds__(1024) st_ce_count(const void *labels, i64 rows, CeParams p, float *out,
-                                                               const float *pred, float *used, int mean)
-{
-  const float g = pred && *pred != 0.f ? *pred : 1.f;
-  double n = 0., unused = 0.;
-  if (mean) row_sums(rows, [&](i64 i, double &w, double &) { w = row_weight(p, labels, i); }, n, unused);
-  block_sums(n, unused);
-  if (threadIdx.x == 0) *out = !mean ? g : n > 0. ? (float)((double)g / n) : 0.f;
-  if (threadIdx.x == 0 && used) *used = g;
-}
-
-// The reduced loss: *out = the sum of loss[0, rows), over (mean) the sum of the labels' weights
-// of the rows not ignored (their count without weights): torch's sum or mean, 0 / 0 a NaN as
-// torch's. One block, in double, each thread's terms and the tree in a fixed order: the same
-// bits every run. It reads the labels itself, so it needs no scratch (a graph capture's first
-// call may run it). elem: *out in the logits' dtype, else float32.
-extern "C" __global__ void __launch_bounds__(1024) st_ce_reduce(const float *loss, const void *labels, i64 rows, CeParams p,
-                                                                int mean, int elem, void *out)
-{
-  grid_wait();   // the losses, from the kernel launched just before this one
-  double t = 0., n = 0.;
-  row_sums(rows, [&](i64 i, double &l, double &w) { l = (double)loss[i], w = mean ? row_weight(p, labels, i) : 0.; }, t, n);
-  block_sums(t, n);
-  if (threadIdx.x == 0 && elem) store1((elem_t *)out, (float)(mean ? t / n : t));
-  if (threadIdx.x == 0 && !elem) *(float *)out = (float)(mean ? t / n : t);
-}
-
-// grad_output's value i: float32 (a float32 loss's, under autocast), else in the logits' dtype.
-__device__ __forceinline__ float go_at(const void *go, i64 i, bool f32) { return f32 ? ((const float *)go)[i] : load1((const elem_t *)go + i); }
-
-// The backward's step: the gradient [rows, cols] (contiguous) the kernel wrote, times grad_output:
-// one scalar g (read here, so no host sync) or one value a row (flags & 1: reduction none); flags
-// & 2: grad_output is float32. A scalar's gradient was written times u = *used (st_ce_count's g;
-// used NULL: 1): g == u, nothing to do and no pass; else the gradient times g / u. Block 0 then
-// predicts the next call's g (*pred = g where g is in [2^-24, 2^24], else 1; pred NULL: none).
-// Grid-stride loops: a scalar's by vectors of VEC between scalar ends up to the vectors'
-// alignment; one value a row's by rows, a block a row at a time.
-extern "C" __global__ void __launch_bounds__(256) st_ce_scale(elem_t *grad, const void *go, i64 rows, i64 cols, int flags,
-                                                              const float *used, float *pred)
-{
-  const bool per_row = flags & 1, f32 = flags & 2;
-  const float g = go_at(go, 0, f32), u = used && !per_row ? *used : 1.f;
-  if (pred && !per_row && blockIdx.x == 0 && threadIdx.x == 0) *pred = g >= 0x1p-24f && g <= 0x1p24f ? g : 1.f;
-  if (!per_row && g == u) return;
-  const float s = g / u;
-  const i64 n = rows * cols, step = (i64)gridDim.x * blockDim.x, first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (per_row) {
-    for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
-      const float k = go_at(go, r, f32);
-      for (i64 c = threadIdx.x; c < cols; c += blockDim.x) store1(grad + r * cols + c, load1(grad + r * cols + c) * k);
-    }
-    return;
-  }
-  const unsigned long long vb = VEC * sizeof(elem_t);   // a vector's bytes, its alignment
-  const i64 h = min(n, (i64)((vb - (unsigned long long)grad % vb) % vb / sizeof(elem_t)));
-  const i64 nv = (n - h) / VEC;
-  for (i64 i = first; i < nv; i += step) {
-    float v[VEC];
-    ldv<false, false>(grad + h + i * VEC, v);
-    #pragma unroll
-    for (int k = 0; k < VEC; k++) v[k] *= s;
-    stv<false>(grad + h + i * VEC, v);
-  }
-  for (i64 i = first; i < n - nv * VEC; i += step) {   // the head, then the tail
-    const i64 e = i < h ? i : nv * VEC + i;
-    store1(grad + e, load1(grad + e) * s);
-  }
+  rows_of<$(capped)>(in, labels, out, loss, lse, rows, p);
 }

@@ -25,11 +25,6 @@ st_fill_ce(void *labels, float *weight, i64 rows, u64 seed, CeParams p)
 
 __device__ __forceinline__ double zof(double x, double cap) { return cap > 0. ? cap * tanh(x / cap) : x; }
 
-__device__ __forceinline__ i64 ce_label(const CeParams &p, const void *labels, i64 r)
-{
-  return p.labels64 ? ((const i64 *)labels)[r] : (i64)((const int *)labels)[r];
-}
-
 extern "C" __global__ void __launch_bounds__(256)
 st_check_ce(const elem_t *x, const void *labels, const elem_t *dx, const float *loss, const float *lse, i64 rows,
             CeParams p, u32 poison, CheckOut *res)
@@ -54,7 +49,7 @@ st_check_ce(const elem_t *x, const void *labels, const elem_t *dx, const float *
     t = block_fold<false>(t, sh);
     ta = block_fold<false>(ta, sh);
     const double ls = log(s), lref = m + ls, lerr = vr_ce_lse_err(DT, m, ls, vr_row_err((double)COLS, h / s), cap);
-    const i64 y = ce_label(p, labels, r);
+    const i64 y = label_of(p, labels, r);
     const bool ignored = y == p.ignore, badl = !ignored && (y < 0 || y >= COLS), valid = !ignored && !badl;
     const double w = valid ? (p.weight ? (double)((const float *)p.weight)[y] : 1.) : 0.;
     const double scale = p.scale ? (double)*(const float *)p.scale : 1., eps = p.smoothing, zl = p.zloss;

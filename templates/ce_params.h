@@ -19,4 +19,12 @@ typedef struct CeParams {
   int labels64;                 /* labels are int64, else int32 */
 } CeParams;
 
+#ifdef __CUDACC_RTC__
+/* Row `row`'s label (the kernels' and the steps'). */
+__device__ __forceinline__ long long label_of(const CeParams &p, const void *labels, long long row)
+{
+  return p.labels64 ? ((const long long *)labels)[row] : (long long)((const int *)labels)[row];
+}
+#endif
+
 #endif

@@ -160,6 +160,12 @@ function M.problem(P)
   if not ({ f32 = 1, f16 = 1, bf16 = 1, bool = 1 })[P.bias_type] or P.bias_type ~= "f32" and P.bias ~= "tensor" then
     bad("bias_type is a bias tensor's: f32, f16, bf16 or bool, got", P.bias_type .. " (bias " .. P.bias .. ")")
   end
+  -- capped: a softcap (cross-entropy: a kernel source of its own; attention: a launch argument,
+  -- the backward's x read)
+  P.capped = P.capped == true
+  if P.capped and not (M.CE[P.op] or M.ATTN[P.op]) then
+    bad("capped (a softcap) is the cross-entropy and attention ops', got op", P.op)
+  end
   if math.type(P.rows) ~= "integer" or P.rows < 1 then bad("rows must be >= 1, got", P.rows) end
   if math.type(P.cols) ~= "integer" or P.cols < 1 or P.cols > 0x7fffffff then
     bad("cols must be in 1..2147483647, got", P.cols)

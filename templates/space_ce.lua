@@ -130,7 +130,9 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
     local v = H.vars(cfg, P)
     if cfg then
       v.template = "ce.cu"
-      v.kernel = "st_cross_entropy"
+      -- a softcap is a source of its own (P.capped), as a bias tensor's type is attention's
+      v.capped = P.capped
+      v.kernel = P.capped and "st_cross_entropy_cap" or "st_cross_entropy"
       -- float rows held in registers: capped as softmax caps words, at the blocks a SM that the
       -- held values + 24 registers allow (space.lua's vars set the cap of packed rows)
       if cfg.hold == "reg" and P.es == 4 then

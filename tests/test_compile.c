@@ -157,6 +157,8 @@ static void check_ce_space(gen_State *g, const gen_Problem *p, char **list, int 
   CHECK(gen_canon(g, p, rule, canon, sizeof canon) == 0, "%s: the rule's %s: %s", what, rule, gen_error(g));
 }
 
+static void add_aux(gen_State *g, const gen_Problem *p, const char *name);
+
 /* The cross-entropy ops' spaces and compiles (--ce). */
 static void add_ce(gen_State *g, int all)
 {
@@ -178,20 +180,28 @@ static void add_ce(gen_State *g, int all)
           const int sampled = (op - GEN_CE) == (int)((c + (size_t)d) % 2);   /* the sample: one op a problem, alternating */
           for (int i = 0; i < n; i++)
             if (all || (sampled && cover_adds(&cover, list[i]))) add_job(g, &p, list[i]);
-          if (!all && sampled) add_job(g, &p, rule);
+          if (sampled) {   /* the rule, and capped: the softcap's kernel, a source of its own */
+            gen_Problem q = p;
+            q.capped = 1;
+            if (!all) add_job(g, &p, rule);
+            add_job(g, &q, rule);
+          }
           gen_free_list(list, n);
+          if (c == 0 && op == GEN_CE) add_aux(g, &p, "ce_steps");   /* the steps' module, one a dtype */
         }
   }
 }
 
-/* The tuner's kernels (aux.cu) for p. */
-static void add_aux(gen_State *g, const gen_Problem *p)
+/* A module of kernels without a config for p: the tuner's (aux.cu), cross-entropy's steps
+** (ce_steps.cu). */
+static void add_aux(gen_State *g, const gen_Problem *p, const char *name)
 {
   Job *j = &jobs[njobs];
   memset(&j->k, 0, sizeof j->k);
   j->arch = p->arch;
-  snprintf(j->k.config, sizeof j->k.config, "aux.cu of %s mask %s", gen_op_name(p->op), gen_mask_name(p->mask));
-  if (gen_aux(g, p, "aux", &j->k.source)) CHECK(0, "%s: %s", j->k.config, gen_error(g));
+  snprintf(j->k.config, sizeof j->k.config, "%s.cu of %s %s mask %s sm_%d", name, gen_dtype_name(p->dtype), gen_op_name(p->op),
+           gen_mask_name(p->mask), p->arch);
+  if (gen_aux(g, p, name, &j->k.source)) CHECK(0, "%s: %s", j->k.config, gen_error(g));
   else njobs++;
 }
 
@@ -208,7 +218,7 @@ static void add_attn(gen_State *g, int all, int op)
           const int d = (int)((c + (size_t)mask + (size_t)bias) % GEN_NDTYPE);
           gen_Problem p = { .rows = 4096, .cols = cols[c], .dtype = d, .op = op, .mask = mask, .bias = bias, .arch = arch,
                             .bias_type = bias == GEN_BIAS_TENSOR ? (int)(c % 4) : 0 };   /* a tensor's four types */
-          if (op == GEN_ATTN_BW && c == 2) add_aux(g, &p), p.op = GEN_ATTN, add_aux(g, &p), p.op = op;
+          if (op == GEN_ATTN_BW && c == 2) add_aux(g, &p, "aux"), p.op = GEN_ATTN, add_aux(g, &p, "aux"), p.op = op;
           char **list, rule[256], canon[256];
           int n, two = 0;
           if (gen_space(g, &p, &list, &n) || gen_heuristic(g, &p, 0, rule, sizeof rule)) {

@@ -254,6 +254,7 @@ static void run_case(const Case *cs, int all, int ordinal, int families, const C
   tune_device_limits(tune_gpu_device(gpu), &p);
   char op[64];
   if (attn) p.mask = attn->mask, p.bias = attn->bias;
+  if (ce) p.capped = ce->o.softcap > 0.f;   /* the softcap's own kernel (ce.cu) */
   gen_op_key(p.op, p.mask, p.bias, op, sizeof op);
   printf("%lldx%lld %s %s%s%s\n", (long long)p.rows, (long long)p.cols, gen_dtype_name(p.dtype), op, ce ? ", " : "",
          ce ? ce->name : "");

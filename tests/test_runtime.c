@@ -7,6 +7,7 @@
 **                      kernel, a class of the kernel set loaded without a compile, and the miss
 **                      policies heuristic, tune and error
 */
+#include <math.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -194,7 +195,7 @@ static void test_set(st_ctx *c)
   if (env_open(&e, 200, 5000, GEN_F16, GEN_LOG_SOFTMAX)) return;
   const int arch = k ? kset_arch_for(k->r, (int)k->h->count, tune_gpu_device(e.gpu)->arch) : 0;
   const int64_t hi = 5120;   /* 5000's class: 4609..5120 */
-  const kset_Record *r = arch ? kset_find(k->r, (int)k->h->count, arch, GEN_F16, GEN_LOG_SOFTMAX, 0, 0,
+  const kset_Record *r = arch ? kset_find(k->r, (int)k->h->count, arch, GEN_F16, GEN_LOG_SOFTMAX, 0, 0, 0,
                                           kset_band(200, hi * 2), hi) : NULL;
   if (!r) printf("note: the kernel set's test ran without one: %s\n", k ? "no key of this arch" : why);
   CHECK(st_get_stats(c, &s0) == ST_OK && tune_gpu_fill(e.gpu, cfg, sizeof cfg) == 0, "stats, fill");
@@ -384,6 +385,61 @@ static void test_untuned_attention(st_ctx *c)
   o.bias_type = ST_ATTN_BIAS_BOOL;
   CHECK(st_config_attention(c, ST_BF16, &o, 2, 4, 8, 3000, cfg, sizeof cfg) == ST_OK, "a bool bias at an odd address: %s",
         st_error(c));
+  const int listed = st_untuned_attention(c, NULL, 0);   /* the bias tensor's class: listed once, whatever its types */
+  o.bias = slopes;
+  for (int t = ST_F32; t <= ST_BF16; t++) {
+    o.bias_type = t;
+    CHECK(st_config_attention(c, ST_BF16, &o, 2, 4, 8, 3000, cfg, sizeof cfg) == ST_OK && st_untuned_attention(c, NULL, 0) == listed,
+          "bias type %d: the class listed again (%d, was %d): %s", t, st_untuned_attention(c, NULL, 0), listed, st_error(c));
+  }
+}
+
+/* On c (heuristic): a cross-entropy class called with a softcap, then without, then with again:
+** each way verified against float64 (two kernels of one config: the softcap's a source of its
+** own), the reduced loss (ce_steps.cu's st_ce_reduce, loaded once for the dtype) equal to the sum
+** of the rows' losses, and the class listed by st_untuned once. */
+static void test_ce_softcap(st_ctx *c)
+{
+  char err[1024];
+  Env e;
+  tune_Args a;
+  st_stats s0, s1;
+  const int listed = st_untuned(c, NULL, 0);
+  if (env_open(&e, 300, 4099, GEN_BF16, GEN_CE)) {
+    env_close(&e);
+    return;
+  }
+  tune_gpu_args(e.gpu, &a);
+  CHECK(st_get_stats(c, &s0) == ST_OK, "stats");
+  for (int k = 0; k < 3; k++) {
+    tune_CeOptions ce;
+    tune_ce_defaults(&ce);
+    ce.softcap = k == 1 ? 0.f : 30.f;
+    tune_gpu_ce_options(e.gpu, &ce);
+    st_ce_options o;
+    st_ce_defaults(&o);
+    o.softcap = ce.softcap, o.reduction = ST_REDUCE_SUM;
+    float sum = 0.f, total = 0.f, *loss = malloc((size_t)e.p.rows * 4);
+    CUdeviceptr dsum = 0;
+    CHECK(loss && e.d->cuMemAlloc(&dsum, 4) == CUDA_SUCCESS, "a float for the reduced loss");
+    o.reduced = (void *)dsum;
+    CHECK(tune_gpu_fill(e.gpu, err, sizeof err) == 0, "%s", err);
+    CHECK(st_cross_entropy(c, ST_BF16, (const void *)a.buf[0], (const void *)a.buf[1], ST_I64, (void *)a.buf[2],
+                           (float *)a.buf[3], (float *)a.buf[4], e.p.rows, e.p.cols, &o, NULL) == ST_OK,
+          "softcap %g: %s", o.softcap, st_error(c));
+    expect_correct(&e, e.in, e.out, k == 1 ? "cross_entropy, no softcap" : "cross_entropy, softcap 30");
+    CHECK(loss && e.d->cuStreamSynchronize(NULL) == CUDA_SUCCESS && e.d->cuMemcpyDtoH(loss, a.buf[3], (size_t)e.p.rows * 4) == CUDA_SUCCESS &&
+          e.d->cuMemcpyDtoH(&sum, dsum, 4) == CUDA_SUCCESS, "losses back");
+    for (int64_t r = 0; loss && r < e.p.rows; r++) total += loss[r];
+    CHECK(fabsf(sum - total) <= 1e-4f * fabsf(total) + 1e-3f, "reduced %g against the rows' sum %g", sum, total);
+    e.d->cuMemFree(dsum);
+    free(loss);
+  }
+  CHECK(st_get_stats(c, &s1) == ST_OK && s1.loads - s0.loads <= 3 && s1.classes - s0.classes == 2,
+        "two kernels and the steps: %lld loads, %lld classes", (long long)(s1.loads - s0.loads), (long long)(s1.classes - s0.classes));
+  CHECK(st_untuned(c, NULL, 0) == listed + 1, "the class listed once for its two kernels: %d (was %d)", st_untuned(c, NULL, 0),
+        listed);
+  env_close(&e);
 }
 
 static void test_policies(void)
@@ -415,6 +471,7 @@ static void test_policies(void)
         "heuristic said once, got %d", logged);
   test_untuned_list(c);
   test_untuned_attention(c);
+  test_ce_softcap(c);
   st_close(c);
 }
 

@@ -56,6 +56,7 @@ struct tune_Gpu {
   CUdeviceptr in, in2, out, flush, res, ws;
   CUdeviceptr labels, weight, loss, lse, scale, flag;
   CeParams params;          /* ce: the options the kernels run and are checked with */
+  float softcap;            /* ce: the options' softcap (params' is the loaded kernel's: ce_variant) */
   int use_weight;
   void *own_labels;         /* ce: labels set by tune_gpu_ce_labels (as the kernels read them), copied over fill's */
   int attn;                 /* attention_softmax or its backward: key lengths, slopes and its params */
@@ -347,6 +348,19 @@ static int occupancy(tune_Gpu *g, Slot *s, tune_Trial *t)
   return 0;
 }
 
+/* A cross-entropy module holds one entry point (ce.cu): the softcap's (name "..._cap") where the
+** options have one, else the plain one. A softcap kernel met under options without one (a cached
+** entry verified again) runs with a softcap of VERIFY_CAP. 1 with why when the two disagree. */
+#define VERIFY_CAP 30.f
+static int ce_variant(tune_Gpu *g, const char *name, char *why, size_t n)
+{
+  const int capped = gen_capped_name(name);
+  if (!capped && g->softcap > 0.f)
+    return snprintf(why, n, "%s has no softcap, and the options have one (%g): render it capped", name, g->softcap), 1;
+  g->params.softcap = capped ? (g->softcap > 0.f ? g->softcap : VERIFY_CAP) : 0.f;
+  return 0;
+}
+
 static int gpu_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c, tune_Trial *t)
 {
   tune_Gpu *g = ud;
@@ -355,8 +369,8 @@ static int gpu_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c,
   int regs = 0, local = 0, shared = 0, maxthreads = 0;
   s->launch = k->launch;
   s->cubin = c;
-  /* a cross-entropy module's softcap entry point, where the options have one (ce.cu) */
-  snprintf(s->name, sizeof s->name, "%s%s", k->name, g->ce && g->params.softcap > 0.f ? "_cap" : "");
+  snprintf(s->name, sizeof s->name, "%s", k->name);
+  if (g->ce && ce_variant(g, k->name, t->reason, sizeof t->reason)) return TUNE_ECONFIG;
   if (load_slot(g, s, t->reason, sizeof t->reason)) {
     unload_slot(g, s);
     s->cubin = NULL;
@@ -1066,7 +1080,7 @@ void tune_gpu_ce_options(tune_Gpu *g, const tune_CeOptions *o)
   g->params.ignore = o->ignore;
   g->params.smoothing = o->smoothing;
   g->params.zloss = o->zloss;
-  g->params.softcap = o->softcap;
+  g->params.softcap = g->softcap = o->softcap;
   g->params.labels64 = o->labels64;
   g->use_weight = o->weight;
   if (g->ready) g->params.weight = o->weight ? g->weight : 0;
