@@ -61,6 +61,7 @@ struct tune_Gpu {
   void *own_labels;         /* ce: labels set by tune_gpu_ce_labels (as the kernels read them), copied over fill's */
   int attn;                 /* attention_softmax or its backward: key lengths, slopes and its params */
   int attn_bw;              /* attention_softmax_backward: also the scores x (ax) */
+  int timing_set;           /* key padding: the lengths and tensors are timing's (timed), until fresh_input's */
   tune_AttnOptions aopt;
   AttnParams aparams;
   CUdeviceptr lengths, slopes, ax, tbias;   /* tbias: the bias tensor [Q, K] (bias kind tensor) */
@@ -459,6 +460,7 @@ static CUresult fresh_input(tune_Gpu *g)
   void *args_bias[] = { &g->tbias, &nbias };
   /* the key lengths first: the fill reads them */
   CUresult r = g->attn ? attn_lengths(g, 0) : CUDA_SUCCESS;
+  g->timing_set = 0;
   if (!r && g->tbias) r = d->cuLaunchKernel(g->fill_bias, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_bias, NULL);
   if (!r) r = fill_tensors(g, seed);
   if (!r && g->ce) r = d->cuLaunchKernel(g->fill_ce, aux_grid(g), 1, 1, 256, 1, 1, 0, g->stream, args_ce, NULL);
@@ -980,16 +982,17 @@ static CUresult timed_runs(tune_Gpu *g, CUresult (*go)(tune_Gpu *, void *), void
 }
 
 /* n launches of go(g, arg), each timed alone by events with L2 flushed before it; under a key
-** padding mask by the lengths the tuner times by and tensors drawn for them (no NaN where they
-** see: a NaN row does more work), those it verifies by set again after, and tensors for them. */
+** padding mask by the lengths the tuner times by, with tensors drawn for them (no NaN where they
+** see: a NaN row does more work), set once until fresh_input sets verification's again. */
 static CUresult timed(tune_Gpu *g, CUresult (*go)(tune_Gpu *, void *), void *arg, int n, double *us)
 {
-  const int padded = g->attn && (g->p.mask & GEN_MASK_PADDING);
-  CUresult r = padded ? attn_lengths(g, 1) : CUDA_SUCCESS;
-  if (!r && padded) r = fill_tensors(g, next_seed(g));
-  if (!r) r = timed_runs(g, go, arg, n, us);
-  if (!r && padded) r = attn_lengths(g, 0);
-  return !r && padded ? fill_tensors(g, next_seed(g)) : r;
+  CUresult r = CUDA_SUCCESS;
+  if (g->attn && (g->p.mask & GEN_MASK_PADDING) && !g->timing_set) {
+    r = attn_lengths(g, 1);
+    if (!r) r = fill_tensors(g, next_seed(g));
+    g->timing_set = !r;
+  }
+  return r ? r : timed_runs(g, go, arg, n, us);
 }
 
 /* The floor (gen_Op): a copy of the tensor; for the backward ops out = in + in2 (two reads, a
