@@ -7,7 +7,7 @@
 #
 # Four lanes at once (correctness does not depend on timing; each test has its own cache):
 #   lane g:  test_gpu
-#   lane c:  test_runtime gpu, test_gpu --ce
+#   lane c:  test_runtime gpu, test_gpu --ce, test_python_untuned (after the build)
 #   lane p:  the C++ ops' build, test_python (C++ ops, then ctypes), test_python_train,
 #            test_python_ce, and what `import softmax_tune` costs (with and without the fusion pass)
 #   lane a:  test_gpu --attn, --attn-bw, test_python_attn (after the build) on the C++ ops and ctypes
@@ -22,7 +22,8 @@ run() { local name=$1 lim=$2; shift 2; local s=$(date +%s)
   SOFTMAX_TUNE_CACHE=/tmp/c_$name.db timeout "$lim" "$@" >"$out/$name.log" 2>&1
   echo "$name: rc=$? $(( $(date +%s) - s )) s"; grep -E "FAIL|failed|failures|Error" "$out/$name.log" | head -8; }
 lane_g() { run test_gpu 580 .carry/test_gpu; }
-lane_c() { run test_runtime 300 .carry/test_runtime gpu; run test_gpu_ce 500 .carry/test_gpu --ce; }
+lane_c() { run test_runtime 300 .carry/test_runtime gpu; run test_gpu_ce 500 .carry/test_gpu --ce
+           while [ ! -e /tmp/built ]; do sleep 2; done; run test_python_untuned 300 python3 tests/test_python_untuned.py; }
 lane_p() { bash bench/host_run.sh build >"$out/build.txt" 2>&1; cat "$out/build.txt"; touch /tmp/built
            run test_python 400 python3 tests/test_python.py; run test_python_train 300 python3 tests/test_python_train.py
            run test_python_ce 400 python3 tests/test_python_ce.py; import_cost; }
