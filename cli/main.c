@@ -347,11 +347,12 @@ static int parse_options(int argc, char **argv, cli_Options *o)
   return 0;
 }
 
-/* The cross-entropy options: for tune and bench of one cross-entropy problem, valid together. */
+/* The cross-entropy options: for tune and bench of one cross-entropy problem, valid together; for
+** emit and compile too (--softcap renders the softcap's kernel, the others are launch arguments). */
 static int check_ce(cli_Options *o, const char *command)
 {
-  if (strcmp(command, "tune") && strcmp(command, "bench")) {
-    fprintf(stderr, "softmax-tune: %s is for tuning or bench of a cross-entropy op, not for %s (see softmax-tune --help)\n",
+  if (strcmp(command, "tune") && strcmp(command, "bench") && strcmp(command, "emit") && strcmp(command, "compile")) {
+    fprintf(stderr, "softmax-tune: %s is for tuning, bench, emit or compile of a cross-entropy op, not for %s (see softmax-tune --help)\n",
             o->ce_flag, command);
     return 2;
   }
