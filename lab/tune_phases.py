@@ -34,7 +34,7 @@ def main():
     a = sys.argv[1:]
     cut = a.index("--")
     out, bins = a[0], a[1:cut]
-    probs, cur = [], None
+    probs, cur = [], []
     for w in a[cut + 1:] + ["--"]:
         if w == "--":
             if cur:
