@@ -236,8 +236,9 @@ typedef struct st_problem {
 ** first met: the first cap of them into out (out may be NULL when cap is 0). Returns how many
 ** there are in all (more than cap: call again with a larger array), or -1 (ctx NULL, cap < 0, or
 ** out NULL with cap > 0; st_error says which). A call with differently aligned
-** input and output pointers is not listed: its vector-free kernel is never a tuned one. The
-** attention calls' problems are st_untuned_attention's. */
+** input and output pointers is not listed: its vector-free kernel is never a tuned one. A
+** cross-entropy class called with and without a softcap is listed once (one config, two
+** kernels). The attention calls' problems are st_untuned_attention's. */
 int st_untuned(st_ctx *ctx, st_problem *out, int cap);
 
 /* An attention problem this context ran without a tuned kernel (st_untuned_attention): the first
@@ -261,8 +262,8 @@ typedef struct st_attn_problem {
 
 /* The problems st_attention_softmax and st_attention_softmax_backward served on this context
 ** without a tuned kernel, as st_untuned lists the others' (one a width class and pair of kinds,
-** in the order first met; a bias tensor met in two types, bias_type, is listed once for each: the
-** same problem, tuned once): the first cap into out; how many there are, or -1. */
+** in the order first met; a bias tensor met in several types, bias_type, is listed once: its
+** kernels share the float32 tensor's config): the first cap into out; how many there are, or -1. */
 int st_untuned_attention(st_ctx *ctx, st_attn_problem *out, int cap);
 
 /* What a context has done since st_open: how often a call reached past the in-memory table
