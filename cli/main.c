@@ -348,11 +348,13 @@ static int parse_options(int argc, char **argv, cli_Options *o)
 }
 
 /* The cross-entropy options: for tune and bench of one cross-entropy problem, valid together; for
-** emit and compile too (--softcap renders the softcap's kernel, the others are launch arguments). */
+** emit, compile and explain too (--softcap: the softcap's kernel, and the rule's choice for it;
+** the others are launch arguments). */
 static int check_ce(cli_Options *o, const char *command)
 {
-  if (strcmp(command, "tune") && strcmp(command, "bench") && strcmp(command, "emit") && strcmp(command, "compile")) {
-    fprintf(stderr, "softmax-tune: %s is for tuning, bench, emit or compile of a cross-entropy op, not for %s (see softmax-tune --help)\n",
+  if (strcmp(command, "tune") && strcmp(command, "bench") && strcmp(command, "emit") && strcmp(command, "compile") &&
+      strcmp(command, "explain")) {
+    fprintf(stderr, "softmax-tune: %s is for tuning, bench, emit, compile or explain of a cross-entropy op, not for %s (see softmax-tune --help)\n",
             o->ce_flag, command);
     return 2;
   }

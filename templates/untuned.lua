@@ -227,6 +227,26 @@ local function fit(e, P, unaligned)
   return nil
 end
 
+-- A softcap's cross-entropy kernel (P.capped) is compute-bound (a tanh an element): where the
+-- table (tuned without a softcap) holds the row (passes=1), two reads with a block's many threads
+-- a row, the row streamed twice at full occupancy: float32 1024 threads of 4 vectors, 16-bit 512
+-- of 2, the row split over a cluster into parts of at most 64K elements. On the 8 rows of
+-- bench/shapes/untuned-ce-softcap.txt (H200, 2026-11-28) the held rows ran 0.61-1.0 of tuned,
+-- these 0.85-1.05; the table's own two-read configs (loss-only) 1.08-1.16, so they stay. Rows of
+-- over 16K classes (the measured ones had 32000 and more); nil for narrower ones or where the
+-- space refuses it.
+local function capped_rule(P, unaligned)
+  local es = ESIZE[P.dtype]
+  if P.cols <= 16384 then return nil end
+  local split = 1
+  while es == 2 and P.cols > split * 65536 and split < 4 do split = split * 2 end
+  local c = { threads = es == 4 and 1024 or 512, items = es == 4 and 4 or 2, vec = unaligned and 1 or 16 // es,
+              reduce = "shfl", passes = 2, hold = "none", rows = 1, split = split, xchg = split > 1 and "dsmem" or "none",
+              hint = "stream" }
+  local ok, str = pcall(E.canon, P, format(c))
+  return ok and str or nil
+end
+
 local function describe(e)
   return string.format("%dx%d %s %s", e.rows, e.cols, e.dtype, e.op)
 end
@@ -267,16 +287,20 @@ return function(P, unaligned, table_text, name, hash, user)
     if a.d ~= b.d then return a.d < b.d end
     return describe(a) < describe(b)
   end)
+  -- a softcap's cross-entropy kernel where the choice would hold the row: capped_rule's
+  local function uncapped(cfg, source)
+    local c = P.capped and kind(P.op) == "ce" and cfg:find("passes=1", 1, true) and capped_rule(P, unaligned)
+    if c then return c, "rule (a softcap's cross-entropy: two reads, not " .. source .. "'s held row)", note end
+    return cfg, source, note
+  end
   if P.op:find("^attention") then   -- its kinds' entries are not adapted yet: the rule
     return E.heuristic(P, unaligned), "rule (" .. P.op .. ": tuned entries of other shapes are not adapted yet)", note
   end
   for _, e in ipairs(cands) do
     local cfg = fit(e, P, unaligned)
-    if cfg then
-      return cfg, string.format("%s entry %s (%s), adapted", e.from, describe(e), e.config), note
-    end
+    if cfg then return uncapped(cfg, string.format("%s entry %s (%s), adapted", e.from, describe(e), e.config)) end
   end
   local none = "rule (no tuned entry of this element size and kind of op" ..
                (kind(P.op) == "ce" and string.format(" within %d octaves of this row)", CE_OCTAVES) or ")")
-  return E.heuristic(P, unaligned), (#cands > 0 and "rule (no nearby tuned entry fits)" or none), note
+  return uncapped(E.heuristic(P, unaligned), #cands > 0 and "rule (no nearby tuned entry fits)" or none)
 end
