@@ -34,7 +34,14 @@ out=$(SOFTMAX_TUNE_KERNELS=s.set "$bin" kernels --op log_softmax 2>&1)
 [ $? -eq 1 ] && has "$out" "no key of that"
 # a cross-entropy part: its classes from 2 columns
 "$bin" kernels --build sm_90 --op cross_entropy_loss --dtype bf16 --widest 3 -o ce.set >/dev/null 2>&1 || bad "ce build"
-has "$(SOFTMAX_TUNE_KERNELS=ce.set "$bin" kernels)" "sm_90	cross_entropy_loss	bf16	2..2	<4096"
+ce=$(SOFTMAX_TUNE_KERNELS=ce.set "$bin" kernels)
+has "$ce" "sm_90	cross_entropy_loss	bf16	2..2	<4096"
+# a softcap's kernels, keys of their own, and the dtype's steps (ce_steps.cu), one record
+has "$ce" "sm_90	cross_entropy_loss softcap	bf16	2..2	<4096"
+has "$ce" "sm_90	cross_entropy steps	bf16	0..0	any	"
+[ "$(grep -c 'softcap' <<<"$ce")" = "$(grep -c '^sm_90	cross_entropy_loss	' <<<"$ce")" ] || bad "a softcap key for each: $ce"
+out=$(SOFTMAX_TUNE_KERNELS=ce.set "$bin" explain --arch sm_90 --shape 512x3 --dtype bf16 --op cross_entropy_loss --softcap 30 2>&1)
+has "$out" "source   the kernel set ce.set"
 
 # a set of other templates is not used: the hash in its header changed
 cp s.set other.set

@@ -21,6 +21,16 @@ out=$(SOFTMAX_TUNE_TABLE=none "$bin" explain --arch sm_90 --shape 1x1000000 2>&1
 has "$out" "source   rule (no tuned entry"
 "$bin" explain --arch sm_80 --shape 64x64 >/dev/null 2>&1 || bad "sm_80 (no table) failed"
 # two shapes of one width class (2817..3072) name the class and the same kernel
+# a softcap's cross-entropy kernel over a wide row reads twice where the table's config holds the
+# row; a narrow row (under 16K classes) keeps the table's
+out=$("$bin" explain --arch sm_90 --shape 2048x262144 --dtype bf16 --op cross_entropy --softcap 30 2>&1) || bad "softcap: $?: $out"
+has "$out" "passes=2,hold=none"
+has "$out" "rule (a softcap's cross-entropy: two reads, not default table"
+plain=$("$bin" explain --arch sm_90 --shape 2048x262144 --dtype bf16 --op cross_entropy 2>&1)
+has "$plain" "passes=1"
+a=$("$bin" explain --arch sm_90 --shape 64x1000 --dtype bf16 --op cross_entropy --softcap 30 2>&1 | grep '^kernel')
+b=$("$bin" explain --arch sm_90 --shape 64x1000 --dtype bf16 --op cross_entropy 2>&1 | grep '^kernel')
+[ -n "$a" ] && [ "$a" = "$b" ] || bad "a narrow softcap row changed its kernel: '$a' against '$b'"
 a=$("$bin" explain --arch sm_90 --shape 256x3000 --dtype bf16 2>&1) || bad "explain 256x3000: $?"
 b=$("$bin" explain --arch sm_90 --shape 256x2817 --dtype bf16 2>&1) || bad "explain 256x2817: $?"
 has "$a" "class    cols 2817..3072"
