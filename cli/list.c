@@ -321,8 +321,6 @@ int cli_problems(const cli_Options *o, gen_Problem **out, tune_AttnOptions **att
     rc = 1, snprintf(err, errlen, "too many shapes in --shape '%s' (at most %d; use --shapes FILE)", o->shape, MAX_WORDS);
   for (int i = 0; !o->shapes && !rc && i < nw; i++) rc = cross(&l, w[i], l.dtypes, l.ndtypes, l.ops, l.nops, NULL, 0, err, errlen);
   if (rc) return free(l.p), free(l.a), rc;
-  for (int i = 0; i < l.n; i++)   /* the run's softcap picks cross-entropy's kernel source */
-    if (gen_op(l.p[i].op)->params == 1) l.p[i].capped = o->ce.softcap > 0.f;
   *out = l.p, *attn = l.a, *n = l.n;
   return 0;
 }
