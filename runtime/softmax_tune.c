@@ -444,7 +444,7 @@ static int band_of(int dtype, int64_t rows, int64_t hi) { return kset_band(rows,
 
 /* The memo's op: the generator's, and past GEN_NOP attention_softmax's kinds and bias type and
 ** cross-entropy's softcap kernel (capped; 0 for the other ops); memo_kinds takes them back into a
-** problem. The bias type and capped pick a kernel source, not a config: twins (memo_twin). */
+** problem. The bias type and capped pick a kernel source, not a config: twins (listed_twin). */
 static int memo_op(int op, int mask, int bias, int btype, int capped)
 {
   return op + GEN_NOP * (((capped * 4 + btype) * GEN_NMASK + mask) * GEN_NBIAS + bias);
