@@ -83,7 +83,7 @@ void cli_print_ce(const gen_Problem *p, const tune_CeOptions *ce)
 {
   if (gen_op(p->op)->params != 1) return;
   printf("options: ignore_index %lld, label smoothing %g, z-loss %g, softcap %g, %s, %s labels (launch arguments: one tuned"
-         " kernel serves every value; a sweep verifies with these)\n", (long long)ce->ignore, ce->smoothing, ce->zloss, ce->softcap,
+         " config serves every value, a softcap's kernel compiled from it; a sweep verifies with these)\n", (long long)ce->ignore, ce->smoothing, ce->zloss, ce->softcap,
          ce->weight ? "class weights" : "no weights", ce->labels64 ? "int64" : "int32");
 }
 
