@@ -53,6 +53,8 @@ def run(env, *args):
     return (json.loads(lines[0][8:]) if lines else None), p.stderr
 
 
+if len(sys.argv) != 2:
+    sys.exit("usage: test_python_untuned.py BINARY (the softmax-tune command that tunes the recorded list)")
 with tempfile.TemporaryDirectory() as d:
     env = dict(os.environ, SOFTMAX_TUNE_CACHE=os.path.join(d, "cache.db"), SOFTMAX_TUNE_CUBINS=os.path.join(d, "cubins"),
                SOFTMAX_TUNE_MISS="heuristic")
