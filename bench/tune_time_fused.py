@@ -4,7 +4,9 @@ attention), whole process: a fresh process, an empty cache and no kept cubins
 (SOFTMAX_TUNE_CUBINS=none), wall time around it. With two builds (A/B), each problem is tuned by
 both in turn, the order alternating problem to problem, so both meet the same machine.
 
-  python3 bench/tune_time_fused.py OUTDIR BIN [BIN_B] [--tsv PATH] [--limit SECONDS]
+  python3 bench/tune_time_fused.py OUTDIR BIN [BIN_B] [--tsv PATH] [--limit SECONDS] [--family F]
+
+--family cross_entropy or attention: that family's problems alone.
 
 Columns: problem (shape dtype op options), system (BIN's label: its folder's TREE file or its
 path), wall_s, sweep_s and configs (the tuner's "swept N configs in S s"), frac (the winner's
@@ -54,7 +56,7 @@ def tune(binary, out, i, prob):
 
 def main():
     a = sys.argv[1:]
-    opt = {"tsv": None, "limit": "540"}
+    opt = {"tsv": None, "limit": "540", "family": ""}
     pos = []
     while a:
         x = a.pop(0)
@@ -69,7 +71,7 @@ def main():
     subprocess.run([bins[0], "--shape", "32x16384", "--cache", out + "/warm.db", "--quiet"], capture_output=True)
     rows, gpu = [], None
     with open(out + "/tune_time_fused.log", "w") as log:
-        for i, prob in enumerate(PROBLEMS):
+        for i, prob in enumerate(p for p in PROBLEMS if p[2].startswith(opt["family"])):
             if time.time() - t_start > limit:
                 break
             order = bins if i % 2 == 0 else bins[::-1]

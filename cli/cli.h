@@ -76,7 +76,7 @@ static inline void cli_problem(const cli_Options *o, gen_Problem *p)
   memset(p, 0, sizeof *p);
   p->rows = o->rows, p->cols = o->cols, p->dtype = cli_dtype(o), p->op = cli_op(o);
   p->mask = o->mask, p->bias = o->bias;
-  p->capped = gen_op(p->op)->params == 1 && o->ce.softcap > 0.f;   /* cross-entropy's softcap kernel */
+  p->capped = o->ce.softcap > 0.f;   /* the softcap's kernel (cross-entropy's or attention's: main.c checks the op) */
 }
 
 /* The op of key k as the cache names it (attention_softmax with its kinds), in buf. */

@@ -39,6 +39,14 @@ static int covered(const cli_Options *o, int op, int dtype, int mask, int bias)
   return o->all || (dtype != GEN_F32 && bias == GEN_BIAS_NONE);
 }
 
+/* The softcap variants the set holds of op (capped 0 and 1, or 0 alone): cross-entropy's; with
+** --all attention's too (half an attention kernel's compile each: the default set leaves them to
+** their first call, as it does ALiBi and bias tensors). */
+static int variants(const cli_Options *o, int op)
+{
+  return gen_op(op)->params == 1 || (gen_op_is_attn(op) && o->all) ? 2 : 1;
+}
+
 typedef struct Item {
   kset_Record r;
   char *source;
@@ -118,7 +126,7 @@ static int choose_steps(Build *b, const gen_Problem *p, char *err, size_t errlen
 }
 
 /* Every key of arch (of --op, --dtype and up to --widest when given): ops, dtypes, kinds (the
-** backward has no bias kind; cross-entropy a softcap's kernel and the steps), classes, bands. */
+** backward has no bias kind), softcap variants, cross-entropy's steps, classes, bands. */
 static int choose_arch(Build *b, const cli_Options *o, int arch, char *err, size_t errlen)
 {
   tune_Device dev = { .arch = arch };
@@ -130,7 +138,7 @@ static int choose_arch(Build *b, const cli_Options *o, int arch, char *err, size
       if (o->dtype < 0 || o->dtype == dt)
       for (int mask = 0; mask < (gen_op_is_attn(op) ? GEN_NMASK : 1); mask++)
         for (int bias = 0; bias < (op == GEN_ATTN ? GEN_NBIAS : 1) && covered(o, op, dt, mask, bias); bias++)
-          for (int capped = 0; capped < (gen_op(op)->params == 1 ? 2 : 1); capped++)
+          for (int capped = 0; capped < variants(o, op); capped++)
           for (int64_t cols = op == GEN_CE || op == GEN_CE_LOSS ? 2 : 1, lo, hi;
                cols <= (o->widest ? o->widest : widest(op)); cols = hi + 1) {
             gen_Problem p = { .rows = 1, .cols = cols, .dtype = dt, .op = op, .arch = arch, .mask = mask, .bias = bias,

@@ -62,14 +62,15 @@ typedef struct gen_Problem {
                             ** keys (the tuner times float32) */
   int64_t visible;          /* attention ops: elements of each input its kernels read (0: all), for
                             ** gen_problem_bytes */
-  int capped;               /* a softcap: cross-entropy's kernel of it (ce.cu renders one entry point,
-                            ** st_cross_entropy_cap; configs and cache keys do not name it); attention_softmax_backward
-                            ** reads x too (gen_problem_bytes) */
+  int capped;               /* a softcap: the kernel of it, a source of its own (ce.cu, attn.cu and
+                            ** attn_bw.cu render one entry point, named ..._cap; configs and cache keys
+                            ** do not name it); attention_softmax_backward reads x too (gen_problem_bytes) */
   const char *only;         /* a config string: gen_space lists that config alone (NULL: not) */
 } gen_Problem;
 
-/* Whether a kernel's entry point is a softcap's: cross-entropy's st_cross_entropy_cap (a source of
-** its own: gen_Problem.capped). A cached entry names its kernel, so this says how it was tuned. */
+/* Whether a kernel's entry point is a softcap's (st_cross_entropy_cap, st_attention_softmax_cap, ...:
+** a source of its own, gen_Problem.capped). A cached entry names its kernel, so this says how it
+** was tuned. */
 int gen_capped_name(const char *name);
 
 /* The width class of a row of `cols` elements: the widths [lo, hi] one kernel serves (its knobs

@@ -19,9 +19,10 @@
 #define KSET_MAGIC "stkset2\n"
 #define KSET_NBANDS 3
 
-/* A record of the index: 512 bytes, the same on every 64-bit little-endian host. capped: the
-** cross-entropy ops' softcap kernel (a source of its own). A cross-entropy record of class 0..0
-** holds the dtype's steps (ce_steps.cu: st_ce_count, st_ce_reduce, st_ce_scale): KSET_STEPS. */
+/* A record of the index: 512 bytes, the same on every 64-bit little-endian host. capped: a
+** softcap's kernel (a source of its own: cross-entropy's; attention's in a set built --all). A
+** cross-entropy record of class 0..0 holds the dtype's steps (ce_steps.cu: st_ce_count,
+** st_ce_reduce, st_ce_scale): KSET_STEPS. */
 typedef struct kset_Record {
   int32_t arch, dtype, op, mask, bias, band, capped, reserved;
   int64_t lo, hi;                 /* the width class */
@@ -78,9 +79,8 @@ int kset_compare(const void *a, const void *b);
 const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int capped, int band,
                              int64_t hi);
 #define KSET_STEPS 0              /* hi of the cross-entropy steps' record (band 0, capped 0) */
-/* A problem's capped part of its key: the cross-entropy ops' softcap kernel (attention's is a
-** launch argument: 0). */
-static inline int kset_capped(const gen_Problem *p) { return gen_op(p->op)->params == 1 && p->capped; }
+/* A problem's capped part of its key: a softcap's kernel (cross-entropy's or attention's). */
+static inline int kset_capped(const gen_Problem *p) { return p->capped != 0; }
 
 /* The set's arch that runs on a GPU of arch `arch`: the highest of the set of the same major
 ** version not above it (an sm_80 cubin runs on sm_86 and sm_89), else 0. */

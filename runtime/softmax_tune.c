@@ -278,16 +278,13 @@ static st_status load(st_ctx *c, Memo *m, const void *cubin, const char *name, c
   return ST_OK;
 }
 
-/* Whether kernel `name` is p's: cross-entropy's softcap kernel is a source of its own (ce.cu). */
-static int variant_of(const gen_Problem *p, const char *name)
-{
-  return gen_op(p->op)->params != 1 || gen_capped_name(name) == (p->capped != 0);
-}
+/* Whether kernel `name` is p's: a softcap's kernel is a source of its own (ce.cu, attn.cu, attn_bw.cu). */
+static int variant_of(const gen_Problem *p, const char *name) { return gen_capped_name(name) == (p->capped != 0); }
 
 static st_status compile_config(st_ctx *c, Memo *m, const gen_Problem *p, const char *config);
 
-/* A cached entry's kernel; the other softcap variant of a cross-entropy entry than p's (tuned with
-** or without one) is its config compiled for p. */
+/* A cached entry's kernel; the other softcap variant of an entry than p's (tuned with or without
+** one) is its config compiled for p. */
 static st_status from_entry(st_ctx *c, Memo *m, const gen_Problem *p, cache_Entry *e)
 {
   st_status s = variant_of(p, e->kernel) ? load(c, m, e->cubin, e->kernel, &e->launch, e->config)
@@ -443,7 +440,7 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
 static int band_of(int dtype, int64_t rows, int64_t hi) { return kset_band(rows, hi * gen_dtype_size(dtype)); }
 
 /* The memo's op: the generator's, and past GEN_NOP attention_softmax's kinds and bias type and
-** cross-entropy's softcap kernel (capped; 0 for the other ops); memo_kinds takes them back into a
+** a softcap's kernel (capped: cross-entropy's and attention's); memo_kinds takes them back into a
 ** problem. The bias type and capped pick a kernel source, not a config: twins (listed_twin). */
 static int memo_op(int op, int mask, int bias, int btype, int capped)
 {
@@ -862,6 +859,7 @@ static st_status check_attn(st_ctx *c, st_dtype dtype, int op, const st_attn_opt
   p->rows = B * H * Q, p->cols = K, p->dtype = dtype, p->op = op;
   p->mask = (o->causal ? GEN_MASK_CAUSAL : 0) | (o->window >= 0 ? GEN_MASK_WINDOW : 0) | (o->key_lengths ? GEN_MASK_PADDING : 0);
   p->bias = op != GEN_ATTN ? GEN_BIAS_NONE : o->bias ? GEN_BIAS_TENSOR : o->alibi_slopes ? GEN_BIAS_ALIBI : GEN_BIAS_NONE;
+  p->capped = o->softcap > 0.f;   /* the softcap's kernel (a source of its own), and the backward reads x */
   st_status s = check_args(c, dtype, ST_SOFTMAX, p->rows, K);
   if (s) return s;
   if (tune_attn_check(p, &t, err, sizeof err)) return fail(ST_EINVAL, "%s: %s", fn, err);
@@ -902,7 +900,8 @@ static st_status run_attn(st_ctx *c, const gen_Problem *p, const AttnParams *a, 
     if (buf[i]) odd |= buf[i] ^ buf[n - 1];
     args.buf[i] = (CUdeviceptr)buf[i];
   }
-  if ((s = lookup(c, p->dtype, memo_op(p->op, p->mask, p->bias, p->bias_type, 0), odd % 16 != 0, p->rows, p->cols, a, &m)))
+  if ((s = lookup(c, p->dtype, memo_op(p->op, p->mask, p->bias, p->bias_type, p->capped), odd % 16 != 0, p->rows, p->cols, a,
+                  &m)))
     return s;
   int push;
   CUresult r = enter(c, &push);
@@ -947,7 +946,7 @@ static st_status config_attn(st_ctx *c, st_dtype dtype, int op, const st_attn_op
   AttnParams a;
   Memo m;
   st_status s = check_attn(c, dtype, op, o, B, H, Q, K, &p, &a);
-  if (!s) s = lookup(c, dtype, memo_op(op, p.mask, p.bias, p.bias_type, 0), 0, p.rows, K, &a, &m);
+  if (!s) s = lookup(c, dtype, memo_op(op, p.mask, p.bias, p.bias_type, p.capped), 0, p.rows, K, &a, &m);
   if (!s && out && outlen > 0) snprintf(out, (size_t)outlen, "%s", m.config);
   return s;
 }

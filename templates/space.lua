@@ -160,8 +160,8 @@ function M.problem(P)
   if not ({ f32 = 1, f16 = 1, bf16 = 1, bool = 1 })[P.bias_type] or P.bias_type ~= "f32" and P.bias ~= "tensor" then
     bad("bias_type is a bias tensor's: f32, f16, bf16 or bool, got", P.bias_type .. " (bias " .. P.bias .. ")")
   end
-  -- capped: a softcap (cross-entropy: a kernel source of its own; attention: a launch argument,
-  -- the backward's x read)
+  -- capped: a softcap, the kernel of it a source of its own (its value a launch argument); the
+  -- attention backward then reads x too
   P.capped = P.capped == true
   if P.capped and not (M.CE[P.op] or M.ATTN[P.op]) then
     bad("capped (a softcap) is the cross-entropy and attention ops', got op", P.op)

@@ -288,10 +288,19 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     v.mask, v.bias, v.bias_type = P.mask, P.bias, P.bias_type
     if cfg then
       v.template = width(P) == 2 and "attn_bw.cu" or "attn.cu"
-      v.kernel = "st_" .. P.op
+      -- a softcap is a source of its own (P.capped), as in cross-entropy: one row loop a kernel
+      v.capped = P.capped
+      v.kernel = "st_" .. P.op .. (P.capped and "_cap" or "")
       v.pair = cfg.pair or "none"
       if v.pair == "mirror" then v.minb = mirror_minb(cfg, P) end
       if cfg.hold == "packed" then v.minb = packed_minb(cfg, P) end
+      -- the forward's few held values (24 or fewer a thread) in 64 registers where the kernel
+      -- holds one row loop (attn.cu): left to ptxas it took 67-78 where both loops took 46-64 (a
+      -- block a SM fewer at 256 threads: bf16 2048x16x64x16 10% slower, H200)
+      if width(P) == 1 and cfg.hold == "reg" and cfg.split == 1 and v.pair == "none" and not P.capped and
+         P.bias == "none" and cfg.items * cfg.vec <= 24 then
+        v.minb = H.blocks(P, cfg.threads, 64)
+      end
       -- the forward's two reads (16-bit): blocks a SM for a step's ITEMS*VEC floats + 24 registers.
       -- Uncapped, ptxas took 40 registers (3 blocks of 512) at a239e9c's literal width and 58-60
       -- (2) with a class's (NVRTC 13.0, sm_90, bf16 decode 32768 and causal 4096, items=2); capped,

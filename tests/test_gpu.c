@@ -253,8 +253,8 @@ static void run_case(const Case *cs, int all, int ordinal, int families, const C
   }
   tune_device_limits(tune_gpu_device(gpu), &p);
   char op[64];
-  if (attn) p.mask = attn->mask, p.bias = attn->bias;
-  if (ce) p.capped = ce->o.softcap > 0.f;   /* the softcap's own kernel (ce.cu) */
+  if (attn) p.mask = attn->mask, p.bias = attn->bias, p.capped = attn->o.softcap > 0.f;   /* the softcap's own kernel */
+  if (ce) p.capped = ce->o.softcap > 0.f;
   gen_op_key(p.op, p.mask, p.bias, op, sizeof op);
   printf("%lldx%lld %s %s%s%s\n", (long long)p.rows, (long long)p.cols, gen_dtype_name(p.dtype), op, ce ? ", " : "",
          ce ? ce->name : "");

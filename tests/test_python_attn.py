@@ -128,6 +128,7 @@ for dtype in DTYPES:
     check(3, 2, 16, 3000, dtype, lengths=[3000, 0, 1234])                      # a batch that sees nothing
     check(2, 4, 48, 64, dtype, causal=True, alibi=True)
     check(2, 2, 32, 64, dtype, softcap=5.0, scale=2.0, causal=True)
+    check(2, 2, 32, 64, dtype, scale=2.0, causal=True)                           # its class again, the plain kernel
     check(1, 2, 96, 64, dtype, causal=True)                                      # Q > K: the first rows see nothing
     check(1, 2, 8, 5000, dtype, causal=True, offset=4000)                        # a chunk of a prefill
     check(1, 8, 1, 32768, dtype, causal=True, alibi=True, softcap=30.0)          # decoding

@@ -24,6 +24,7 @@
 #define MAX_REPS 256
 #define FLUSH_BYTES (256u << 20)   /* what triton.testing.do_bench clears between launches */
 #define WS_BYTES (8u << 20)        /* workspace for cooperative (xchg=global) kernels */
+#define VERIFY_CAP 30.f            /* the softcap a softcap's kernel runs with where the options have none */
 
 typedef struct Slot {
   CUmodule mod;
@@ -56,7 +57,7 @@ struct tune_Gpu {
   CUdeviceptr in, in2, out, flush, res, ws;
   CUdeviceptr labels, weight, loss, lse, scale, flag;
   CeParams params;          /* ce: the options the kernels run and are checked with */
-  float softcap;            /* ce: the options' softcap (params' is the loaded kernel's: ce_variant) */
+  float softcap;            /* ce: the options' softcap (params' is the loaded kernel's: softcap_variant) */
   int use_weight;
   void *own_labels;         /* ce: labels set by tune_gpu_ce_labels (as the kernels read them), copied over fill's */
   int attn;                 /* attention_softmax or its backward: key lengths, slopes and its params */
@@ -272,6 +273,7 @@ int tune_gpu_prepare(tune_Gpu *g, gen_State *gen, const gen_Problem *p, int nslo
   if (g->attn) {   /* an entry verified again comes with the defaults: a window mask gets a window */
     tune_AttnOptions a = g->aopt;
     if (p->mask & GEN_MASK_WINDOW && a.window < 0) a.window = p->cols / 8;
+    if (p->capped && !(a.softcap > 0.f)) a.softcap = VERIFY_CAP;   /* and a softcap's kernel a softcap */
     if (tune_attn_check(p, &a, err, errlen)) return 1;
     tune_attn_params(p, &a, &g->aparams);
   }
@@ -349,16 +351,17 @@ static int occupancy(tune_Gpu *g, Slot *s, tune_Trial *t)
   return 0;
 }
 
-/* A cross-entropy module holds one entry point (ce.cu): the softcap's (name "..._cap") where the
-** options have one, else the plain one. A softcap kernel met under options without one (a cached
-** entry verified again) runs with a softcap of VERIFY_CAP. 1 with why when the two disagree. */
-#define VERIFY_CAP 30.f
-static int ce_variant(tune_Gpu *g, const char *name, char *why, size_t n)
+/* A cross-entropy or attention module holds one entry point (ce.cu, attn.cu, attn_bw.cu): the
+** softcap's (name "..._cap") where the options have one, else the plain one. A softcap kernel met
+** under options without one (a cached entry verified again) runs with a softcap of VERIFY_CAP. 1
+** with why when the two disagree. */
+static int softcap_variant(tune_Gpu *g, const char *name, char *why, size_t n)
 {
+  const float want = g->ce ? g->softcap : g->aopt.softcap;
   const int capped = gen_capped_name(name);
-  if (!capped && g->softcap > 0.f)
-    return snprintf(why, n, "%s has no softcap, and the options have one (%g): render it capped", name, g->softcap), 1;
-  g->params.softcap = capped ? (g->softcap > 0.f ? g->softcap : VERIFY_CAP) : 0.f;
+  if (!capped && want > 0.f)
+    return snprintf(why, n, "%s has no softcap, and the options have one (%g): render it capped", name, want), 1;
+  *(g->ce ? &g->params.softcap : &g->aparams.softcap) = capped ? (want > 0.f ? want : VERIFY_CAP) : 0.f;
   return 0;
 }
 
@@ -371,7 +374,7 @@ static int gpu_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c,
   s->launch = k->launch;
   s->cubin = c;
   snprintf(s->name, sizeof s->name, "%s", k->name);
-  if (g->ce && ce_variant(g, k->name, t->reason, sizeof t->reason)) return TUNE_ECONFIG;
+  if ((g->ce || g->attn) && softcap_variant(g, k->name, t->reason, sizeof t->reason)) return TUNE_ECONFIG;
   if (load_slot(g, s, t->reason, sizeof t->reason)) {
     unload_slot(g, s);
     s->cubin = NULL;
