@@ -19,8 +19,9 @@
 **             (the bias tensor's in each of its types, a kernel of each at least),
 **             rows held and read twice, every dtype: its spaces checked (valid, canonical, both
 **             families where the row is long), then per arch a sample taking every knob value
-**             plus the rule's config and its softcap kernel (a source of its own) of every
-**             other problem, and one pair's softcap kernel (CI), or every config (label long)
+**             plus the rule's config of every other problem, and the rule's softcap kernel (a
+**             source of its own) of each mask kind of bias none (the backward's of one) and of
+**             one pair (CI), or every config (label long)
 **   --attn-bw [--all]  attention_softmax_backward (attn_bw.cu) the same way, every mask kind
 **             (its bias is none); and both attention ops' tuner kernels (aux.cu) of every mask
 **             kind, for sm_80 and sm_90
@@ -233,10 +234,12 @@ static void add_attn(gen_State *g, int all, int op)
             if (all || cover_adds(&cover, list[i]) || (p.bias_type && i == 0)) add_job(g, &p, list[i]);
           }
           CHECK(two > 0 || cols[c] * gen_dtype_size(d) < 8192, "sm_%d cols %lld: no two-read config", arch, (long long)cols[c]);
-          if (c % 2 == 0) {   /* the rule, and its softcap's kernel (a source of its own) */
+          if (!all && c % 2 == 0) add_job(g, &p, rule);
+          if (c == 2 && (op == GEN_ATTN ? bias == GEN_BIAS_NONE : mask == 0)) {
+            /* the softcap's kernel (a source of its own): of each mask kind where a plain kernel
+            ** holds one row loop (attn.cu); the backward's differs by name alone */
             gen_Problem q = p;
             q.capped = 1;
-            if (!all) add_job(g, &p, rule);
             add_job(g, &q, rule);
           }
           gen_free_list(list, n);
@@ -255,7 +258,7 @@ static void add_attn(gen_State *g, int all, int op)
       for (int i = 0, capped = 0; i < n; i++)
         if (strstr(list[i], "pair=mirror") && (all || cover_adds(&cover, list[i]) || c == 3)) {
           add_job(g, &p, list[i]);
-          if (c == 3 && !capped++) {   /* a softcap's pairs' loop */
+          if (c == 3 && op == GEN_ATTN && !capped++) {   /* a softcap's pairs' loop */
             gen_Problem q = p;
             q.capped = 1;
             add_job(g, &q, list[i]);
