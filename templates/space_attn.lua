@@ -288,7 +288,8 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     v.mask, v.bias, v.bias_type = P.mask, P.bias, P.bias_type
     if cfg then
       v.template = width(P) == 2 and "attn_bw.cu" or "attn.cu"
-      -- a softcap is a source of its own (P.capped), as in cross-entropy: one row loop a kernel
+      -- a softcap's kernel is a source of its own (P.capped), as in cross-entropy (attn.cu says
+      -- which row loops each kernel holds)
       v.capped = P.capped
       v.kernel = "st_" .. P.op .. (P.capped and "_cap" or "")
       v.pair = cfg.pair or "none"
