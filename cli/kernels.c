@@ -97,7 +97,7 @@ static int choose(Build *b, const cache_Key *base, gen_Problem *p, int band, cha
   if (untuned_choose(b->g, NULL, base, p, 0, &ch, err, errlen)) return 1;
   if (gen_render(b->g, p, ch.config, &k)) return snprintf(err, errlen, "%s", gen_error(b->g)), 1;
   it.r = (kset_Record){ .arch = p->arch, .dtype = p->dtype, .op = p->op, .mask = p->mask, .bias = p->bias,
-                        .capped = kset_capped(p), .band = band, .lo = lo, .hi = hi };
+                        .capped = p->capped != 0, .band = band, .lo = lo, .hi = hi };
   kset_set_launch(&it.r, &k.launch);
   snprintf(it.r.name, sizeof it.r.name, "%s", k.name);
   snprintf(it.r.config, sizeof it.r.config, "%s", k.config);

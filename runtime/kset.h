@@ -79,8 +79,6 @@ int kset_compare(const void *a, const void *b);
 const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int capped, int band,
                              int64_t hi);
 #define KSET_STEPS 0              /* hi of the cross-entropy steps' record (band 0, capped 0) */
-/* A problem's capped part of its key: a softcap's kernel (cross-entropy's or attention's). */
-static inline int kset_capped(const gen_Problem *p) { return p->capped != 0; }
 
 /* The set's arch that runs on a GPU of arch `arch`: the highest of the set of the same major
 ** version not above it (an sm_80 cubin runs on sm_86 and sm_89), else 0. */

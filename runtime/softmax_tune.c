@@ -404,7 +404,7 @@ static int still_good(st_ctx *c, const gen_Problem *p, const cache_Key *k, cache
 static const kset_Record *in_set(const st_ctx *c, const Memo *m, const gen_Problem *p)
 {
   if (!c->set || m->unaligned) return NULL;
-  return kset_find(c->set, c->nset, c->set_arch, p->dtype, p->op, p->mask, p->bias, kset_capped(p), m->band, m->hi);
+  return kset_find(c->set, c->nset, c->set_arch, p->dtype, p->op, p->mask, p->bias, p->capped != 0, m->band, m->hi);
 }
 
 /* No tuned kernel: the kernel set's (loaded, nothing compiled), else the nearest tuned problems'

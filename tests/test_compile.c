@@ -161,6 +161,14 @@ static void check_ce_space(gen_State *g, const gen_Problem *p, char **list, int 
 
 static void add_aux(gen_State *g, const gen_Problem *p, const char *name);
 
+/* cfg's softcap kernel for p (a source of its own: gen_Problem.capped). */
+static void add_capped(gen_State *g, const gen_Problem *p, const char *cfg)
+{
+  gen_Problem q = *p;
+  q.capped = 1;
+  add_job(g, &q, cfg);
+}
+
 /* The cross-entropy ops' spaces and compiles (--ce). */
 static void add_ce(gen_State *g, int all)
 {
@@ -182,11 +190,9 @@ static void add_ce(gen_State *g, int all)
           const int sampled = (op - GEN_CE) == (int)((c + (size_t)d) % 2);   /* the sample: one op a problem, alternating */
           for (int i = 0; i < n; i++)
             if (all || (sampled && cover_adds(&cover, list[i]))) add_job(g, &p, list[i]);
-          if (sampled) {   /* the rule, and capped: the softcap's kernel, a source of its own */
-            gen_Problem q = p;
-            q.capped = 1;
+          if (sampled) {   /* the rule, and its softcap's kernel */
             if (!all) add_job(g, &p, rule);
-            add_job(g, &q, rule);
+            add_capped(g, &p, rule);
           }
           gen_free_list(list, n);
           if (c == 0 && op == GEN_CE) add_aux(g, &p, "ce_steps");   /* the steps' module, one a dtype */
@@ -235,13 +241,9 @@ static void add_attn(gen_State *g, int all, int op)
           }
           CHECK(two > 0 || cols[c] * gen_dtype_size(d) < 8192, "sm_%d cols %lld: no two-read config", arch, (long long)cols[c]);
           if (!all && c % 2 == 0) add_job(g, &p, rule);
-          if (c == 2 && (op == GEN_ATTN ? bias == GEN_BIAS_NONE : mask == 0)) {
-            /* the softcap's kernel (a source of its own): of each mask kind where a plain kernel
-            ** holds one row loop (attn.cu); the backward's differs by name alone */
-            gen_Problem q = p;
-            q.capped = 1;
-            add_job(g, &q, rule);
-          }
+          /* the softcap's kernel: of each mask kind where a plain kernel holds one row loop
+          ** (attn.cu); the backward's differs by name alone */
+          if (c == 2 && (op == GEN_ATTN ? bias == GEN_BIAS_NONE : mask == 0)) add_capped(g, &p, rule);
           gen_free_list(list, n);
         }
     /* pair=mirror, offered where Q == K may hold (rows a multiple of cols), for both ops: a causal
@@ -258,11 +260,7 @@ static void add_attn(gen_State *g, int all, int op)
       for (int i = 0, capped = 0; i < n; i++)
         if (strstr(list[i], "pair=mirror") && (all || cover_adds(&cover, list[i]) || c == 3)) {
           add_job(g, &p, list[i]);
-          if (c == 3 && op == GEN_ATTN && !capped++) {   /* a softcap's pairs' loop */
-            gen_Problem q = p;
-            q.capped = 1;
-            add_job(g, &q, list[i]);
-          }
+          if (c == 3 && op == GEN_ATTN && !capped++) add_capped(g, &p, list[i]);   /* a softcap's pairs' loop */
         }
       gen_free_list(list, n);
     }
