@@ -5,7 +5,8 @@ mode and size, a CPU loop of --calls calls then one synchronize, the median of -
 in microseconds a call. 32x1000 is launch-bound (the host's cost shows); 4096x4096 is GPU-bound
 (the loop waits on the kernels). Modes: eager inference softmax(x); out=; the nn.Softmax module;
 forward + backward (x requires grad, .backward(dy)); torch.compile of softmax(x) * 2; cross-entropy
-forward + backward (F.cross_entropy next to softmax_tune.cross_entropy, a label a row). Then
+loss-only (x without a gradient) and forward + backward (F.cross_entropy next to
+softmax_tune.cross_entropy, a label a row, the mean). Then
 attention_softmax on causal scores [B, H, Q, K] (1x8x1x128: a decoding step, launch-bound;
 1x16x1024x1024: a prefill's, GPU-bound), inference and forward + backward, next to torch's eager
 composition softmax((x * scale).masked_fill(~causal, -inf)) with the mask made once.
@@ -74,6 +75,8 @@ def modes(x):
             ("forward + backward", lambda: torch.softmax(xg, -1).backward(dy),
              lambda: softmax_tune.softmax(xg).backward(dy)),
             ("torch.compile softmax(x)*2", lambda: tc(x), lambda: sc(x)),
+            ("cross-entropy loss-only", lambda: torch.nn.functional.cross_entropy(x, labels),
+             lambda: softmax_tune.cross_entropy(x, labels)),
             ("cross-entropy fwd + bwd", lambda: torch.nn.functional.cross_entropy(xg, labels).backward(),
              lambda: softmax_tune.cross_entropy(xg, labels).backward())]
 

@@ -8,7 +8,8 @@ torch.compile(fullgraph=True); a CUDA graph capture and replay; inplace=True (me
 gradient right) and its refusals; bad labels (NaN loss, zero gradient, the flag raised by
 check_labels() and lazily by the next call); the torch fallbacks (one warning); bad inputs, one
 clear error each; the custom op's schema and fake (opcheck); under torch.autocast a float32 loss (as
-torch's) with the gradient in the logits' dtype, eager, loss-only and compiled. Exit 77 without torch or a GPU."""
+torch's) with the gradient in the logits' dtype, eager, loss-only and compiled; the whole eager call in C++
+(cross_entropy_call) against the Python path, bit for bit, and what it leaves to it. Exit 77 without torch or a GPU."""
 
 import importlib
 import warnings
@@ -337,6 +338,71 @@ if softmax_tune.cpp_ops and ce._cpp is not None:
             expect((got[1] is not None) == want and (not want or torch.equal(got[1], ref[1])),
                    "%s: not the ctypes path's gradient" % what)
     print("the C++ cross-entropy call: served, the ctypes path's results")
+
+
+# the whole eager call in C++ (csrc/ops.cpp cross_entropy_call, cross_entropy.py _fast), where it is
+# built: it serves the common calls, with the Python path's results bit for bit (loss and gradient,
+# loss-only and with a gradient, [B, T, V], a row stride, weights, every option, autocast), and
+# leaves the rest to the Python path
+if softmax_tune.cpp_ops and ce._cpp_call is not None:
+    def python_path(fn):
+        saved, ce._cpp_call = ce._cpp_call, None
+        try:
+            return fn()
+        finally:
+            ce._cpp_call = saved
+
+    fc = ce._flag(torch.cuda.current_device()).tensor
+    xw = (torch.randn(2, 24, 3008, device="cuda") * 2).to(torch.bfloat16)
+    ww = torch.rand(3000, device="cuda", dtype=torch.float16) + 0.5
+    cases = [({}, xw[..., :3000], False), ({"reduction": "none", "z_loss": 1e-3}, xw[..., :3000], False),
+             ({"reduction": "sum", "softcap": 5.0, "label_smoothing": 0.1}, xw[..., :3000].reshape(48, 3000), False),
+             ({"weight": ww, "ignore_index": 3}, xw[..., :3000].contiguous(), False),
+             ({"z_loss": 1e-3}, xw[..., :3000], True)]
+    for kw, xv, amp in cases:
+        for grad in (False, True):
+            what = "the whole C++ call, %s, shape %s, grad %s, autocast %s" % (
+                {k: (v if k != "weight" else "f16") for k, v in kw.items()}, tuple(xv.shape), grad, amp)
+            tv = labels((2, 24), 3000, torch.int32, kw.get("ignore_index", -100))   # -100 a bad label under 3
+            tv = tv if xv.dim() == 3 else tv.reshape(-1)
+            a, b = (xv.detach().clone().requires_grad_() for _ in range(2)) if grad else (xv, xv)   # the view itself
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+                served = ce._cpp_call(a, tv, kw.get("weight"), kw.get("ignore_index", -100),
+                                      kw.get("reduction", "mean"), kw.get("label_smoothing", 0.0),
+                                      kw.get("z_loss", 0.0), kw.get("softcap"), False, fc)
+                lb = python_path(lambda: softmax_tune.cross_entropy(b, tv, **kw))
+            if not expect(served is not None, "%s: did not serve" % what):
+                continue
+            same = served.dtype == lb.dtype and served.shape == lb.shape and torch.equal(served.detach(), lb.detach())
+            if grad:
+                go = torch.rand_like(served) + 0.5
+                served.backward(go), lb.backward(go)
+                same = same and torch.equal(a.grad, b.grad)
+            expect(same, "%s: not the Python path's loss%s" % (what, " and gradient" if grad else ""))
+    xd = torch.randn(8, 100, device="cuda")
+    td = torch.randint(0, 100, (8,), device="cuda")
+    left = [("float64 logits", (xd.double(), td, None, -100, "mean", 0.0, 0.0, None, False, fc)),
+            ("CPU logits", (xd.cpu(), td.cpu(), None, -100, "mean", 0.0, 0.0, None, False, fc)),
+            ("reduction avg", (xd, td, None, -100, "avg", 0.0, 0.0, None, False, fc)),
+            ("label_smoothing 1.5", (xd, td, None, -100, "mean", 1.5, 0.0, None, False, fc)),
+            ("softcap 0", (xd, td, None, -100, "mean", 0.0, 0.0, 0.0, False, fc)),
+            ("weight with label_smoothing",
+             (xd, td, torch.ones(100, device="cuda"), -100, "mean", 0.1, 0.0, None, False, fc)),
+            ("weight of 99", (xd, td, torch.ones(99, device="cuda"), -100, "mean", 0.0, 0.0, None, False, fc)),
+            ("mismatched labels", (xd, td[:7], None, -100, "mean", 0.0, 0.0, None, False, fc)),
+            ("float labels", (xd, td.float(), None, -100, "mean", 0.0, 0.0, None, False, fc)),
+            ("V=1", (xd[:, :1], td * 0, None, -100, "mean", 0.0, 0.0, None, False, fc)),
+            ("no rows", (xd[:0], td[:0], None, -100, "mean", 0.0, 0.0, None, False, fc)),
+            ("inplace with a gradient",
+             (xd.clone().requires_grad_(), td, None, -100, "mean", 0.0, 0.0, None, True, fc))]
+    for what, args in left:
+        expect(ce._cpp_call(*args) is None, "the whole C++ call took %s (Python's path must)" % what)
+    fc[0] = 1   # a bad label flagged by an earlier call: Python's path raises it
+    expect(ce._cpp_call(xd, td, None, -100, "mean", 0.0, 0.0, None, False, fc) is None,
+           "the whole C++ call ran past a flagged bad label")
+    raises(lambda: softmax_tune.cross_entropy(xd, td), ValueError, "a flagged bad label", "outside [0, V)")
+    expect(int(fc[0]) == 0, "the flag not cleared by the raise")
+    print("the whole C++ cross-entropy call: served, the Python path's results bit for bit; the rest left to it")
 
 
 

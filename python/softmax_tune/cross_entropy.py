@@ -6,8 +6,10 @@ once), plus the options LLM training uses (z-loss, logit softcap). See docs/cros
     loss = softmax_tune.cross_entropy(logits, labels, z_loss=1e-4, softcap=30.0, inplace=True)
 
 The forward computes the gradient of the reduced loss and keeps it; backward scales it by
-grad_output in place (a device-side test skips the pass when grad_output is 1: _scale_). Eager
-calls with a gradient run the C++ ops' cross_entropy_train where they are built (its autograd in
+grad_output in place (a device-side test skips the pass when grad_output is 1: _scale_). An eager
+call goes first to the C++ ops' cross_entropy_call where built (_fast: the checks, the rows and the
+library call in one C++ call, loss-only or with its autograd in C++); what it leaves comes to the
+Python path below. There eager calls with a gradient run the C++ ops' cross_entropy_train where they are built (its autograd in
 C++, the backward the library's st_cross_entropy_scale: _train), else an autograd.Function
 (_Eager); under torch.compile the custom ops softmax_tune::cross_entropy and
 softmax_tune::ce_scale_ (fake impls, register_autograd) run. All reach the library through one
@@ -36,6 +38,7 @@ _flags = {}   # device -> _Flag
 _cppok = getattr(_native.C, "ce_grad_scale", False)   # C++ ops whose cross-entropy calls take f32_loss and grad_scale
 _cpp = getattr(_native.C, "cross_entropy_forward", None) if _cppok else None   # the C++ call (csrc/ops.cpp), or None: ctypes
 _cpp_train = getattr(_native.C, "cross_entropy_train", None) if _cppok else None   # its training call with C++ autograd
+_cpp_call = getattr(_native.C, "cross_entropy_call", None) if _cppok else None   # the whole eager call in C++ (_fast)
 
 
 def _warn_once(why):
@@ -362,6 +365,23 @@ def _fallback(input, target, weight, ignore_index, reduction, label_smoothing, z
     return loss.reshape(target.shape) if ours and reduction == "none" else loss
 
 
+def _fast(input, target, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, inplace):
+    """The loss from the C++ ops' whole call (csrc/ops.cpp cross_entropy_call: the checks, the rows and
+    the library call, loss-only or with its autograd in C++), or None: not built, a tensor subclass,
+    under torch.compile, the device's first call (its bad-label flag made here), or a call the C++
+    path leaves to cross_entropy's Python (it then checks, warns, raises a flagged bad label)."""
+    if _cpp_call is None or type(input) is not torch.Tensor or torch.compiler.is_compiling():
+        return None
+    f = _flags.get(input.get_device())
+    if f is None:
+        return None
+    try:
+        return _cpp_call(input, target, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, inplace,
+                         f.tensor)
+    except TypeError:   # an argument pybind cannot convert: Python's path says what is wrong
+        return None
+
+
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0, *,
                   z_loss=0.0, softcap=None, inplace=False):
     """F.cross_entropy(input, target, weight, ignore_index=, reduction=, label_smoothing=) over the
@@ -371,6 +391,9 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     memory); refused where another autograd node could need input's values. The loss is in
     input's dtype, float32 under torch.autocast (as torch's); the gradient in input's dtype. See
     docs/cross-entropy.md."""
+    loss = _fast(input, target, weight, ignore_index, reduction, label_smoothing, z_loss, softcap, inplace)
+    if loss is not None:
+        return loss
     _check_options(reduction, label_smoothing, z_loss, softcap)
     if not input.is_floating_point():
         raise ValueError("softmax_tune.cross_entropy: input must be floating point, got %s" % input.dtype)

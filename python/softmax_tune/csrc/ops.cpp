@@ -12,7 +12,8 @@
 ** gradient is needed and return None for anything unusual (Python's path then decides); and
 ** cross_entropy_forward (st_cross_entropy) for cross_entropy.py's run(): its custom ops for
 ** torch.compile and its bad-label flag check stay in Python; cross_entropy_train, its eager
-** training call with the autograd in C++ (the backward through st_cross_entropy_scale); and
+** training call with the autograd in C++ (the backward through st_cross_entropy_scale);
+** cross_entropy_call, the whole eager call (cross_entropy.py's checks too: its host time); and
 ** attention_forward and attention_backward (st_attention_softmax[_backward]) for attention.py's
 ** run_forward and run_backward: its option checks, autograd and custom ops stay in Python.
 **
@@ -21,9 +22,11 @@
 ** list of untuned problems, one log callback). Contexts are cached here, one per device.
 */
 #include <torch/extension.h>
+#include <ATen/autocast_mode.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -459,6 +462,70 @@ at::Tensor eager_cross_entropy_train(const at::Tensor &x, const at::Tensor &x2, 
                                        softcap, f32_loss});
 }
 
+/* ---- cross-entropy's whole eager call: cross_entropy.py's checks, rows and call in one C++ call;
+** undefined (None) for anything unusual, and Python's path then decides, warns or raises ---- */
+
+/* st_reduction of a reduction's name, or -1. */
+int64_t reduction_of(const std::string &r) {
+  return r == "none" ? ST_REDUCE_NONE : r == "sum" ? ST_REDUCE_SUM : r == "mean" ? ST_REDUCE_MEAN : -1;
+}
+
+/* Whether the options pass cross_entropy.py's checks and are not for its fallback (class weights
+** with label smoothing). */
+bool ce_plain_options(double ls, double z, const std::optional<double> &softcap, bool weighted) {
+  bool cap = !softcap.has_value() || (std::isfinite(*softcap) && *softcap > 0.);
+  return ls >= 0. && ls <= 1. && std::isfinite(z) && z >= 0. && cap && !(weighted && ls > 0.);
+}
+
+/* Whether logits x ([N, V] or [B, T, V], a row at least, 2 classes) and class indices t (x's shape
+** less its last dim, int32 or int64, on x's device) are cross_entropy.py's own form. */
+bool ce_plain_shapes(const at::Tensor &x, const at::Tensor &t) {
+  if (!supported(x) || (x.dim() != 2 && x.dim() != 3) || t.dim() != x.dim() - 1 || x.size(-1) < 2 || x.numel() == 0)
+    return false;
+  for (int64_t i = 0; i < t.dim(); i++)
+    if (t.size(i) != x.size(i))
+      return false;
+  return (t.scalar_type() == at::kInt || t.scalar_type() == at::kLong) && t.device() == x.device();
+}
+
+/* The loss of cross_entropy(x, t, weight, ...) with its gradient function where x requires one
+** (CrossEntropy), else loss-only; undefined where the call is not for this path: options or shapes
+** Python checks or hands to torch, a bad label flagged by an earlier call (Python raises it), a
+** gradient written in place, a library without the entries. flag: cross_entropy.py's _Flag tensor
+** of x's device (pinned: not asked here, a CUDA call). */
+at::Tensor eager_cross_entropy_call(const at::Tensor &x, const at::Tensor &t, const std::optional<at::Tensor> &weight,
+                                    int64_t ignore_index, const std::string &reduction, double label_smoothing,
+                                    double z_loss, const std::optional<double> &softcap, bool inplace,
+                                    const at::Tensor &flag) {
+  int64_t red = reduction_of(reduction);
+  bool weighted = weight.has_value() && weight->defined();
+  if (red < 0 || !ce_plain_options(label_smoothing, z_loss, softcap, weighted) || !ce_plain_shapes(x, t) ||
+      flag.is_cuda() || flag.scalar_type() != at::kInt || *flag.data_ptr<int>() != 0)
+    return at::Tensor();
+  int64_t v = x.size(-1);
+  std::optional<at::Tensor> w;
+  if (weighted) {
+    if (!weight->is_floating_point() || weight->dim() != 1 || weight->size(0) != v || weight->device() != x.device())
+      return at::Tensor();
+    w = weight->to(at::kFloat).contiguous();
+  }
+  bool grad = at::GradMode::is_enabled() && x.requires_grad();
+  st_ctx *ctx = bound(x, lib_ce);
+  if (ctx == nullptr || (grad && (inplace || lib_ce_scale == nullptr)))
+    return at::Tensor();
+  at::Tensor x2 = (grad ? x.detach() : x).reshape({-1, v});
+  if (x2.stride(1) != 1 || x2.stride(0) < v)
+    x2 = x2.contiguous();
+  at::Tensor t1 = t.reshape({-1}).contiguous();
+  bool f32 = x.scalar_type() != at::kFloat && at::autocast::is_autocast_enabled(at::kCUDA);   // as autocast_f32()
+  double cap = softcap.value_or(0.);
+  at::Tensor loss = grad ? CrossEntropy::apply(x, CeCall{ctx, x2, t1, flag, w, ignore_index, red, label_smoothing, z_loss,
+                                                         cap, f32})
+                         : std::get<0>(ce_run(ctx, x2, t1, w, ignore_index, red, label_smoothing, z_loss, cap, false,
+                                              false, flag, f32));
+  return red == ST_REDUCE_NONE ? loss.reshape(t.sizes()) : loss;
+}
+
 /* ---- attention_softmax's eager calls (attention.py run_forward, run_backward; undefined tensors
 ** come back as None: the ctypes path then runs, and gives its result or its error) ---- */
 
@@ -591,6 +658,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("cross_entropy_train", &eager_cross_entropy_train,
         "the loss of logits x with its autograd in C++ (the gradient from the forward's kernel, scaled by "
         "st_cross_entropy_scale), or None: not for it (cross_entropy.py)", py::call_guard<py::gil_scoped_release>());
+  m.def("cross_entropy_call", &eager_cross_entropy_call,
+        "softmax_tune.cross_entropy's whole eager call (loss-only, or with its autograd in C++), or None: not for "
+        "it (cross_entropy.py then checks, warns or raises)", py::call_guard<py::gil_scoped_release>());
   m.def("attention_forward", &eager_attention,
         "y of scores [B, H, Q, K] through st_attention_softmax, or None: not for it (attention.py run_forward)",
         py::call_guard<py::gil_scoped_release>());
