@@ -17,6 +17,8 @@
 //        block-wide reduction and no cluster barrier a row).
 // Regime: a group's registers (short rows), a block's, a cluster's (up to 16 blocks: 256000 bf16
 //         columns), and two reads beyond them or without clusters (before sm_90).
+// A softcap's gradient over a row held as floats (hold=reg) keeps z in their place after the
+// statistics' tanh: the gradient pass computes none (held_cap).
 % team = split > 1 and threads or G
 % include("common.cu")
 % include("ce_params.h")
@@ -40,6 +42,18 @@ __device__ __forceinline__ MST shfl_0(MST v) { return MST{ shfl_0(v.m), shfl_0(v
 // CAP: a softcap is on (the kernel runs its rows through one of two instances of the row loop,
 // so no element pays for a branch on it).
 template <bool CAP> __device__ __forceinline__ float capz(float x, float cap, float icap) { return CAP ? cap * tanh_cap(x * icap) : x; }
+
+% -- a gradient's row held as floats keeps z in their place: its pass then pays no second tanh
+% local ZHELD = hold == "reg" and not LOSS_ONLY
+% if ZHELD then
+// The held values softcapped in place (slots past the part: -inf becomes -cap; body_stats skips them).
+template <bool CAP>
+__device__ __forceinline__ void held_cap(float *v, float cap, float icap)
+{
+  #pragma unroll
+  for (int k = 0; k < ITEMS * VEC; k++) v[k] = capz<CAP>(v[k], cap, icap);
+}
+% end
 
 // What a row's outputs need, once its statistics are in.
 struct Row {
@@ -101,11 +115,12 @@ __device__ __forceinline__ Row row_of(const CeParams &p, int y, float scale, con
   return r;
 }
 
-// dx of one element of logit x; label: it is the label's column. One FMA for a p - c (- b).
-template <bool CAP>
+// dx of one element of logit x (Z: of its softcapped z, held_cap's); label: it is the label's
+// column. One FMA for a p - c (- b).
+template <bool CAP, bool Z = false>
 __device__ __forceinline__ float grad(const Row &r, float x, bool label)
 {
-  const float z = capz<CAP>(x, r.cap, r.icap);
+  const float z = capz<CAP && !Z>(x, r.cap, r.icap);
   float g = fmaf(r.a, ex_finite(z, r.lse), label ? -r.c - r.b : -r.c);
   if (CAP) g *= 1.f - z * r.icap * (z * r.icap);
   return g;
@@ -147,20 +162,20 @@ __device__ __forceinline__ float raw_max(const u32 *w)
 // A thread's statistics over its body vectors [begin, end) folded into a: the max first (of the
 // raw words, by max2; a softcap is increasing, so it caps their max alone: one tanh an element
 // less), then the sums, a vector's exps by a tree. Without a softcap, slots past the part (-inf)
-// add exp(-inf) = 0; with one (capped, -inf is -cap), they are skipped.
-template <bool CAP, class H>
+// add exp(-inf) = 0; with one (capped, -inf is -cap), they are skipped. Z: v holds z already.
+template <bool CAP, bool Z = false, class H>
 __device__ __forceinline__ MST body_stats(const H *v, int begin, int end, int lane, bool live, float cap, float icap,
                                           bool smooth, MST a)
 {
   const float xm = raw_max(v);
-  const float m = xm == NEG_INF ? a.m : fmaxf(a.m, capz<CAP>(xm, cap, icap));
+  const float m = xm == NEG_INF ? a.m : fmaxf(a.m, capz<CAP && !Z>(xm, cap, icap));
   if (m == NEG_INF) return a;   // nothing here but -inf: a is as it was
   float s = a.s * ex(a.m, m), t = a.t;
   each_vector(v, begin, end, lane, live, [&](int, int, bool in, const float *x) {
     float e[VEC], z[VEC];
     #pragma unroll
     for (int k = 0; k < VEC; k++) {
-      z[k] = capz<CAP>(x[k], cap, icap);
+      z[k] = capz<CAP && !Z>(x[k], cap, icap);
       e[k] = CAP && !in ? 0.f : ex_finite(z[k], m);
     }
     s += tree<VEC>(e, OpSum());
@@ -181,14 +196,14 @@ __device__ __forceinline__ MST edge_stats(const float *e, Geo g, int lane, bool 
 }
 
 // dx of the held vectors [begin, end) (or a streamed step's), written at y's body, the label's
-// element without its term (label_out writes it again).
-template <bool CAP, class H>
+// element without its term (label_out writes it again). Z: v holds z.
+template <bool CAP, bool Z = false, class H>
 __device__ __forceinline__ void held_out(const H *v, int begin, int end, int lane, bool live, const Row &r, elem_t *y, Geo g)
 {
   each_vector(v, begin, end, lane, live, [&](int, int j, bool in, const float *xv) {
     float o[VEC];
     #pragma unroll
-    for (int q = 0; q < VEC; q++) o[q] = grad<CAP>(r, xv[q], false);
+    for (int q = 0; q < VEC; q++) o[q] = grad<CAP, Z>(r, xv[q], false);
     if (in) stv<false>(y + g.h + j * VEC, o);
   });
 }
@@ -229,16 +244,16 @@ __device__ __forceinline__ bool holds(i64 t, Geo g, int begin, int end, int lane
 
 // The label's dx and loss, from the held vector that holds it (this thread's, if any: slot i)
 // and before the row's stores: in place, the logits are the gradient once they ran. One exp, in
-// the one thread that holds the label.
-template <bool CAP, class H>
+// the one thread that holds the label. Z: v holds z.
+template <bool CAP, bool Z = false, class H>
 __device__ __forceinline__ void label_grad(const H *v, int begin, int end, int lane, bool live, const CeParams &p, const Row &r,
                                            Geo g, float *loss, float &dxl)
 {
   const int i = ((r.y - g.h) / VEC - begin) / TEAM;
   if (r.y < 0 || !holds(r.y, g, begin, end, lane, live) || i >= ITEMS) return;
   const float x = held_at(v, i * VEC + (r.y - g.h) % VEC);
-  dxl = grad<CAP>(r, x, true);
-  *loss = label_loss(p, r, capz<CAP>(x, r.cap, r.icap));
+  dxl = grad<CAP, Z>(r, x, true);
+  *loss = label_loss(p, r, capz<CAP && !Z>(x, r.cap, r.icap));
 }
 
 // dxl (label_grad's) written over the label's body element by the thread whose vector held it,
@@ -341,7 +356,10 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 % if hold ~= "none" then
     held_t v[HELD];
     hold_load<true>(x + g.h, begin, end, lane, live, v);
-    mine = body_stats<CAP>(v, begin, end, lane, live, cap, icap, smooth, mine);
+%   if ZHELD then
+    held_cap<CAP>(v, cap, icap);
+%   end
+    mine = body_stats<CAP, $(ZHELD)>(v, begin, end, lane, live, cap, icap, smooth, mine);
 % else
     for (int base = begin; base < end; base += ITEMS * TEAM) {
       float v[ITEMS * VEC];
@@ -378,8 +396,8 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
       held_out<CAP>(v, base, end, lane, live, r, y, g);
     }
 %   else
-    label_grad<CAP>(v, begin, end, lane, live, p, r, g, loss + row, dxl);
-    held_out<CAP>(v, begin, end, lane, live, r, y, g);
+    label_grad<CAP, $(ZHELD)>(v, begin, end, lane, live, p, r, g, loss + row, dxl);
+    held_out<CAP, $(ZHELD)>(v, begin, end, lane, live, r, y, g);
 %   end
     label_out(p, labels, y, live ? row : 0, begin, end, lane, live, g, dxl);
 % end
