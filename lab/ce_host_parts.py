@@ -19,22 +19,15 @@ import importlib
 import os
 import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
 import softmax_tune  # noqa: E402
+from host_overhead import loop_us  # noqa: E402  (a loop of calls, one synchronize: us a call)
 ce = importlib.import_module("softmax_tune.cross_entropy")
-
-
-def loop_us(fn, calls):
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / calls * 1e6
 
 
 def rotated_us(fns, calls=3000, runs=11):
