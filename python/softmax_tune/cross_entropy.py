@@ -9,8 +9,9 @@ The forward computes the gradient of the reduced loss and keeps it; backward sca
 grad_output in place (a device-side test skips the pass when grad_output is 1: _scale_). An eager
 call goes first to the C++ ops' cross_entropy_call where built (_fast: the checks, the rows and the
 library call in one C++ call, loss-only or with its autograd in C++); what it leaves comes to the
-Python path below. There eager calls with a gradient run the C++ ops' cross_entropy_train where they are built (its autograd in
-C++, the backward the library's st_cross_entropy_scale: _train), else an autograd.Function
+Python path below. There eager calls with a gradient run the C++ ops' cross_entropy_train where
+they are built (its autograd in C++, the backward the library's st_cross_entropy_scale: _train),
+else an autograd.Function
 (_Eager); under torch.compile the custom ops softmax_tune::cross_entropy and
 softmax_tune::ce_scale_ (fake impls, register_autograd) run. All reach the library through one
 C++ call (softmax_tune._C) where the C++ ops are built, else ctypes (_lib.cross_entropy); the
