@@ -11,9 +11,8 @@ call goes first to the C++ ops' cross_entropy_call where built (_fast: the check
 library call in one C++ call, loss-only or with its autograd in C++); what it leaves comes to the
 Python path below. There eager calls with a gradient run the C++ ops' cross_entropy_train where
 they are built (its autograd in C++, the backward the library's st_cross_entropy_scale: _train),
-else an autograd.Function
-(_Eager); under torch.compile the custom ops softmax_tune::cross_entropy and
-softmax_tune::ce_scale_ (fake impls, register_autograd) run. All reach the library through one
+else an autograd.Function (_Eager); under torch.compile the custom ops
+softmax_tune::cross_entropy and softmax_tune::ce_scale_ (fake impls, register_autograd) run. All reach the library through one
 C++ call (softmax_tune._C) where the C++ ops are built, else ctypes (_lib.cross_entropy); the
 custom ops and the bad-label flag's check stay in Python (_flagged). Under torch.autocast a float16 or
 bfloat16 call returns a float32 loss, as torch's F.cross_entropy (on autocast's float32 list) does, from the
