@@ -52,7 +52,8 @@ static int explain_set(const gen_Problem *p, int64_t hi, const char *templates)
   if (k && strncmp(k->h->templates, templates, sizeof k->h->templates)) k = NULL;   /* of other templates: not used */
   int arch = k ? kset_arch_for(k->r, (int)k->h->count, p->arch) : 0;
   const int band = kset_band(p->rows, hi * gen_dtype_size(p->dtype));
-  const kset_Record *r = arch ? kset_find(k->r, (int)k->h->count, arch, p->dtype, p->op, p->mask, p->bias, p->capped != 0, band, hi) : NULL;
+  const kset_Record *r =
+    arch ? kset_find(k->r, (int)k->h->count, arch, p->dtype, p->op, p->mask, p->bias, p->capped != 0, band, hi) : NULL;
   if (!r) return 0;
   printf("kernel   %s\nsource   the kernel set %s (sm_%d, built ahead: nothing to compile): %s\n", r->config, k->path,
          arch, r->source);

@@ -868,8 +868,9 @@ static int spoil(tune_Gpu *g, int k, int64_t at, double v, double moved, const i
 
 /* attention_softmax_backward's check (after a verified run) and the CPU's
 ** (tune_check_rows_attn_bw) on the whole problem must agree: on dx as it is, then with one
-** visible element moved by a quarter of itself and of its dy and 8 ulps of its dtype, then poisoned, then with
-** it restored and a masked one set to the smallest positive value of the dtype. */
+** visible element moved by a quarter of itself and of its dy and 8 ulps of its dtype, then
+** poisoned, then with it restored and a masked one set to the smallest positive value of the
+** dtype. */
 static int selftest_attn_bw(tune_Gpu *g, char *err, size_t errlen)
 {
   int64_t hidden[2], shown[2], at = -1;
@@ -879,7 +880,8 @@ static int selftest_attn_bw(tune_Gpu *g, char *err, size_t errlen)
   if (!r) attn_elements(g, &h.a, hidden, shown), at = attn_bw_shown(g, &h, shown);
   const double v = at < 0 ? 0. : tune_load(h.a.y, g->p.dtype, at);
   /* a quarter of dy too: a one-key row's dx is 0, its bound a few ulps of dy (under a softcap) */
-  const double moved = at < 0 ? 0. : v + fabs(v) * 0.25 + 8 * tune_ulp(v, g->p.dtype) + fabs(tune_load(h.dy, g->p.dtype, at)) * 0.25;
+  const double dy = at < 0 ? 0. : tune_load(h.dy, g->p.dtype, at);
+  const double moved = v + fabs(v) * 0.25 + 8 * tune_ulp(v, g->p.dtype) + fabs(dy) * 0.25;
   for (int k = 0; k < 4 && !r; k++) {
     /* nothing visible to move, or (mask none) nothing hidden */
     if (k > 0 && (at < 0 || spoil(g, k, at, v, moved, hidden, &r))) break;

@@ -9,15 +9,15 @@ The forward computes the gradient of the reduced loss and keeps it; backward sca
 grad_output in place (a device-side test skips the pass when grad_output is 1: _scale_). An eager
 call goes first to the C++ ops' cross_entropy_call where built (_fast: the checks, the rows and the
 library call in one C++ call, loss-only or with its autograd in C++); what it leaves comes to the
-Python path below. There eager calls with a gradient run the C++ ops' cross_entropy_train where
-they are built (its autograd in C++, the backward the library's st_cross_entropy_scale: _train),
-else an autograd.Function (_Eager); under torch.compile the custom ops
-softmax_tune::cross_entropy and softmax_tune::ce_scale_ (fake impls, register_autograd) run. All reach the library through one
-C++ call (softmax_tune._C) where the C++ ops are built, else ctypes (_lib.cross_entropy); the
-custom ops and the bad-label flag's check stay in Python (_flagged). Under torch.autocast a float16 or
-bfloat16 call returns a float32 loss, as torch's F.cross_entropy (on autocast's float32 list) does, from the
-kernel's float32 row losses (the logits not upcast; the gradient in their dtype; autocast_f32); C++ ops built
-before they took f32_loss are not used (ctypes then).
+Python path below. There eager calls with a gradient run the C++ ops' cross_entropy_train where they
+are built (its autograd in C++, the backward the library's st_cross_entropy_scale: _train), else an
+autograd.Function (_Eager); under torch.compile the custom ops softmax_tune::cross_entropy and
+softmax_tune::ce_scale_ (fake impls, register_autograd) run. All reach the library through one C++
+call (softmax_tune._C) where the C++ ops are built, else ctypes (_lib.cross_entropy); the custom ops
+and the bad-label flag's check stay in Python (_flagged). Under torch.autocast a float16 or bfloat16
+call returns a float32 loss, as torch's F.cross_entropy (on autocast's float32 list) does, from the
+kernel's float32 row losses (the logits not upcast; the gradient in their dtype; autocast_f32); C++
+ops built before they took f32_loss are not used (ctypes then).
 Other forms go to torch's F.cross_entropy with one warning (_fallback)."""
 
 import ctypes

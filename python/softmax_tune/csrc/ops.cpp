@@ -519,10 +519,9 @@ at::Tensor eager_cross_entropy_call(const at::Tensor &x, const at::Tensor &t, co
   at::Tensor t1 = t.reshape({-1}).contiguous();
   bool f32 = x.scalar_type() != at::kFloat && at::autocast::is_autocast_enabled(at::kCUDA);   // as autocast_f32()
   double cap = softcap.value_or(0.);
-  at::Tensor loss = grad ? CrossEntropy::apply(x, CeCall{ctx, x2, t1, flag, w, ignore_index, red, label_smoothing, z_loss,
-                                                         cap, f32})
-                         : std::get<0>(ce_run(ctx, x2, t1, w, ignore_index, red, label_smoothing, z_loss, cap, false,
-                                              false, flag, f32));
+  at::Tensor loss =
+      grad ? CrossEntropy::apply(x, CeCall{ctx, x2, t1, flag, w, ignore_index, red, label_smoothing, z_loss, cap, f32})
+           : std::get<0>(ce_run(ctx, x2, t1, w, ignore_index, red, label_smoothing, z_loss, cap, false, false, flag, f32));
   return red == ST_REDUCE_NONE ? loss.reshape(t.sizes()) : loss;
 }
 
