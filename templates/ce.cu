@@ -18,7 +18,8 @@
 // Regime: a group's registers (short rows), a block's, a cluster's (up to 16 blocks: 256000 bf16
 //         columns), and two reads beyond them or without clusters (before sm_90).
 // A softcap's gradient over a row held as floats (hold=reg) keeps z in their place after the
-// statistics' tanh: the gradient pass computes none (held_cap).
+// statistics' tanh: the gradient pass computes none (held_cap). Elsewhere 16-bit logits' softcap
+// stays in softcap.cu's r (RCAP): exp(z - m) one FMA from r, 1 - t^2 = 4 r (1 - r).
 % team = split > 1 and threads or G
 % include("common.cu")
 % include("ce_params.h")
@@ -43,8 +44,18 @@ __device__ __forceinline__ MST shfl_0(MST v) { return MST{ shfl_0(v.m), shfl_0(v
 // so no element pays for a branch on it).
 template <bool CAP> __device__ __forceinline__ float capz(float x, float cap, float icap) { return CAP ? cap * tanh_cap(x * icap) : x; }
 
+// The exponent of exp(z - m) in log2 units from r (cap_r's, k = 2 log2e / cap): its FMA's terms.
+struct Ex { float k, a, b; };
+__device__ __forceinline__ Ex ex_of(float cap, float icap, float m)
+{
+  return Ex{ 2.f * LOG2E * icap, -2.f * LOG2E * cap, (cap - m) * LOG2E };
+}
+
 % -- a gradient's row held as floats keeps z in their place: its pass then pays no second tanh
 % local ZHELD = hold == "reg" and not LOSS_ONLY
+% -- else 16-bit logits' softcap kept in softcap.cu's r: 4 float ops an element fewer in the
+% -- statistics, 7 in the gradient (float32 keeps tanhf, and z)
+% local RCAP = dtype ~= "f32" and not ZHELD
 % if ZHELD then
 // The held values softcapped in place (slots past the part: -inf becomes -cap; body_stats skips them).
 template <bool CAP>
@@ -120,6 +131,13 @@ __device__ __forceinline__ Row row_of(const CeParams &p, int y, float scale, con
 template <bool CAP, bool Z = false>
 __device__ __forceinline__ float grad(const Row &r, float x, bool label)
 {
+% if RCAP then
+  if (CAP && !Z) {   // (a p - c) 4 r (1 - r)
+    const Ex c = ex_of(r.cap, r.icap, r.lse);
+    const float q = cap_r(x, c.k);
+    return 4.f * fmaf(r.a, ex2(fmaf(q, c.a, c.b)), label ? -r.c - r.b : -r.c) * fmaf(-q, q, q);
+  }
+% end
   const float z = capz<CAP && !Z>(x, r.cap, r.icap);
   float g = fmaf(r.a, ex_finite(z, r.lse), label ? -r.c - r.b : -r.c);
   if (CAP) g *= 1.f - z * r.icap * (z * r.icap);
@@ -171,10 +189,21 @@ __device__ __forceinline__ MST body_stats(const H *v, int begin, int end, int la
   const float m = xm == NEG_INF ? a.m : fmaxf(a.m, capz<CAP && !Z>(xm, cap, icap));
   if (m == NEG_INF) return a;   // nothing here but -inf: a is as it was
   float s = a.s * ex(a.m, m), t = a.t;
+% if RCAP then
+  const Ex c = ex_of(cap, icap, m);
+% end
   each_vector(v, begin, end, lane, live, [&](int, int, bool in, const float *x) {
     float e[VEC], z[VEC];
     #pragma unroll
     for (int k = 0; k < VEC; k++) {
+% if RCAP then
+      if (CAP && !Z) {
+        const float q = cap_r(x[k], c.k);
+        e[k] = !in ? 0.f : ex2(fmaf(q, c.a, c.b));
+        z[k] = fmaf(-2.f * cap, q, cap);   // the sum of z alone needs it
+        continue;
+      }
+% end
       z[k] = capz<CAP && !Z>(x[k], cap, icap);
       e[k] = CAP && !in ? 0.f : ex_finite(z[k], m);
     }
@@ -409,8 +438,11 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 // One entry point a module: $(kernel), the row loop with a softcap when `capped` (whose tanh takes
 // registers the other need not give up: one kernel holding both spilled, and compiling both cost
 // twice a kernel's time in every tuning trial). The register cap (minb blocks a SM) is the plain
-// one's alone: the softcap instance's tanhf (float32) spilled under it.
-extern "C" __global__ void __launch_bounds__($(threads)$(minb > 1 and not capped and ", " .. minb or ""))
+// one's alone: the softcap instance's tanhf (float32) spilled under it. A 16-bit softcap's two
+// reads of steps of 16 elements or fewer are capped at 64 registers, as the plain kernel takes:
+// unbounded, r's gradient took 79-81 (a block a SM fewer); longer steps took as many as before.
+% local mb = not capped and minb or RCAP and hold == "none" and not LOSS_ONLY and items * vec <= 16 and 1024 // threads or 1
+extern "C" __global__ void __launch_bounds__($(threads)$(mb > 1 and ", " .. mb or ""))
 $(kernel)(const elem_t *in, const void *labels, elem_t *out, float *loss, float *lse, i64 rows, void *ws, CeParams p)
 {
   rows_of<$(capped)>(in, labels, out, loss, lse, rows, p);

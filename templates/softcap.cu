@@ -6,13 +6,23 @@
 // it errs by 16 u absolute at most (verify.h, vr_tanh_err), far inside a 16-bit output's
 // rounding. float32 elements keep tanhf. Past |a| ~ 44 the exp is 0 or inf and the result -1 or
 // 1 exactly; a NaN stays a NaN.
+% if dtype ~= "f32" then
+// r = 1 / (1 + 2^(a k)): with k = 2 log2e, tanh(a) = 1 - 2 r. A kernel given k = 2 log2e / cap
+// and x may stay in r: z = cap (1 - 2 r), exp(z - m) = 2^((cap - m) log2e - 2 cap log2e r) (one
+// FMA) and 1 - t^2 = 4 r (1 - r).
+__device__ __forceinline__ float cap_r(float a, float k)
+{
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + ex2(a * k)));
+  return r;
+}
+% end
+
 __device__ __forceinline__ float tanh_cap(float a)
 {
 % if dtype == "f32" then
   return tanhf(a);
 % else
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + ex2(a * (2.f * LOG2E))));
-  return fmaf(-2.f, r, 1.f);
+  return fmaf(-2.f, cap_r(a, 2.f * LOG2E), 1.f);
 % end
 }
