@@ -29,7 +29,7 @@
 struct Scores {
   int lo, hi;
   long long d;
-  float slope, scale, cap, icap;
+  float slope, scale, cap, icap, k;   // k: x's factor in softcap.cu's r (16-bit)
 % if bias == "tensor" then
   const char *t;   // the row's bias tensor (bias_type's elements), read where a key is visible
 % end
@@ -50,6 +50,7 @@ __device__ __forceinline__ Scores scores_of(const AttnParams &p, i64 row)
   r.t = (const char *)p.bias + am_bias_row(&p, row) * $(({ f32 = 4, f16 = 2, bf16 = 2, bool = 1 })[bias_type]);
 % end
   r.scale = p.scale, r.cap = p.softcap, r.icap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
+  r.k = r.scale * r.icap * (2.f * LOG2E);
   return r;
 }
 
@@ -76,7 +77,11 @@ template <bool CAP>
 __device__ __forceinline__ float seen_score(const Scores &r, float x, int c)
 {
   float z = x * r.scale;
+% if dtype ~= "f32" then
+  if (CAP) z = fmaf(-2.f * r.cap, cap_r(x, r.k), r.cap);   // cap (1 - 2 r): two float ops fewer
+% else
   if (CAP) z = r.cap * tanh_cap(z * r.icap);
+% end
 % if bias == "alibi" then
   z -= r.slope * fabsf((float)(r.d - c));
 % end
@@ -362,7 +367,7 @@ __device__ __forceinline__ Scores pick(bool b, const Scores &sa, const Scores &s
 {
   Scores r;
   r.lo = b ? sb.lo : sa.lo, r.hi = b ? sb.hi : sa.hi, r.d = b ? sb.d : sa.d;
-  r.slope = b ? sb.slope : sa.slope, r.scale = sa.scale, r.cap = sa.cap, r.icap = sa.icap;
+  r.slope = b ? sb.slope : sa.slope, r.scale = sa.scale, r.cap = sa.cap, r.icap = sa.icap, r.k = sa.k;
 % if bias == "tensor" then
   r.t = b ? sb.t : sa.t;
 % end

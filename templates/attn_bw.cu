@@ -24,7 +24,7 @@
 // A row's visible keys [lo, hi) and the factor's constants.
 struct Vis {
   int lo, hi;
-  float scale, icap;
+  float scale, icap, k;   // k: x's factor in softcap.cu's r (16-bit)
   __device__ bool in(int c) const { return c >= lo && c < hi; }
 };
 
@@ -35,6 +35,7 @@ __device__ __forceinline__ Vis vis_of(const AttnParams &p, i64 row)
   am_range(MASK, &p, (const int *)p.key_lengths, COLS, row, &lo, &hi);
   v.lo = (int)lo, v.hi = (int)hi;
   v.scale = p.scale, v.icap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
+  v.k = v.scale * v.icap * (2.f * LOG2E);
   return v;
 }
 
@@ -101,8 +102,13 @@ template <bool CAP>
 __device__ __forceinline__ float factor(const Vis &r, float x)
 {
   if (!CAP) return r.scale;
+% if dtype ~= "f32" then
+  const float q = cap_r(x, r.k);   // 1 - t^2 = 4 r (1 - r), t = 1 - 2 r
+  return 4.f * r.scale * fmaf(-q, q, q);
+% else
   const float t = tanh_cap(x * r.scale * r.icap);
   return r.scale * (1.f - t * t);
+% end
 }
 
 // dx of a visible element: k * y * (dy - s), r for the factor's constants (every row's).

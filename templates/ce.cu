@@ -17,9 +17,9 @@
 //        block-wide reduction and no cluster barrier a row).
 // Regime: a group's registers (short rows), a block's, a cluster's (up to 16 blocks: 256000 bf16
 //         columns), and two reads beyond them or without clusters (before sm_90).
-// A softcap's gradient over a row held as floats (hold=reg) keeps z in their place after the
-// statistics' tanh: the gradient pass computes none (held_cap). Elsewhere 16-bit logits' softcap
-// stays in softcap.cu's r (RCAP): exp(z - m) one FMA from r, 1 - t^2 = 4 r (1 - r).
+// 16-bit logits' softcap stays in softcap.cu's r (RCAP): exp(z - m) one FMA from r, 1 - t^2 =
+// 4 r (1 - r). A softcap's gradient over a row held as floats (hold=reg) keeps r (16-bit) or z
+// (float32) in their place after the statistics' tanh: the gradient pass computes none (held_cap).
 % team = split > 1 and threads or G
 % include("common.cu")
 % include("ce_params.h")
@@ -51,18 +51,36 @@ __device__ __forceinline__ Ex ex_of(float cap, float icap, float m)
   return Ex{ 2.f * LOG2E * icap, -2.f * LOG2E * cap, (cap - m) * LOG2E };
 }
 
-% -- a gradient's row held as floats keeps z in their place: its pass then pays no second tanh
-% local ZHELD = hold == "reg" and not LOSS_ONLY
-% -- else 16-bit logits' softcap kept in softcap.cu's r: 4 float ops an element fewer in the
+% -- 16-bit logits' softcap kept in softcap.cu's r: 4 float ops an element fewer in the
 % -- statistics, 7 in the gradient (float32 keeps tanhf, and z)
-% local RCAP = dtype ~= "f32" and not ZHELD
+% local RCAP = dtype ~= "f32"
+% -- a gradient's row held as floats keeps r (RCAP) or z in their place: its pass then pays no
+% -- second tanh
+% local ZHELD = hold == "reg" and not LOSS_ONLY
+// z of value v of a row: a logit x, or (Z) what held_cap made of it: r (RCAP) or z.
+template <bool CAP, bool Z>
+__device__ __forceinline__ float z_of(float v, float cap, float icap)
+{
+% if RCAP then
+  if (CAP && Z) return fmaf(-2.f * cap, v, cap);
+% end
+  return capz<CAP && !Z>(v, cap, icap);
+}
 % if ZHELD then
-// The held values softcapped in place (slots past the part: -inf becomes -cap; body_stats skips them).
+
+// The held values softcapped in place, as r or z (slots past the part: -inf becomes r = 1, z =
+// -cap; body_stats skips them).
 template <bool CAP>
 __device__ __forceinline__ void held_cap(float *v, float cap, float icap)
 {
   #pragma unroll
-  for (int k = 0; k < ITEMS * VEC; k++) v[k] = capz<CAP>(v[k], cap, icap);
+  for (int k = 0; k < ITEMS * VEC; k++) {
+% if RCAP then
+    v[k] = CAP ? cap_r(v[k], 2.f * LOG2E * icap) : v[k];
+% else
+    v[k] = capz<CAP>(v[k], cap, icap);
+% end
+  }
 }
 % end
 
@@ -126,16 +144,16 @@ __device__ __forceinline__ Row row_of(const CeParams &p, int y, float scale, con
   return r;
 }
 
-// dx of one element of logit x (Z: of its softcapped z, held_cap's); label: it is the label's
-// column. One FMA for a p - c (- b).
+// dx of one element of logit x (Z: of held_cap's r or z); label: it is the label's column. One
+// FMA for a p - c (- b).
 template <bool CAP, bool Z = false>
 __device__ __forceinline__ float grad(const Row &r, float x, bool label)
 {
 % if RCAP then
-  if (CAP && !Z) {   // (a p - c) 4 r (1 - r)
+  if (CAP) {   // (a p - c) 4 r (1 - r)
     const Ex c = ex_of(r.cap, r.icap, r.lse);
-    const float q = cap_r(x, c.k);
-    return 4.f * fmaf(r.a, ex2(fmaf(q, c.a, c.b)), label ? -r.c - r.b : -r.c) * fmaf(-q, q, q);
+    const float q = Z ? x : cap_r(x, c.k);
+    return fmaf(4.f * r.a, ex2(fmaf(q, c.a, c.b)), label ? -4.f * (r.c + r.b) : -4.f * r.c) * fmaf(-q, q, q);
   }
 % end
   const float z = capz<CAP && !Z>(x, r.cap, r.icap);
@@ -165,6 +183,16 @@ __device__ __forceinline__ void each_vector(const H *v, int begin, int end, int 
 
 // The largest held value, slots past the part included (they hold -inf).
 __device__ __forceinline__ float raw_max(const float *v) { return max_of<ITEMS * VEC>(v, NEG_INF); }
+% if ZHELD and RCAP then
+// The largest of the negated held values (held_cap's r: minus their least).
+__device__ __forceinline__ float raw_max_neg(const float *v)
+{
+  float m = NEG_INF;
+  #pragma unroll
+  for (int k = 0; k < ITEMS * VEC; k++) m = fmaxf(m, -v[k]);
+  return m;
+}
+% end
 % if words then
 __device__ __forceinline__ float raw_max(const u32 *w)
 {
@@ -180,13 +208,18 @@ __device__ __forceinline__ float raw_max(const u32 *w)
 // A thread's statistics over its body vectors [begin, end) folded into a: the max first (of the
 // raw words, by max2; a softcap is increasing, so it caps their max alone: one tanh an element
 // less), then the sums, a vector's exps by a tree. Without a softcap, slots past the part (-inf)
-// add exp(-inf) = 0; with one (capped, -inf is -cap), they are skipped. Z: v holds z already.
+// add exp(-inf) = 0; with one (capped, -inf is -cap), they are skipped. Z: v holds r (RCAP; z
+// falls as r grows, so its max is of their least) or z already.
 template <bool CAP, bool Z = false, class H>
 __device__ __forceinline__ MST body_stats(const H *v, int begin, int end, int lane, bool live, float cap, float icap,
                                           bool smooth, MST a)
 {
+% if ZHELD and RCAP then
+  const float xm = CAP && Z ? -raw_max_neg(v) : raw_max(v);
+% else
   const float xm = raw_max(v);
-  const float m = xm == NEG_INF ? a.m : fmaxf(a.m, capz<CAP && !Z>(xm, cap, icap));
+% end
+  const float m = xm == NEG_INF ? a.m : fmaxf(a.m, z_of<CAP, Z>(xm, cap, icap));
   if (m == NEG_INF) return a;   // nothing here but -inf: a is as it was
   float s = a.s * ex(a.m, m), t = a.t;
 % if RCAP then
@@ -197,8 +230,8 @@ __device__ __forceinline__ MST body_stats(const H *v, int begin, int end, int la
     #pragma unroll
     for (int k = 0; k < VEC; k++) {
 % if RCAP then
-      if (CAP && !Z) {
-        const float q = cap_r(x[k], c.k);
+      if (CAP) {
+        const float q = Z ? x[k] : cap_r(x[k], c.k);
         e[k] = !in ? 0.f : ex2(fmaf(q, c.a, c.b));
         z[k] = fmaf(-2.f * cap, q, cap);   // the sum of z alone needs it
         continue;
@@ -282,7 +315,7 @@ __device__ __forceinline__ void label_grad(const H *v, int begin, int end, int l
   if (r.y < 0 || !holds(r.y, g, begin, end, lane, live) || i >= ITEMS) return;
   const float x = held_at(v, i * VEC + (r.y - g.h) % VEC);
   dxl = grad<CAP, Z>(r, x, true);
-  *loss = label_loss(p, r, capz<CAP && !Z>(x, r.cap, r.icap));
+  *loss = label_loss(p, r, z_of<CAP, Z>(x, r.cap, r.icap));
 }
 
 // dxl (label_grad's) written over the label's body element by the thread whose vector held it,
@@ -441,7 +474,10 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 // one's alone: the softcap instance's tanhf (float32) spilled under it. A 16-bit softcap's two
 // reads of steps of 16 elements or fewer are capped at 64 registers, as the plain kernel takes:
 // unbounded, r's gradient took 79-81 (a block a SM fewer); longer steps took as many as before.
+// Its rows held as floats (r held) at their values + 32 registers (capminb, space_ce.lua):
+// unbounded, 128 threads of 64 values took 134 against 96 with z held.
 % local mb = not capped and minb or RCAP and hold == "none" and not LOSS_ONLY and items * vec <= 16 and 1024 // threads or 1
+% if capped and ZHELD and capminb > 1 then mb = capminb end
 extern "C" __global__ void __launch_bounds__($(threads)$(mb > 1 and ", " .. mb or ""))
 $(kernel)(const elem_t *in, const void *labels, elem_t *out, float *loss, float *lse, i64 rows, void *ws, CeParams p)
 {

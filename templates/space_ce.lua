@@ -138,6 +138,8 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
       if cfg.hold == "reg" and P.es == 4 then
         v.minb = H.blocks(P, cfg.threads, cfg.items * cfg.vec + 24)
       end
+      -- a 16-bit softcap's rows held as floats keep r: at the held values + 32 registers (ce.cu)
+      v.capminb = P.capped and cfg.hold == "reg" and P.es == 2 and H.blocks(P, cfg.threads, cfg.items * cfg.vec + 32) or 1
     end
     return v
   end
