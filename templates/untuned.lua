@@ -235,9 +235,28 @@ end
 -- these 0.85-1.05; the table's own two-read configs (loss-only) 1.08-1.16, so they stay. Rows of
 -- over 16K classes (the measured ones had 32000 and more); nil for narrower ones or where the
 -- space refuses it.
+-- Since a held float row keeps r (ce.cu, 2026-11-28), the 16-bit gradient's rows that a
+-- cluster of up to 16 blocks of 128 threads holds as floats (8 vectors of 8 a thread at most)
+-- are held: the tuner's picks at bf16 4096x128256 and f16 8192x50257 are these configs (912.8
+-- and 738.6 us, H200), two reads ran 1195 us at the former.
+local function held_capped(P)
+  if ESIZE[P.dtype] ~= 2 or P.op ~= "cross_entropy" then return nil end
+  local split = 1
+  while split < 16 and P.cols > split * 8192 do split = split * 2 end
+  for items = (P.cols + split * 1024 - 1) // (split * 1024), 8 do
+    local c = { threads = 128, items = items, vec = 8, reduce = "shfl", passes = 1, hold = "reg", rows = 1, split = split,
+                xchg = split > 1 and "dsmem" or "none", hint = "none" }
+    local ok, str = pcall(E.canon, P, format(c))
+    if ok then return str end
+  end
+  return nil
+end
+
 local function capped_rule(P, unaligned)
   local es = ESIZE[P.dtype]
   if P.cols <= 16384 then return nil end
+  local held = not unaligned and held_capped(P)
+  if held then return held end
   local split = 1
   while es == 2 and P.cols > split * 65536 and split < 4 do split = split * 2 end
   local c = { threads = es == 4 and 1024 or 512, items = es == 4 and 4 or 2, vec = unaligned and 1 or 16 // es,
@@ -290,7 +309,8 @@ return function(P, unaligned, table_text, name, hash, user)
   -- a softcap's cross-entropy kernel where the choice would hold the row: capped_rule's
   local function uncapped(cfg, source)
     local c = P.capped and kind(P.op) == "ce" and cfg:find("passes=1", 1, true) and capped_rule(P, unaligned)
-    if c then return c, "rule (a softcap's cross-entropy: two reads, not " .. source .. "'s held row)", note end
+    local how = c and (c:find("passes=2", 1, true) and "two reads" or "r held as floats")
+    if c then return c, "rule (a softcap's cross-entropy: " .. how .. ", not " .. source .. "'s held row)", note end
     return cfg, source, note
   end
   if P.op:find("^attention") then   -- its kinds' entries are not adapted yet: the rule

@@ -96,6 +96,26 @@ static void ce_kind(gen_State *g, const char *hash, const char *table)
   CHECK(strncmp(ch.source, "rule", 4) == 0, "softmax from a cross-entropy entry: %s", ch.source);
 }
 
+/* A softcap's cross-entropy (capped) from the default table: 16-bit gradients that a cluster holds
+** as floats get r held (hold=reg, 128 threads), wider rows, float32 and loss-only two reads. */
+static void capped_rule(gen_State *g, const char *hash, const char *table)
+{
+  static const struct { int dtype, op; int64_t cols; const char *want; } C[] = {
+    { GEN_BF16, GEN_CE, 128256, "threads=128,items=8,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=16" },
+    { GEN_F16, GEN_CE, 50257, "threads=128,items=7,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=8" },
+    { GEN_BF16, GEN_CE, 262144, "passes=2" },
+    { GEN_F32, GEN_CE, 65536, "passes=2" },
+    { GEN_BF16, GEN_CE_LOSS, 128256, "passes=2" },
+  };
+  gen_Choice ch;
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+    gen_Problem p = { .rows = 4096, .cols = C[i].cols, .dtype = C[i].dtype, .op = C[i].op, .arch = 90, .capped = 1 };
+    CHECK(gen_untuned(g, &p, 0, table, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+    CHECK(strstr(ch.config, C[i].want) != NULL, "softcap %s %s cols %lld: %s (%s), want %s", gen_dtype_name(C[i].dtype),
+          gen_op_name(C[i].op), (long long)C[i].cols, ch.config, ch.source, C[i].want);
+  }
+}
+
 /* The row family on an odd short row: fewer threads a row, each with more vectors, when fewer
 ** slots stay idle; blocks then hold more rows, but no fewer than two a SM are left. */
 static void fewer_threads(gen_State *g, const char *hash)
@@ -238,6 +258,7 @@ int main(int argc, char **argv)
   table_fresh(g, hash, table);
   user_first(g, hash, table[0]);
   ce_kind(g, hash, table[0]);
+  capped_rule(g, hash, table[0]);
   bad_tables(g, hash);
   fewer_threads(g, hash);
   one_entry_rules(g, hash);
