@@ -227,14 +227,6 @@ local function fit(e, P, unaligned)
   return nil
 end
 
--- A softcap's cross-entropy kernel (P.capped) is compute-bound (a tanh an element): where the
--- table (tuned without a softcap) holds the row (passes=1), two reads with a block's many threads
--- a row, the row streamed twice at full occupancy: float32 1024 threads of 4 vectors, 16-bit 512
--- of 2, the row split over a cluster into parts of at most 64K elements. On the 8 rows of
--- bench/shapes/untuned-ce-softcap.txt (H200, 2026-11-28) the held rows ran 0.61-1.0 of tuned,
--- these 0.85-1.05; the table's own two-read configs (loss-only) 1.08-1.16, so they stay. Rows of
--- over 16K classes (the measured ones had 32000 and more); nil for narrower ones or where the
--- space refuses it.
 -- Since a held float row keeps r (ce.cu, 2026-11-28), the 16-bit gradient's rows that a
 -- cluster of up to 16 blocks of 128 threads holds as floats (8 vectors of 8 a thread at most)
 -- are held: the tuner's picks at bf16 4096x128256 and f16 8192x50257 are these configs (912.8
@@ -252,6 +244,14 @@ local function held_capped(P)
   return nil
 end
 
+-- A softcap's cross-entropy kernel (P.capped) is compute-bound (a tanh an element): where the
+-- table (tuned without a softcap) holds the row (passes=1), two reads with a block's many threads
+-- a row, the row streamed twice at full occupancy: float32 1024 threads of 4 vectors, 16-bit 512
+-- of 2, the row split over a cluster into parts of at most 64K elements. On the 8 rows of
+-- bench/shapes/untuned-ce-softcap.txt (H200, 2026-11-28) the held rows ran 0.61-1.0 of tuned,
+-- these 0.85-1.05; the table's own two-read configs (loss-only) 1.08-1.16, so they stay. Rows of
+-- over 16K classes (the measured ones had 32000 and more); nil for narrower ones or where the
+-- space refuses it. held_capped's config first, where it gives one.
 local function capped_rule(P, unaligned)
   local es = ESIZE[P.dtype]
   if P.cols <= 16384 then return nil end
