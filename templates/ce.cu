@@ -471,13 +471,12 @@ __device__ __forceinline__ void rows_of(const elem_t *in, const void *labels, el
 // One entry point a module: $(kernel), the row loop with a softcap when `capped` (whose tanh takes
 // registers the other need not give up: one kernel holding both spilled, and compiling both cost
 // twice a kernel's time in every tuning trial). The register cap (minb blocks a SM) is the plain
-// one's alone: the softcap instance's tanhf (float32) spilled under it. A 16-bit softcap's two
-// reads of steps of 16 elements or fewer are capped at 64 registers, as the plain kernel takes:
-// unbounded, r's gradient took 79-81 (a block a SM fewer); longer steps took as many as before.
-// Its rows held as floats (r held) at their values + 32 registers (capminb, space_ce.lua):
-// unbounded, 128 threads of 64 values took 134 against 96 with z held.
-% local mb = not capped and minb or RCAP and hold == "none" and not LOSS_ONLY and items * vec <= 16 and 1024 // threads or 1
-% if capped and ZHELD and capminb > 1 then mb = capminb end
+// one's alone: the softcap instance's tanhf (float32) spilled under it. A 16-bit softcap's kernel
+// has a cap of its own (capminb, space_ce.lua): a gradient's two reads of steps of 16 elements or
+// fewer at 64 registers, as the plain kernel takes (unbounded, r's gradient took 79-81: a block a
+// SM fewer; longer steps took as many as before), rows held as floats (r held) at their values +
+// 32 (unbounded, 128 threads of 64 values took 134 against 96 with z held).
+% local mb = capped and capminb or minb
 extern "C" __global__ void __launch_bounds__($(threads)$(mb > 1 and ", " .. mb or ""))
 $(kernel)(const elem_t *in, const void *labels, elem_t *out, float *loss, float *lse, i64 rows, void *ws, CeParams p)
 {

@@ -138,8 +138,11 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
       if cfg.hold == "reg" and P.es == 4 then
         v.minb = H.blocks(P, cfg.threads, cfg.items * cfg.vec + 24)
       end
-      -- a 16-bit softcap's rows held as floats keep r: at the held values + 32 registers (ce.cu)
-      v.capminb = P.capped and cfg.hold == "reg" and P.es == 2 and H.blocks(P, cfg.threads, cfg.items * cfg.vec + 32) or 1
+      -- the softcap gradient's register cap (ce.cu), 16-bit only: rows held as floats keep r, at
+      -- the held values + 32 registers; two reads of steps of 16 elements or fewer at 64
+      local regs = P.capped and P.es == 2 and P.op == "cross_entropy" and (cfg.hold == "reg" and cfg.items * cfg.vec + 32
+        or cfg.hold == "none" and cfg.items * cfg.vec <= 16 and 64)
+      v.capminb = regs and H.blocks(P, cfg.threads, regs) or 1
     end
     return v
   end
