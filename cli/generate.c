@@ -26,19 +26,15 @@ int cli_space(cli_Options *o)
   gen_State *g;
   gen_Problem p;
   char **list;
-  int n, rc = setup(o, &g, &p, 0);
+  int n, space, rc = setup(o, &g, &p, 0);
   if (rc) return rc;
-  if (gen_space(g, &p, &list, &n)) {
-    cli_fail("%s", gen_error(g));
+  tune_Options opt;
+  cli_sweep_options(o, &opt);
+  if (o->sweep != CLI_FAST) opt.keep = 0;   /* the whole space */
+  if (tune_fast_space(g, &p, &opt, &list, &n, &space, o->err, sizeof o->err)) {
+    cli_fail("%s", o->err);
     gen_close(g);
     return 2;
-  }
-  tune_Options fast;
-  tune_fast_options(&fast);
-  if (o->sweep == CLI_FAST && tune_fast_list(&p, list, &n, fast.keep, o->err, sizeof o->err)) {
-    cli_fail("%s", o->err);
-    gen_free_list(list, n), gen_close(g);
-    return 1;
   }
   for (int i = 0; i < n; i++) puts(list[i]);
   gen_free_list(list, n);

@@ -69,9 +69,10 @@ static const char *const USAGE =
   "  --space S        pruned (default): the space's rules; full: every valid config of the\n"
   "                   knob grid, to measure what pruning loses (tune implies --force)\n"
   "  --sweep S        fast (default): the 48 configs a prior fitted on full sweeps ranks\n"
-  "                   best and each family's best, timed briefly, the leaders re-timed; full:\n"
-  "                   every config of the space (S of --space), each timed for 30 ms;\n"
-  "                   space --sweep fast: the fast sweep's picks, best-ranked first\n"
+  "                   best, each family's best and the config an untuned call runs, timed\n"
+  "                   briefly, the leaders re-timed; full: every config of the space (S of\n"
+  "                   --space), each timed for 30 ms; space --sweep fast: the fast sweep's\n"
+  "                   configs in the order it times them (best-ranked last, the untuned one after)\n"
   "  --sms N          tune one problem on N of the GPU's SMs (rounded up to its step, 8 on\n"
   "                   Hopper), copy floor included: a GPU with more bandwidth per SM, for\n"
   "                   benchmarks (88-96 of an H100's 132 ask what an H200 asks); stored under\n"
@@ -103,8 +104,8 @@ static const char *const USAGE =
   "  --json, --csv    log: machine-readable output\n"
   "  --log            compile: print NVRTC's whole log\n"
   "\n"
-  "cross-entropy options (tune and bench of one cross_entropy or cross_entropy_loss problem; emit,\n"
-  "  compile and explain take them too):\n"
+  "cross-entropy options (tune and bench of one cross_entropy or cross_entropy_loss problem; space,\n"
+  "  emit, compile and explain take them too):\n"
   "  launch arguments, not knobs: the tuned config is the same for every value (a softcap's\n"
   "  kernel is compiled from it); the tuner verifies and times it with the ones given\n"
   "  (docs/cross-entropy.md)\n"
@@ -354,13 +355,13 @@ static int parse_options(int argc, char **argv, cli_Options *o)
 }
 
 /* The cross-entropy options: for tune and bench of one cross-entropy problem, valid together; for
-** emit, compile and explain too (--softcap: the softcap's kernel, and the rule's choice for it;
-** the others are launch arguments). */
+** space, emit, compile and explain too (--softcap: the softcap's kernel, its space and the rule's
+** choice for it; the others are launch arguments). */
 static int check_ce(cli_Options *o, const char *command)
 {
-  if (strcmp(command, "tune") && strcmp(command, "bench") && strcmp(command, "emit") && strcmp(command, "compile") &&
-      strcmp(command, "explain")) {
-    fprintf(stderr, "softmax-tune: %s is for tuning, bench, emit, compile or explain of a cross-entropy op, not for %s (see softmax-tune --help)\n",
+  if (strcmp(command, "tune") && strcmp(command, "bench") && strcmp(command, "space") && strcmp(command, "emit") &&
+      strcmp(command, "compile") && strcmp(command, "explain")) {
+    fprintf(stderr, "softmax-tune: %s is for tuning, bench, space, emit, compile or explain of a cross-entropy op, not for %s (see softmax-tune --help)\n",
             o->ce_flag, command);
     return 2;
   }

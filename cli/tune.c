@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "reverify.h"
 #include "tune.h"
+#include "untuned.h"
 
 static volatile sig_atomic_t interrupted;
 
@@ -163,6 +164,7 @@ void cli_sweep_options(const cli_Options *o, tune_Options *opt)
   if (o->full || o->sweep == CLI_FULL) tune_default_options(opt);
   else tune_fast_options(opt);
   if (o->full) opt->budget_ms = 10.;   /* thousands of configs; the finalists are re-timed as usual */
+  opt->untuned = untuned_sweep_config;
 }
 
 /* Everything after the cache missed: GPU buffers, the cache file (made only now that the

@@ -3,6 +3,7 @@
 ** and templates, and the default table, handed to templates/untuned.lua (gen_untuned).
 */
 #include "untuned.h"
+#include "kset.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -75,4 +76,19 @@ int untuned_choose(gen_State *g, cache_Db *db, const cache_Key *base, const gen_
   free(user);
   free(all);
   return rc;
+}
+
+int untuned_sweep_config(gen_State *g, const gen_Problem *p, char *config, size_t n)
+{
+  gen_Choice ch;
+  char err[512];
+  cache_Key base;   /* no cache: its templates serve a stale table's note alone, not read here */
+  gen_Problem key = *p;
+  int64_t lo, hi;
+  memset(&base, 0, sizeof base);
+  gen_width_class(p->cols, &lo, &hi);
+  const int64_t bytes = hi * gen_dtype_size(p->dtype);
+  key.rows = kset_band_rows(kset_band(p->rows, bytes), bytes), key.cols = hi;
+  if (untuned_choose(g, NULL, &base, &key, 0, &ch, err, sizeof err)) return 1;
+  return snprintf(config, n, "%s", ch.config) >= (int)n;
 }

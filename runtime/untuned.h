@@ -16,6 +16,10 @@
 int untuned_choose(gen_State *g, cache_Db *db, const cache_Key *base, const gen_Problem *p, int unaligned,
                    gen_Choice *out, char *err, size_t errlen);
 
+/* The config an untuned call of p runs with no cache of its own (the kernel set's, chosen for
+** p's row band and the widest row of its class), for tune_Options.untuned: 0, or 1 when none. */
+int untuned_sweep_config(gen_State *g, const gen_Problem *p, char *config, size_t n);
+
 /* The table the choice uses for arch: its text (malloc'ed, NULL when none) and a name for it. */
 int untuned_table(gen_State *g, int arch, char **text, char *name, size_t namelen, char *err, size_t errlen);
 

@@ -221,8 +221,8 @@ done <<EOT
 2|--mask is an option of --op attention_softmax or attention_softmax_backward|-|--shape 64x2048 --op softmax_backward --mask causal --cache $db
 2|mask and bias are knobs of attention_softmax only|-|emit --shape 64x2048 --config threads=256,items=1,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none,mask=causal,bias=none
 2|attention_softmax configs name the problem's kinds last: mask=causal,bias=none|-|emit --op attention_softmax --shape 2x4x8x2048 --mask causal --config threads=256,items=1,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none
-2|--z-loss is for tuning, bench, emit, compile or explain of a cross-entropy op, not for space|-|space --shape 64x32000 --op cross_entropy --z-loss 1e-4
-2|--labels is for tuning, bench, emit, compile or explain of a cross-entropy op, not for log|-|log --op cross_entropy --labels int32 --cache $db
+2|--z-loss is for tuning, bench, space, emit, compile or explain of a cross-entropy op, not for kernels|-|kernels --op cross_entropy --z-loss 1e-4
+2|--labels is for tuning, bench, space, emit, compile or explain of a cross-entropy op, not for log|-|log --op cross_entropy --labels int32 --cache $db
 2|--ignore-index is for one cross-entropy problem, not a list|-|--shape 64x32000,64x50257 --op cross_entropy --ignore-index 0 --cache $db
 2|bad --space 'Full'|-|space --shape 64x64 --space Full
 2|unknown dtype 'f64'|-|--shape 64x64 --dtype f64 --cache $db

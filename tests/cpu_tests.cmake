@@ -45,8 +45,8 @@ set_tests_properties(report report_screenshot PROPERTIES LABELS cpu SKIP_RETURN_
 set_tests_properties(report_screenshot PROPERTIES TIMEOUT 900)
 # lists and several GPUs (fake ones), with the command's list parsing and summary
 st_test(test_batch ${CMAKE_SOURCE_DIR}/cli/list.c ${CMAKE_SOURCE_DIR}/cli/batch.c ${CMAKE_SOURCE_DIR}/cli/tune.c
-        ${CMAKE_SOURCE_DIR}/cli/reverify.c)
-target_include_directories(test_batch PRIVATE ${CMAKE_SOURCE_DIR}/cli)
+        ${CMAKE_SOURCE_DIR}/cli/reverify.c ${CMAKE_SOURCE_DIR}/runtime/untuned.c ${CMAKE_SOURCE_DIR}/runtime/kset.c)
+target_include_directories(test_batch PRIVATE ${CMAKE_SOURCE_DIR}/cli ${CMAKE_SOURCE_DIR}/runtime ${CMAKE_SOURCE_DIR}/include)
 add_test(NAME batch COMMAND test_batch)
 set_tests_properties(batch PROPERTIES LABELS cpu TIMEOUT 120)
 st_test(test_cubins)   # kept cubins (cache/cubins.c): NVRTC without a GPU

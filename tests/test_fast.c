@@ -175,6 +175,50 @@ static void test_pick(void)
   script_free(&s);
 }
 
+/* The untuned callback's config: stub[0] ("" for none). */
+static char stub[256];
+static int stub_untuned(gen_State *g, const gen_Problem *p, char *config, size_t n)
+{
+  (void)g, (void)p;
+  return !stub[0] || snprintf(config, n, "%s", stub) >= (int)n;
+}
+
+/* tune_fast_space: the picks, then the config an untuned call runs, last, when they lack it and
+** the space holds it; nothing added when it is a pick, not of the space, or none. */
+static void test_untuned_added(void)
+{
+  char **list, err[256];
+  int n, space, m;
+  tune_Options o;
+  tune_fast_options(&o);
+  o.untuned = stub_untuned;
+  CHECK(tune_fast_space(gen, &problem, &o, &list, &n, &space, err, sizeof err) == 0 && n < space, "%s", err);
+  m = n;   /* no config: the picks alone */
+  char **all;
+  int nall;
+  CHECK(gen_space(gen, &problem, &all, &nall) == 0 && nall == space, "space %d against %d", nall, space);
+  const char *unpicked = NULL;
+  for (int i = 0; i < nall && !unpicked; i++) {
+    int in = 0;
+    for (int k = 0; k < m; k++) in |= !strcmp(all[i], list[k]);
+    if (!in) unpicked = all[i];
+  }
+  const char *picked = list[0];
+  const struct { const char *config; int n; } cases[] = { { unpicked, m + 1 }, { picked, m }, { "threads=64,nonsense", m } };
+  for (int c = 0; c < 3; c++) {
+    char **l;
+    int ln;
+    snprintf(stub, sizeof stub, "%s", cases[c].config ? cases[c].config : "");
+    CHECK(tune_fast_space(gen, &problem, &o, &l, &ln, &space, err, sizeof err) == 0 && ln == cases[c].n,
+          "untuned %s: %d configs, want %d (%s)", stub, ln, cases[c].n, err);
+    if (c == 0 && ln == m + 1) CHECK(!strcmp(l[m], unpicked), "last %s, want %s", l[m], unpicked);
+    gen_free_list(l, ln);
+  }
+  stub[0] = '\0';
+  gen_free_list(all, nall);
+  gen_free_list(list, n);
+}
+
 /* Indices of the space's configs that the sweep may compile: the picks and their siblings. */
 static int reachable(const Script *s, const int *idx, int m, int *out)
 {
@@ -282,6 +326,7 @@ int main(void)
   char err[1024];
   if (gen_open(&gen, NULL, err, sizeof err)) return fprintf(stderr, "gen: %s\n", err), 1;
   test_pick();
+  test_untuned_added();
   test_fast_sweep();
   test_siblings();
   test_full_and_cancel();

@@ -98,14 +98,13 @@ static void free_set(Set *s)
   free(s);
 }
 
-int tune_ahead_add(tune_Ahead *a, gen_State *g, const gen_Problem *p, int keep, char *err, size_t errlen)
+int tune_ahead_add(tune_Ahead *a, gen_State *g, const gen_Problem *p, const tune_Options *o, char *err, size_t errlen)
 {
   char **list;
-  int n, rc = 0;
+  int n, space, rc = 0;
   Set *s = calloc(1, sizeof *s);
   if (!s) return snprintf(err, errlen, "out of memory"), 1;
-  if (gen_space(g, p, &list, &n)) return free(s), snprintf(err, errlen, "%s", gen_error(g)), 1;
-  if (tune_fast_list(p, list, &n, keep, err, errlen)) return free(s), gen_free_list(list, n), 1;   /* as the sweep will */
+  if (tune_fast_space(g, p, o, &list, &n, &space, err, errlen)) return free(s), 1;   /* as the sweep will */
   if (n && !(s->jobs = calloc((size_t)n, sizeof *s->jobs))) rc = 1, snprintf(err, errlen, "out of memory");
   for (int i = 0; i < n && !rc; i++, s->n++)   /* a config that does not render is left to the sweep */
     if (gen_render(g, p, list[i], &s->jobs[i].k)) s->jobs[i].state = DROPPED;

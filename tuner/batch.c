@@ -175,7 +175,7 @@ static void queue(Worker *w, int i)
 {
   gen_Problem p;
   cache_Key k;
-  if (i >= 0 && !problem_key(w, i, &p, &k)) tune_ahead_add(w->ahead, w->g, &p, w->b->o->sweep.keep, w->err, sizeof w->err);
+  if (i >= 0 && !problem_key(w, i, &p, &k)) tune_ahead_add(w->ahead, w->g, &p, &w->b->o->sweep, w->err, sizeof w->err);
 }
 
 static void *work(void *arg)

@@ -82,9 +82,9 @@ int tune_same_model(const tune_Device *a, const tune_Device *b);
 /* ---- compiling ahead (ahead.c): a queue of problems' configs, compiled in order by a pool ---- */
 typedef struct tune_Ahead tune_Ahead;
 int tune_ahead_open(tune_Ahead **a, const tune_Unit *u, int threads, char *err, size_t errlen);
-/* Render p's space (in the caller's thread; cut to the fast sweep's keep picks when keep > 0)
-** and queue its compiles behind those queued. */
-int tune_ahead_add(tune_Ahead *a, gen_State *g, const gen_Problem *p, int keep, char *err, size_t errlen);
+/* Render p's configs as the sweep of options o will (tune_fast_space; in the caller's thread)
+** and queue their compiles behind those queued. */
+int tune_ahead_add(tune_Ahead *a, gen_State *g, const gen_Problem *p, const tune_Options *o, char *err, size_t errlen);
 /* b, compiling from the oldest queued problem: a config's cubin is taken from the queue (or
 ** compiled at once when the pool has not reached it). */
 tune_Backend tune_ahead_backend(tune_Ahead *a, const tune_Backend *b);

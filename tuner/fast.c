@@ -165,9 +165,12 @@ int tune_fast_pick(const gen_Problem *p, char **list, int n, int keep, int *idx)
   return m;
 }
 
+/* Whether the fast sweep cuts p's space of n configs to keep picks. */
+static int cuts(const gen_Problem *p, int n, int keep) { return keep > 0 && keep < n && !p->full && !p->only; }
+
 int tune_fast_list(const gen_Problem *p, char **list, int *n, int keep, char *err, size_t errlen)
 {
-  if (keep <= 0 || keep >= *n || p->full || p->only) return 0;
+  if (!cuts(p, *n, keep)) return 0;
   int *idx = malloc(sizeof *idx * (size_t)*n), m;
   char **kept = malloc(sizeof *kept * (size_t)*n);
   if (!idx || !kept || (m = tune_fast_pick(p, list, *n, keep, idx)) < 0) {
@@ -206,6 +209,34 @@ static int listed(const char *c, char *const *list, int n)
 {
   for (int i = 0; i < n; i++)
     if (list[i] && strcmp(list[i], c) == 0) return 1;
+  return 0;
+}
+
+/* Whether o->untuned names a config of p's space list[0..n): into canon. */
+static int untuned_in(gen_State *g, const gen_Problem *p, const tune_Options *o, char *const *list, int n, char *canon,
+                      size_t len)
+{
+  char config[256];
+  return !o->untuned(g, p, config, sizeof config) && !gen_canon(g, p, config, canon, len) && listed(canon, list, n);
+}
+
+int tune_fast_space(gen_State *g, const gen_Problem *p, const tune_Options *o, char ***list, int *n, int *space,
+                    char *err, size_t errlen)
+{
+  char canon[256];
+  if (gen_space(g, p, list, n)) return snprintf(err, errlen, "%s", gen_error(g)), 1;
+  *space = *n;
+  /* of the space only: a sweep's slots (picks, the untuned config, siblings) never outnumber it */
+  const int add = cuts(p, *n, o->keep) && o->untuned && untuned_in(g, p, o, *list, *n, canon, sizeof canon);
+  if (tune_fast_list(p, *list, n, o->keep, err, errlen)) return gen_free_list(*list, *n), *list = NULL, *n = 0, 1;
+  if (!add || listed(canon, *list, *n)) return 0;
+  char *s = strdup(canon), **more = s ? realloc(*list, sizeof *more * (size_t)(*n + 1)) : NULL;
+  if (!more) {
+    free(s), gen_free_list(*list, *n), *list = NULL, *n = 0;
+    return snprintf(err, errlen, "out of memory adding the untuned config"), 1;
+  }
+  *list = more;
+  (*list)[(*n)++] = s;   /* last: timed last, as a likely winner */
   return 0;
 }
 

@@ -290,9 +290,8 @@ int tune_sweep(gen_State *g, const gen_Problem *p, const tune_Backend *b, const 
   memset(r, 0, sizeof *r);
   r->winner = -1;
   r->bytes = gen_problem_bytes(p);   /* read + written */
-  if (gen_space(g, p, &list, &n)) return snprintf(err, errlen, "%s", gen_error(g)), 1;
-  r->space = space = n;
-  if (tune_fast_list(p, list, &n, o->keep, err, errlen)) return gen_free_list(list, n), 1;
+  if (tune_fast_space(g, p, o, &list, &n, &space, err, errlen)) return 1;
+  r->space = space;
   if (n == 0) {
     gen_free_list(list, n);
     return snprintf(err, errlen, "the space is empty for %lldx%lld %s", (long long)p->rows, (long long)p->cols,

@@ -64,6 +64,10 @@ typedef struct tune_Options {
                             ** family's best-ranked (fast.c); 0: every config of the space */
   int siblings;             /* fast sweep: after the first round, up to this many xchg/hint
                             ** siblings of its three leaders, compiled and timed too */
+  /* fast sweep: the config an untuned call of p runs (untuned.h's untuned_sweep_config), timed
+  ** too when the picks lack it, so that a tune never keeps a slower kernel than no tune; 0 when it
+  ** wrote one. NULL: the picks alone. */
+  int (*untuned)(gen_State *g, const gen_Problem *p, char *config, size_t n);
   volatile sig_atomic_t *cancel;   /* set (by a signal handler) to stop between configs */
   /* After each config (done of total); t is its trial. */
   void (*progress)(void *ud, int done, int total, const tune_Trial *t, const tune_Trial *best);
@@ -107,6 +111,10 @@ int tune_fast_pick(const gen_Problem *p, char **list, int n, int keep, int *idx)
 ** are timed last, on a GPU long at its clocks (the others freed), *n their number; nothing changes
 ** when keep is 0 or covers the list, or p is the full grid or one config. */
 int tune_fast_list(const gen_Problem *p, char **list, int *n, int keep, char *err, size_t errlen);
+/* p's configs as the sweep times them: its space (gen_space), cut by tune_fast_list to o->keep
+** picks, and then o->untuned's config last when the picks lack it; *space: the space's size. */
+int tune_fast_space(gen_State *g, const gen_Problem *p, const tune_Options *o, char ***list, int *n, int *space,
+                    char *err, size_t errlen);
 /* The fast sweep's second round: indices into all[0..nall) of configs not in have[0..nhave)
 ** that differ from one of the leaders in the xchg or hint knob (or both) alone, at most max, in
 ** leader order; returns how many. */
