@@ -261,12 +261,29 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return cfg
   end
 
-  -- The backward's rule: packed_rule's, else as the softmax backward's (space_bw.lua): y and dy of
-  -- the row in a group's registers when they take 32 values a thread or fewer (threads = max(G,
-  -- 256)), else two reads with one 512-thread block a row.
+  -- The backward's packed rows of 129-1024 vectors: a group of G threads a row by its vectors V
+  -- (G 64 to 256 vectors, 128 to 768, else 256), each thread the fewest vectors that cover the row
+  -- (3-6). The tuner's picks at bf16 1x16xKxK, K 1300-7800 (H200, 2026-11-29,
+  -- lab/shapes/attn-bw-packed-rule.txt): packed_rule's 4 a thread is not in the space at 1300,
+  -- 2379-2870, 4500 and 5500 keys, where its fallback (y and dy in registers) ran 1.9-2.3x the
+  -- tuned time; nil where the space has no such config.
+  local function packed_bw(P, vec)
+    local V = P.cols // vec
+    if V <= 128 or V > 1024 then return nil end
+    local G, best = V <= 256 and 64 or V <= 768 and 128 or 256, nil
+    for _, c in ipairs(A.list(P, vec)) do
+      if c.hold == "packed" and c.reduce == "shfl" and c.hint == "none" and c.threads // c.rows == G and
+         c.threads == math.max(128, G) and (not best or c.items < best.items) then best = c end
+    end
+    return best
+  end
+
+  -- The backward's rule: packed_bw's, else packed_rule's, else as the softmax backward's
+  -- (space_bw.lua): y and dy of the row in a group's registers when they take 32 values a thread
+  -- or fewer (threads = max(G, 256)), else two reads with one 512-thread block a row.
   function A.heuristic_bw(P, unaligned)
     local vec = unaligned and 1 or H.vecs(P)[1]
-    local c = packed_rule(P, vec)
+    local c = packed_bw(P, vec) or packed_rule(P, vec)
     if c then return c end
     for _, c in ipairs(A.list(P, vec)) do
       if c.hold == "reg" and c.hint == "none" and c.reduce == "shfl" and 2 * c.items * c.vec <= 32 and
