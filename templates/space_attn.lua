@@ -238,7 +238,26 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return best
   end
 
-  -- The forward's rule: packed_rule's up to 2048 vectors a row (K 16384 in 16-bit; two reads won
+  -- The forward's packed rows of 129-1023 vectors where packed_rule finds no 4 a thread: the
+  -- smallest group (32 threads and up) that covers the row in 8 vectors a thread or fewer, with
+  -- the fewest at that group. The tuner's picks at bf16 1x16xKxK where those classes lack 4 a
+  -- thread, K 1300, 2379, 2870, 4500, 5500 (H200, 2026-11-29, lab/shapes/attn-fwd-packed-widths.txt:
+  -- 5 of 5, 5-6 a thread), where the fallback (the row in 256 threads' registers) ran 0.77-0.89
+  -- of their speed; nil where the space has none.
+  local function packed_fwd(P, vec)
+    local V = P.cols // vec
+    if V <= 128 or V >= 1024 then return nil end
+    local best, bg
+    for _, c in ipairs(A.list(P, vec)) do
+      local G = c.threads // c.rows
+      if c.hold == "packed" and c.reduce == "shfl" and c.hint == "none" and (c.pair or "none") == "none" and
+         c.items <= 8 and c.threads == math.max(128, G) and
+         (not best or G < bg or (G == bg and c.items < best.items)) then best, bg = c, G end
+    end
+    return best
+  end
+
+  -- The forward's rule: packed_rule's (else packed_fwd's) up to 2048 vectors a row (K 16384 in 16-bit; two reads won
   -- at 1x32768); longer 16-bit rows, 128 or more of them, two reads of 512 threads (the decode
   -- rows of 16K-25K keys, 256-512 rows, took two reads of 256 or 512 threads in 4 of 4 tuned:
   -- the registers of a 1024-thread row leave one block a SM); else the row in registers up to
@@ -247,7 +266,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   function A.heuristic(P, unaligned)
     if width(P) == 2 then return A.heuristic_bw(P, unaligned) end
     local vec = unaligned and 1 or H.vecs(P)[1]
-    local c = P.cols // vec <= 2048 and packed_rule(P, vec)
+    local c = P.cols // vec <= 2048 and (packed_rule(P, vec) or packed_fwd(P, vec))
     if c then return c end
     if P.es == 2 and P.cols // vec > 2048 and P.rows >= 128 then
       return { threads = 512, items = 2, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1,
