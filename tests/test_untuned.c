@@ -116,6 +116,30 @@ static void capped_rule(gen_State *g, const char *hash, const char *table)
   }
 }
 
+/* The attention rule's packed rows where the space has no 4 vectors a thread (space_attn.lua's
+** packed_fwd and packed_bw: the tuner's picks, where the fallback ran 0.43-0.89 of them on an
+** H200), at the widest row of each class as the runtime asks; and 8192 keys, where it has. */
+static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
+{
+  static const struct { int op; int64_t cols; const char *want; } C[] = {
+    { GEN_ATTN, 1536, "threads=128,items=6,vec=8,reduce=shfl,passes=1,hold=packed,rows=4," },
+    { GEN_ATTN, 2560, "threads=128,items=5,vec=8,reduce=shfl,passes=1,hold=packed,rows=2," },
+    { GEN_ATTN, 5632, "threads=128,items=6,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
+    { GEN_ATTN, 8192, "threads=128,items=8,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
+    { GEN_ATTN_BW, 1536, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=2," },
+    { GEN_ATTN_BW, 2560, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
+    { GEN_ATTN_BW, 4608, "threads=128,items=5,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
+    { GEN_ATTN_BW, 8192, "threads=256,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
+  };
+  gen_Choice ch;
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+    gen_Problem p = { .rows = 16384, .cols = C[i].cols, .dtype = GEN_BF16, .op = C[i].op, .arch = 90 };
+    CHECK(gen_untuned(g, &p, 0, table, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+    CHECK(strstr(ch.config, C[i].want) != NULL, "%s bf16 cols %lld: %s (%s), want %s", gen_op_name(C[i].op),
+          (long long)C[i].cols, ch.config, ch.source, C[i].want);
+  }
+}
+
 /* The row family on an odd short row: fewer threads a row, each with more vectors, when fewer
 ** slots stay idle; blocks then hold more rows, but no fewer than two a SM are left. */
 static void fewer_threads(gen_State *g, const char *hash)
@@ -259,6 +283,7 @@ int main(int argc, char **argv)
   user_first(g, hash, table[0]);
   ce_kind(g, hash, table[0]);
   capped_rule(g, hash, table[0]);
+  attn_packed_rule(g, hash, table[0]);
   bad_tables(g, hash);
   fewer_threads(g, hash);
   one_entry_rules(g, hash);
