@@ -218,6 +218,17 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   end
   A.full = A.enumerate   -- no wider grid yet
 
+  -- The space's hold=packed configs the packed rules choose from, in its order: reduce=shfl, no
+  -- hint, no pair, blocks of max(128, G) threads for groups of G threads a row.
+  local function packed(P, vec)
+    local out = {}
+    for _, c in ipairs(A.list(P, vec)) do
+      if c.hold == "packed" and c.reduce == "shfl" and c.hint == "none" and (c.pair or "none") == "none" and
+         c.threads == math.max(128, c.threads // c.rows) then out[#out + 1] = c end
+    end
+    return out
+  end
+
   -- The packed rule of either op: the space's hold=packed config (16-bit rows of 16-byte vectors)
   -- with 4 vectors a thread (8 from 1024 vectors a row) and threads = max(G, 128): the shape of
   -- the tuned winners of 2026-11-26 (H100, bf16 and f16, padding and causal 1024-8192; the
@@ -228,12 +239,9 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- 96 words, over the cap). Shorter rows keep 4 a thread or the rule's next family.
   local function packed_rule(P, vec)
     local items, best = P.cols // vec >= 1024 and 8 or 4, nil
-    for _, c in ipairs(A.list(P, vec)) do
-      if c.hold == "packed" and c.items <= items and c.reduce == "shfl" and c.hint == "none" and
-         c.threads == math.max(128, c.threads // c.rows) then
-        if c.items == items then return c end
-        if items == 8 and (not best or c.items > best.items) then best = c end
-      end
+    for _, c in ipairs(packed(P, vec)) do
+      if c.items == items then return c end
+      if items == 8 and c.items < items and (not best or c.items > best.items) then best = c end
     end
     return best
   end
@@ -248,11 +256,9 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     local V = P.cols // vec
     if V <= 128 or V >= 1024 then return nil end
     local best, bg
-    for _, c in ipairs(A.list(P, vec)) do
+    for _, c in ipairs(packed(P, vec)) do
       local G = c.threads // c.rows
-      if c.hold == "packed" and c.reduce == "shfl" and c.hint == "none" and (c.pair or "none") == "none" and
-         c.items <= 8 and c.threads == math.max(128, G) and
-         (not best or G < bg or (G == bg and c.items < best.items)) then best, bg = c, G end
+      if c.items <= 8 and (not best or G < bg or (G == bg and c.items < best.items)) then best, bg = c, G end
     end
     return best
   end
@@ -290,9 +296,8 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     local V = P.cols // vec
     if V <= 128 or V > 1024 then return nil end
     local G, best = V <= 256 and 64 or V <= 768 and 128 or 256, nil
-    for _, c in ipairs(A.list(P, vec)) do
-      if c.hold == "packed" and c.reduce == "shfl" and c.hint == "none" and c.threads // c.rows == G and
-         c.threads == math.max(128, G) and (not best or c.items < best.items) then best = c end
+    for _, c in ipairs(packed(P, vec)) do
+      if c.threads // c.rows == G and (not best or c.items < best.items) then best = c end
     end
     return best
   end
