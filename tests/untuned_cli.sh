@@ -2,7 +2,8 @@
 # untuned_cli.sh BINARY REPORT_CACHE SOURCE_DIR — `softmax-tune explain` without a GPU (--arch): the default
 # table's choice and its source, a shape's width class (two shapes of one class, one kernel), a stale table reported, no table (the rule), a table given by
 # $SOFTMAX_TUNE_TABLE; `pretune --from-cache` on a cache filled by the fake backend, its table read
-# back by explain; bad input: one line, exit 2.
+# back by explain; `space --sweep fast` ending with the untuned kernel's config; bad input: one line,
+# exit 2.
 set -u
 bin=$(realpath "$1")
 fill=$(realpath "$2")
@@ -36,6 +37,13 @@ b=$("$bin" explain --arch sm_90 --shape 256x2817 --dtype bf16 2>&1) || bad "expl
 has "$a" "class    cols 2817..3072"
 has "$b" "class    cols 2817..3072"
 [ "$(grep '^kernel' <<<"$a")" = "$(grep '^kernel' <<<"$b")" ] || bad "one class, two kernels: $a / $b"
+
+# the fast sweep times the config an untuned call runs: last, when its picks lack it (the softcap's
+# held rule at bf16 8192x32000), and once
+k=$("$bin" explain --arch sm_90 --shape 8192x32000 --dtype bf16 --op cross_entropy --softcap 30 2>&1 | awk '/^kernel/ {print $2}')
+fast=$("$bin" space --arch sm_90 --shape 8192x32000 --dtype bf16 --op cross_entropy --softcap 30 --sweep fast 2>&1) || bad "space --softcap: $?: $fast"
+[ -n "$k" ] && [ "$(tail -n 1 <<<"$fast")" = "$k" ] && [ "$(grep -cxF "$k" <<<"$fast")" = 1 ] ||
+  bad "the fast sweep's configs do not end with the untuned one '$k': $(tail -n 2 <<<"$fast")"
 
 # a stale copy of the table: said, and still used (each config checked)
 sed 's/^# templates\t.*/# templates\t0000/' "$src/templates/defaults/sm_90.tsv" > stale.tsv
