@@ -146,7 +146,7 @@ static int choose_arch(Build *b, const cli_Options *o, int arch, char *err, size
             gen_width_class(cols, &lo, &hi);
             p.cols = hi;
             if ((op == GEN_CE || o->op == GEN_CE_LOSS) && !capped && cols == 2 && choose_steps(b, &p, err, errlen)) return 1;
-            for (int band = kset_band(1, hi * gen_dtype_size(dt)); band < KSET_NBANDS; band++)   /* 0 only for wide rows */
+            for (int band = kset_band(op, 1, hi * gen_dtype_size(dt)); band < KSET_NBANDS; band++)   /* 0 only for wide rows */
               if (choose(b, &base, &p, band, err, errlen)) return 1;
           }
   return 0;
@@ -374,7 +374,7 @@ static int list(cli_Options *o)
     if (r[i].capped) snprintf(op + strlen(op), sizeof op - strlen(op), " softcap");
     if (steps) snprintf(op + strlen(op), sizeof op - strlen(op), " steps");
     printf("sm_%d\t%s\t%s\t%lld..%lld\t%s\t%d\t%llu\t%s\t%s\n", r[i].arch, op, gen_dtype_name(r[i].dtype), (long long)r[i].lo,
-           (long long)r[i].hi, steps ? "any" : kset_band_name(r[i].band), r[i].regs,
+           (long long)r[i].hi, steps ? "any" : kset_band_name(r[i].op, r[i].band, r[i].hi * gen_dtype_size(r[i].dtype)), r[i].regs,
            (unsigned long long)r[i].size, r[i].config, r[i].source);
     shown++;
   }

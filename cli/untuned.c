@@ -51,7 +51,7 @@ static int explain_set(const gen_Problem *p, int64_t hi, const char *templates)
   const kset_Set *k = kset_get(NULL);
   if (k && strncmp(k->h->templates, templates, sizeof k->h->templates)) k = NULL;   /* of other templates: not used */
   int arch = k ? kset_arch_for(k->r, (int)k->h->count, p->arch) : 0;
-  const int band = kset_band(p->rows, hi * gen_dtype_size(p->dtype));
+  const int band = kset_band(p->op, p->rows, hi * gen_dtype_size(p->dtype));
   const kset_Record *r =
     arch ? kset_find(k->r, (int)k->h->count, arch, p->dtype, p->op, p->mask, p->bias, p->capped != 0, band, hi) : NULL;
   if (!r) return 0;
@@ -92,17 +92,16 @@ int cli_explain(cli_Options *o)
   printf("templates %.12s\n", base.templates);
   int64_t lo, hi;
   gen_width_class(p.cols, &lo, &hi);
-  const int band = kset_band(p.rows, hi * gen_dtype_size(p.dtype));
+  gen_Problem key;
+  const int band = kset_key_problem(&p, &key);
   printf("class    cols %lld..%lld: one kernel for every width of it, any rows\n", (long long)lo, (long long)hi);
   if (!o->unaligned && (explain_cached(db, &base, lo, hi) || explain_set(&p, hi, base.templates))) {
     rc = 0;
     goto done;
   }
   /* untuned, chosen as the runtime chooses: for the band's rows and the class's widest row */
-  printf("band     rows %s: the untuned kernel is chosen for %lldx%lld\n", kset_band_name(band),
-         (long long)kset_band_rows(band, hi * gen_dtype_size(p.dtype)), (long long)hi);
-  gen_Problem key = p;
-  key.rows = kset_band_rows(band, hi * gen_dtype_size(p.dtype)), key.cols = hi;
+  printf("band     rows %s: the untuned kernel is chosen for %lldx%lld\n",
+         kset_band_name(p.op, band, hi * gen_dtype_size(p.dtype)), (long long)key.rows, (long long)key.cols);
   if (untuned_choose(g, db, &base, &key, o->unaligned, &ch, o->err, sizeof o->err)) {
     cli_fail("%s", o->err);
     goto done;

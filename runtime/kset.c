@@ -18,14 +18,38 @@
 _Static_assert(sizeof(kset_Record) == 512, "a set's records are 512 bytes on every host");
 _Static_assert(sizeof(kset_Header) == 256, "a set's header is 256 bytes");
 
-int kset_band(int64_t rows, int64_t row_bytes) { return rows < 64 && row_bytes >= 8192 ? 0 : rows < 4096 ? 1 : 2; }
+/* Where the many-row band starts. Loss-only rows of 64 KB and more ran faster at 1451-3708 rows with
+** the many-row band's kernel (two reads) than with the middle band's (chosen for 512 rows: a row
+** held over a cluster of 8-16 blocks): 0.97-1.21 of a tune against 0.68-1.00, 5 of 6 problems, and
+** 0.97 against 1.00 at bf16 3439x50257 (H200, 2026-11-29, lab/shapes/untuned-short-20261201.txt). */
+static int64_t many_rows(int op, int64_t row_bytes) { return op == GEN_CE_LOSS && row_bytes >= 65536 ? 1024 : 4096; }
+
+int kset_band(int op, int64_t rows, int64_t row_bytes)
+{
+  return rows < 64 && row_bytes >= 8192 ? 0 : rows < many_rows(op, row_bytes) ? 1 : 2;
+}
 
 int64_t kset_band_rows(int band, int64_t row_bytes)
 {
   return band == 0 ? 16 : band == 1 ? 512 : row_bytes < 256 ? 65536 : 16384;
 }
 
-const char *kset_band_name(int band) { return band == 0 ? "<64" : band == 1 ? "<4096" : ">=4096"; }
+const char *kset_band_name(int op, int band, int64_t row_bytes)
+{
+  const int from = many_rows(op, row_bytes) == 1024;
+  return band == 0 ? "<64" : band == 1 ? (from ? "<1024" : "<4096") : from ? ">=1024" : ">=4096";
+}
+
+int kset_key_problem(const gen_Problem *p, gen_Problem *key)
+{
+  int64_t lo, hi;
+  gen_width_class(p->cols, &lo, &hi);
+  const int64_t bytes = hi * gen_dtype_size(p->dtype);
+  const int band = kset_band(p->op, p->rows, bytes);
+  *key = *p;
+  key->rows = kset_band_rows(band, bytes), key->cols = hi;
+  return band;
+}
 
 int kset_map(const char *path, kset_Set *s, char *err, size_t errlen)
 {

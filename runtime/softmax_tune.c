@@ -415,8 +415,8 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
 {
   gen_Choice ch = { .note = "" };
   char err[1024];
-  gen_Problem key = *p;
-  key.rows = kset_band_rows(m->band, m->hi * gen_dtype_size(p->dtype)), key.cols = m->hi;
+  gen_Problem key;
+  kset_key_problem(p, &key);   /* m's band and class */
   const kset_Record *r = in_set(c, m, p);
   if (r) {
     snprintf(ch.config, sizeof ch.config, "%s", r->config);
@@ -437,7 +437,10 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
 }
 
 /* The row band of a call (the memo key's last part): its rows, its class's widest row in bytes. */
-static int band_of(int dtype, int64_t rows, int64_t hi) { return kset_band(rows, hi * gen_dtype_size(dtype)); }
+static int band_of(int dtype, int code, int64_t rows, int64_t hi)
+{
+  return kset_band(code % GEN_NOP, rows, hi * gen_dtype_size(dtype));   /* the memo op's generator op */
+}
 
 /* The memo's op: the generator's, and past GEN_NOP attention_softmax's kinds and bias type and
 ** a softcap's kernel (capped: cross-entropy's and attention's); memo_kinds takes them back into a
@@ -540,7 +543,7 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   gen_width_class(cols, &lo, &hi);
   pthread_mutex_lock(&c->mu);
   c->stats.calls++;
-  const int band = band_of(dtype, rows, hi);
+  const int band = band_of(dtype, op, rows, hi);
   Memo *m = find(c, dtype, op, unaligned, hi, band);
   if (!m || !m->used) {
     Memo fresh = { .used = 1, .dtype = dtype, .op = op, .unaligned = unaligned, .hi = hi, .band = band, .rows = rows,
@@ -790,7 +793,7 @@ static int trained(st_ctx *c, int dtype, int64_t rows, int64_t cols, Memo *out)
   Memo *m = NULL;
   int64_t lo, hi;
   gen_width_class(cols, &lo, &hi);
-  const int band = band_of(dtype, rows, hi);
+  const int band = band_of(dtype, GEN_CE, rows, hi);
   for (int v = 0; v < 4 && !(m && m->used); v++) m = find(c, dtype, memo_op(GEN_CE, 0, 0, 0, v / 2), v % 2, hi, band);
   const int found = m && m->used;
   if (found) *out = *m;

@@ -83,12 +83,9 @@ int untuned_sweep_config(gen_State *g, const gen_Problem *p, char *config, size_
   gen_Choice ch;
   char err[512];
   cache_Key base;   /* no cache: its templates serve a stale table's note alone, not read here */
-  gen_Problem key = *p;
-  int64_t lo, hi;
+  gen_Problem key;
   memset(&base, 0, sizeof base);
-  gen_width_class(p->cols, &lo, &hi);
-  const int64_t bytes = hi * gen_dtype_size(p->dtype);
-  key.rows = kset_band_rows(kset_band(p->rows, bytes), bytes), key.cols = hi;
+  kset_key_problem(p, &key);
   if (untuned_choose(g, NULL, &base, &key, 0, &ch, err, sizeof err)) return 1;
   return snprintf(config, n, "%s", ch.config) >= (int)n;
 }

@@ -38,6 +38,17 @@ has "$a" "class    cols 2817..3072"
 has "$b" "class    cols 2817..3072"
 [ "$(grep '^kernel' <<<"$a")" = "$(grep '^kernel' <<<"$b")" ] || bad "one class, two kernels: $a / $b"
 
+# loss-only rows whose class holds 64 KB or more: the many-row band from 1024 rows (two reads), the
+# middle band under it; cross_entropy keeps 4096
+out=$("$bin" explain --arch sm_90 --shape 1451x151936 --op cross_entropy_loss 2>&1) || bad "explain loss 1451: $?"
+has "$out" "band     rows >=1024: the untuned kernel is chosen for 16384x163840"
+out=$("$bin" explain --arch sm_90 --shape 1000x151936 --op cross_entropy_loss 2>&1) || bad "explain loss 1000: $?"
+has "$out" "band     rows <1024: the untuned kernel is chosen for 512x163840"
+out=$("$bin" explain --arch sm_90 --shape 1451x151936 --op cross_entropy 2>&1) || bad "explain ce 1451: $?"
+has "$out" "band     rows <4096: the untuned kernel is chosen for 512x163840"
+out=$("$bin" explain --arch sm_90 --shape 1451x15000 --op cross_entropy_loss 2>&1) || bad "explain loss 15000: $?"
+has "$out" "band     rows <4096: the untuned kernel is chosen for 512x15360"
+
 # the fast sweep times the config an untuned call runs: last, when its picks lack it (the softcap's
 # held rule at bf16 8192x32000), and once
 k=$("$bin" explain --arch sm_90 --shape 8192x32000 --dtype bf16 --op cross_entropy --softcap 30 2>&1 | awk '/^kernel/ {print $2}')
