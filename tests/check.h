@@ -6,6 +6,8 @@
 #define TESTS_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static int check_failures, check_count;
 
@@ -19,6 +21,17 @@ static int check_failures, check_count;
       fputc('\n', stderr);                                                      \
     }                                                                           \
   } while (0)
+
+/* ST_TEST_SMALL=1 (CI's sanitizer stage; the plain build's run has run the same tests whole):
+** a test whose time is its size, not its code paths, runs a part. test_verify and test_verify_ce
+** leave out their rows of 262144 elements and more (walked as the smaller rows are; 60-70% of
+** their time, the float64 reference's), test_repro compiles its first case alone (the rest is
+** NVRTC's time, which the sanitizers do not instrument). */
+static inline int check_small(void)
+{
+  const char *s = getenv("ST_TEST_SMALL");
+  return s && strcmp(s, "0") != 0;
+}
 
 static inline int check_done(const char *name)
 {
