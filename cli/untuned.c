@@ -45,13 +45,12 @@ static int explain_cached(cache_Db *db, const cache_Key *k, int64_t lo, int64_t 
   return 1;
 }
 
-/* The kernel set's entry the runtime would load for p (no tuned one): 1 when said. */
-static int explain_set(const gen_Problem *p, int64_t hi, const char *templates)
+/* The kernel set's entry the runtime would load for p (no tuned one; band: its row band): 1 when said. */
+static int explain_set(const gen_Problem *p, int64_t hi, int band, const char *templates)
 {
   const kset_Set *k = kset_get(NULL);
   if (k && strncmp(k->h->templates, templates, sizeof k->h->templates)) k = NULL;   /* of other templates: not used */
   int arch = k ? kset_arch_for(k->r, (int)k->h->count, p->arch) : 0;
-  const int band = kset_band(p->op, p->rows, hi * gen_dtype_size(p->dtype));
   const kset_Record *r =
     arch ? kset_find(k->r, (int)k->h->count, arch, p->dtype, p->op, p->mask, p->bias, p->capped != 0, band, hi) : NULL;
   if (!r) return 0;
@@ -95,7 +94,7 @@ int cli_explain(cli_Options *o)
   gen_Problem key;
   const int band = kset_key_problem(&p, &key);
   printf("class    cols %lld..%lld: one kernel for every width of it, any rows\n", (long long)lo, (long long)hi);
-  if (!o->unaligned && (explain_cached(db, &base, lo, hi) || explain_set(&p, hi, base.templates))) {
+  if (!o->unaligned && (explain_cached(db, &base, lo, hi) || explain_set(&p, hi, band, base.templates))) {
     rc = 0;
     goto done;
   }

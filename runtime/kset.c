@@ -36,8 +36,8 @@ int64_t kset_band_rows(int band, int64_t row_bytes)
 
 const char *kset_band_name(int op, int band, int64_t row_bytes)
 {
-  const int from = many_rows(op, row_bytes) == 1024;
-  return band == 0 ? "<64" : band == 1 ? (from ? "<1024" : "<4096") : from ? ">=1024" : ">=4096";
+  const int early = many_rows(op, row_bytes) < 4096;
+  return band == 0 ? "<64" : band == 1 ? (early ? "<1024" : "<4096") : early ? ">=1024" : ">=4096";
 }
 
 int kset_key_problem(const gen_Problem *p, gen_Problem *key)
