@@ -4,7 +4,8 @@ import-time code run against a stand-in torch (unittest.mock: any attribute, any
 error, a bad decorator use or a missing export at module level fails here and not first on a GPU
 machine; the public names exported; attention_softmax's option checks (pure Python: scale,
 softcap, window, causal_offset, padding with causal or window) refuse with one-line ValueErrors;
-fusion.py's pass set at its first arm(), not at import. The GPU behaviour is tests/test_python*.py's."""
+fusion.py's pass set at its first arm(), not at import; vocab_parallel imported at its first use.
+The GPU behaviour is tests/test_python*.py's."""
 
 import os
 import sys
@@ -36,8 +37,13 @@ def expect(cond, what):
 import softmax_tune  # noqa: E402
 from softmax_tune import attention  # noqa: E402
 
+# vocab_parallel at its first use, not at import (its torch.compiler.disable imports torch._dynamo: seconds)
+expect("softmax_tune.vocab_parallel" not in sys.modules, "import softmax_tune imported softmax_tune.vocab_parallel")
+
 for name in softmax_tune.__all__:
     expect(hasattr(softmax_tune, name), "softmax_tune.%s is in __all__ but not defined" % name)
+expect("softmax_tune.vocab_parallel" in sys.modules, "softmax_tune.vocab_parallel_cross_entropy did not import its module")
+expect(not hasattr(softmax_tune, "no_such_name"), "an unknown attribute did not raise AttributeError")
 expect("attention_softmax" in softmax_tune.__all__, "attention_softmax not exported")
 shape = (2, 4, 8, 16)
 check = attention._check_options

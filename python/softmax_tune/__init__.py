@@ -40,12 +40,20 @@ from . import _lib, _native, fusion, nn, ops
 from .cross_entropy import check_labels, cross_entropy   # docs/cross-entropy.md
 from .attention import attention_softmax   # docs/attention-softmax.md
 from .linear_cross_entropy import linear_cross_entropy   # docs/linear-cross-entropy.md
-from .vocab_parallel import vocab_parallel_cross_entropy, vocab_parallel_linear_cross_entropy
 
 __all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "stats", "UntunedWarning", "library_path", "nn",
            "cpp_ops", "compile_fusion", "cross_entropy", "check_labels", "attention_softmax"]
 __all__ += ["linear_cross_entropy", "vocab_parallel_cross_entropy", "vocab_parallel_linear_cross_entropy"]
 library_path = _lib.library_path
+
+
+def __getattr__(name):
+    """The vocab-parallel ops, imported at their first use: their module's torch.compiler.disable imports
+    torch._dynamo, which cost `import softmax_tune` 3.4-3.9 s after torch (H200 host, 2026-11-29)."""
+    if name in ("vocab_parallel_cross_entropy", "vocab_parallel_linear_cross_entropy"):
+        from . import vocab_parallel
+        return getattr(vocab_parallel, name)
+    raise AttributeError("module 'softmax_tune' has no attribute %r" % name)
 cpp_ops = _native.C is not None   # the C++ ops serve (else Python's custom ops and ctypes)
 _cpp = _native.C
 compile_fusion = fusion.install()   # Inductor: a softmax of elementwise uses only becomes torch's (fusion.py, at the first trace)
