@@ -25,8 +25,11 @@ else echo "SKIP: neither the sqlite3 command nor python3 is installed (needed to
 
 tmp=$(mktemp -d /tmp/st_valgrindXXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+# --vex-guest-chase=no: the JIT's blocks end at each jump, which translates the run-once code of
+# NVRTC's start (most of a case's time) faster: 2.9 -> 2.3 s a case, compile 24 -> 19 s
+# (valgrind 3.19, 2026-11-29); what memcheck checks is the same
 vg=(valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite
-    --num-callers=40 --log-file="$tmp/vg.log")
+    --num-callers=40 --vex-guest-chase=no --log-file="$tmp/vg.log")
 [ -f "$here/valgrind.supp" ] && vg+=(--suppressions="$here/valgrind.supp")
 fail=0 n=0
 
