@@ -145,6 +145,48 @@ st_status st_cross_entropy_scale(st_ctx *ctx, st_dtype dtype, void *grad, const 
 ** gradient, 0 loss only). */
 st_status st_config_cross_entropy(st_ctx *ctx, st_dtype dtype, int grad, int64_t rows, int64_t cols, char *out, int outlen);
 
+/* ---- vocab-parallel cross-entropy: the row steps of one rank's shard of the classes ----
+** The classes split over ranks (python/softmax_tune/vocab_parallel.py; docs/linear-cross-entropy.md):
+** this rank holds logits [rows x cols] (contiguous) of classes [start, start + cols) of total, labels
+** the global classes. A call runs: st_cross_entropy loss-only on the shard (labels 0; label
+** smoothing 1 when there is smoothing), ST_VOCAB_STATS, an all-gather of stats over the ranks,
+** ST_VOCAB_LOSS; for the gradient ST_VOCAB_WEIGHTS, st_cross_entropy with a gradient (reduction
+** sum; no smoothing: class weights w, labels lab, rows in blocks of at most cols; smoothing:
+** smoothing 1, labels 0, then ST_VOCAB_RESCALE), ST_VOCAB_FIX. One thread a row (RESCALE: a block),
+** enqueued on stream. */
+typedef enum st_vocab_step {
+  ST_VOCAB_STATS,           /* lse_local, loss_local -> stats [rows][k] (k = 2, 3 with smoothing); bad_label */
+  ST_VOCAB_LOSS,            /* stats gathered [world][rows][k] -> lse, loss (double [rows]; NaN: a bad label) */
+  ST_VOCAB_WEIGHTS,         /* lse, sg -> a, w, saved, and lab (no smoothing) or delta (smoothing) */
+  ST_VOCAB_RESCALE,         /* grad = grad w + delta (times the softcap's derivative at logits) */
+  ST_VOCAB_FIX              /* grad's elements at the row's own class and its label, from saved */
+} st_vocab_step;
+
+typedef struct st_vocab_args {
+  int64_t rows, cols;       /* N, and this shard's classes */
+  int64_t start, total;     /* the shard: classes [start, start + cols) of total */
+  int64_t world;            /* ranks (ST_VOCAB_LOSS) */
+  int64_t ignore_index;
+  float label_smoothing, z_loss, softcap;
+  st_index label_type;
+  const float *weight;      /* device float [total] class weights, or NULL */
+  int *bad_label;           /* as st_ce_options' (a bad label: outside [0, total)), or NULL */
+  const void *logits, *labels;
+  void *grad;               /* [rows x cols], dtype (RESCALE, FIX); may be logits (not under RESCALE with a softcap) */
+  const float *lse_local, *loss_local;
+  float *stats;
+  double *lse, *loss;
+  const double *sg;         /* the loss's gradient factor: [1], or [rows] when sg_rows */
+  int64_t sg_rows;
+  float *w, *delta;
+  double *a;
+  float *saved;             /* [2][rows] */
+  int *lab;
+} st_vocab_args;
+
+st_status st_vocab_parallel_step(st_ctx *ctx, st_dtype dtype, st_vocab_step step, const st_vocab_args *a,
+                                 struct CUstream_st *stream);
+
 /* ---- attention_softmax: the softmax of attention scores, scaled, capped, biased and masked ---- */
 
 #define ST_ATTN_OFFSET_AUTO INT64_MIN   /* causal_offset: K - Q */

@@ -22,6 +22,7 @@
 #include "tune.h"
 #include "attn_mask.h"   /* after tune.h: AttnParams */
 #include "untuned.h"
+#include "vocab.h"
 
 typedef struct Memo {
   int used, dtype, op, unaligned;
@@ -44,6 +45,7 @@ typedef struct Memo {
 typedef struct Steps {
   CUmodule mod;
   CUfunction count, reduce, scale;
+  CUfunction vp[VOCAB_NSTEPS];   /* vocab-parallel's (ce_vocab.cu); NULL in a kernel set built before them */
 } Steps;
 
 /* A zeroed workspace for cooperative kernels, one per stream: kernels on one stream run in
@@ -112,7 +114,7 @@ const char *st_error(const st_ctx *ctx)
 
 const char *st_version(void)
 {
-  return "0.4.0";
+  return "0.5.0";
 }
 
 /* Whether environment variable name is set to something other than "" or "0". */
@@ -328,6 +330,8 @@ static CUresult load_steps(st_ctx *c, int dtype, Steps *st, char *err, size_t er
   if (!e) e = c->drv.cuModuleGetFunction(&st->count, st->mod, "st_ce_count");
   if (!e) e = c->drv.cuModuleGetFunction(&st->reduce, st->mod, "st_ce_reduce");
   if (!e) e = c->drv.cuModuleGetFunction(&st->scale, st->mod, "st_ce_scale");
+  for (int i = 0; !e && i < VOCAB_NSTEPS; i++)
+    if (c->drv.cuModuleGetFunction(&st->vp[i], st->mod, vocab_kernel[i])) st->vp[i] = NULL;
   if (e) tune_cu_error(&c->drv, e, err, errlen);
   return e;
 }
@@ -831,6 +835,30 @@ st_status st_config_cross_entropy(st_ctx *c, st_dtype dtype, int grad, int64_t r
 }
 
 /* ---- attention_softmax ---- */
+
+st_status st_vocab_parallel_step(st_ctx *c, st_dtype dtype, st_vocab_step step, const st_vocab_args *a, struct CUstream_st *stream)
+{
+  VpParams v;
+  Steps st;
+  char err[512];
+  if (dtype < ST_F32 || dtype > ST_BF16) return fail(ST_EINVAL, "st_vocab_parallel_step: bad dtype %d", dtype);
+  if (vocab_params(step, dtype == ST_F32 ? 4 : 2, a, &v, err, sizeof err)) return fail(ST_EINVAL, "%s", err);
+  if (!c) return fail(ST_EINVAL, "st_vocab_parallel_step: ctx is NULL");
+  pthread_mutex_lock(&c->mu);
+  st_status s = steps(c, dtype, &st);
+  pthread_mutex_unlock(&c->mu);
+  if (s) return s;
+  if (!st.vp[step])
+    return fail(ST_ECOMPILE, "st_vocab_parallel_step: the kernel set's steps of %s lack %s (built before it: build the set again)",
+                gen_dtype_name(dtype), vocab_kernel[step]);
+  int push;
+  void *args[] = { &v };
+  CUresult r = enter(c, &push);
+  if (!r) r = c->drv.cuLaunchKernel(st.vp[step], vocab_blocks(step, a, c->dev.sms), 1, 1, 256, 1, 1, 0, (CUstream)stream, args, NULL);
+  leave(c, push);
+  if (r) return fail(ST_ECUDA, "st_vocab_parallel_step %s launch: %s", vocab_kernel[step], tune_cu_error(&c->drv, r, err, sizeof err));
+  return ST_OK;
+}
 
 void st_attn_defaults(st_attn_options *o)
 {

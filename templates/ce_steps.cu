@@ -5,6 +5,7 @@
 //                 as torch takes it, g the grad_output predicted (the last one seen)
 //   st_ce_reduce  the reduced loss (torch's sum or mean)
 //   st_ce_scale   the backward's gradient times grad_output / g (no pass when they are equal)
+//   st_vp_*       vocab-parallel cross-entropy's row steps (ce_vocab.cu)
 % COLSX = "p.cols"
 % include("types.cu")
 % include("ce_params.h")
@@ -136,3 +137,5 @@ extern "C" __global__ void __launch_bounds__(256) st_ce_scale(elem_t *grad, cons
     store1(grad + e, load1(grad + e) * s);
   }
 }
+
+% include("ce_vocab.cu")

@@ -95,6 +95,10 @@ want = {"scale": 0, "softcap": 4, "causal": 8, "causal_offset": 16, "window": 24
         "alibi_slopes": 40, "bias": 48, "bias_stride_b": 56, "bias_stride_h": 64, "bias_stride_q": 72, "bias_type": 80}
 got = {name: getattr(_lib.AttnOptions, name).offset for name, _ in _lib.AttnOptions._fields_}
 expect(got == want and ctypes.sizeof(_lib.AttnOptions) == 88, "AttnOptions is not st_attn_options: %s" % got)
+want = {"rows": 0, "label_smoothing": 48, "label_type": 60, "weight": 64, "logits": 80, "sg": 144, "sg_rows": 152,
+        "w": 160, "lab": 192}
+got = {name: getattr(_lib.VocabArgs, name).offset for name in want}
+expect(got == want and ctypes.sizeof(_lib.VocabArgs) == 200, "VocabArgs is not st_vocab_args: %s" % got)
 try:
     lib = _lib._load()
 except OSError as e:   # no library built next to the sources: said, not failed

@@ -41,8 +41,46 @@ _Static_assert(sizeof(st_attn_options) == 88 && offsetof(st_attn_options, bias) 
                offsetof(st_attn_options, bias_stride_q) == 72 && offsetof(st_attn_options, bias_type) == 80,
                "st_attn_options moved: change _lib.AttnOptions and tests/test_import_py.py with it");
 
+/* st_vocab_args as _lib.VocabArgs lays it out (tests/test_import_py.py holds the Python side) */
+_Static_assert(sizeof(st_vocab_args) == 200 && offsetof(st_vocab_args, label_smoothing) == 48 &&
+               offsetof(st_vocab_args, label_type) == 60 && offsetof(st_vocab_args, weight) == 64 &&
+               offsetof(st_vocab_args, sg_rows) == 152 && offsetof(st_vocab_args, lab) == 192,
+               "st_vocab_args moved: change _lib.VocabArgs and tests/test_import_py.py with it");
+
 static char dir[] = "/tmp/st_rtXXXXXX";
 static char db[512];
+
+/* st_vocab_parallel_step's checks, each naming the field and its value (host buffers: nothing launches). */
+static void test_vocab_args(void)
+{
+  static double buf[64];
+  char *b = (char *)buf;
+  st_vocab_args a = { .rows = 4, .cols = 8, .start = 8, .total = 16, .world = 2, .ignore_index = -100, .labels = b,
+                      .logits = b, .lse_local = (float *)b, .stats = (float *)b };
+#define VERR(step, want, what) \
+  CHECK(st_vocab_parallel_step(NULL, ST_BF16, step, &a, NULL) == ST_EINVAL && strstr(st_error(NULL), want), \
+        "st_vocab_parallel_step, %s: %s", what, st_error(NULL))
+  VERR(ST_VOCAB_STATS, "ctx is NULL", "checked first, then the ctx");
+  VERR((st_vocab_step)9, "bad step 9", "bad step");
+  VERR(ST_VOCAB_LOSS, "lse is NULL", "LOSS without lse");
+  a.stats = NULL;
+  VERR(ST_VOCAB_STATS, "STATS: stats is NULL", "STATS without stats");
+  a.stats = (float *)b, a.logits = b + 1;
+  VERR(ST_VOCAB_STATS, "logits is not aligned", "odd logits");
+  a.logits = b, a.start = 9;
+  VERR(ST_VOCAB_STATS, "[9, 17) is not within the 16", "shard outside");
+  a.start = 8, a.label_smoothing = 1.5f;
+  VERR(ST_VOCAB_STATS, "label_smoothing 1.5", "smoothing > 1");
+  a.label_smoothing = 0.1f, a.weight = (float *)b;
+  VERR(ST_VOCAB_STATS, "smoothing with class weights", "smoothing and weights");
+  a.weight = NULL, a.label_smoothing = 0.f, a.softcap = 30.f, a.grad = b, a.w = a.delta = (float *)b;
+  VERR(ST_VOCAB_RESCALE, "in place of the logits under a softcap", "RESCALE in place");
+  a.world = 0;
+  VERR(ST_VOCAB_LOSS, "world 0", "no ranks");
+  CHECK(st_vocab_parallel_step(NULL, (st_dtype)5, ST_VOCAB_STATS, &a, NULL) == ST_EINVAL &&
+        strstr(st_error(NULL), "dtype 5"), "st_vocab_parallel_step, bad dtype: %s", st_error(NULL));
+#undef VERR
+}
 
 static void test_cpu(void)
 {
@@ -70,6 +108,7 @@ static void test_cpu(void)
   CHECK(st_untuned_attention(NULL, NULL, 0) == -1 && strstr(st_error(NULL), "st_untuned_attention: ctx is NULL"),
         "st_untuned_attention, NULL ctx: %s", st_error(NULL));
   st_close(NULL);
+  test_vocab_args();
 }
 
 /* ---- GPU ---- */

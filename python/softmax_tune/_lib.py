@@ -66,6 +66,8 @@ def _load():
             lib.st_cross_entropy.argtypes = [_PTR, _INT, _PTR, _PTR, _INT, _PTR, _PTR, _PTR, _I64, _I64,
                                              ctypes.POINTER(CeOptions), _PTR]
             lib.st_config_cross_entropy.argtypes = [_PTR, _INT, _INT, _I64, _I64, ctypes.c_char_p, _INT]
+        if hasattr(lib, "st_vocab_parallel_step"):   # likewise
+            lib.st_vocab_parallel_step.argtypes = [_PTR, _INT, _INT, ctypes.POINTER(VocabArgs), _PTR]
         if hasattr(lib, "st_attention_softmax_backward"):   # absent from libraries built before it
             opts = ctypes.POINTER(AttnOptions)
             lib.st_attention_softmax.argtypes = [_PTR, _INT, opts, _PTR, _PTR, _I64, _I64, _I64, _I64, _PTR]
@@ -233,6 +235,24 @@ def cross_entropy(device, dtype, logits, labels, label_type, grad, loss, lse, ro
     ctx = context(device)
     _check(lib.st_cross_entropy(ctx, dtype, logits, labels, label_type, grad, loss, lse, rows, cols,
                                 ctypes.byref(options), stream), ctx)
+
+
+class VocabArgs(ctypes.Structure):   # st_vocab_args
+    _fields_ = ([(n, _I64) for n in ("rows", "cols", "start", "total", "world", "ignore_index")]
+                + [(n, ctypes.c_float) for n in ("label_smoothing", "z_loss", "softcap")] + [("label_type", _INT)]
+                + [(n, _PTR) for n in ("weight", "bad_label", "logits", "labels", "grad", "lse_local", "loss_local",
+                                       "stats", "lse", "loss", "sg")]
+                + [("sg_rows", _I64)] + [(n, _PTR) for n in ("w", "delta", "a", "saved", "lab")])
+
+
+VOCAB_STEPS = {"stats": 0, "loss": 1, "weights": 2, "rescale": 3, "fix": 4}   # st_vocab_step
+
+
+def vocab_parallel_step(device, dtype, step, args, stream):
+    """st_vocab_parallel_step: one row step of vocab-parallel cross-entropy (VOCAB_STEPS) on args (VocabArgs)."""
+    lib = _needs("st_vocab_parallel_step", "vocab-parallel's row steps", "rebuild it")
+    ctx = context(device)
+    _check(lib.st_vocab_parallel_step(ctx, dtype, VOCAB_STEPS[step], ctypes.byref(args), stream), ctx)
 
 
 def config_cross_entropy(device, dtype, grad, rows, cols):

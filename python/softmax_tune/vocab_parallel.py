@@ -20,6 +20,11 @@ with it) the kernel runs with the shard's own lse and a second elementwise pass 
 No extra pass over the logits otherwise: the statistics' pass reads them, the gradient's reads and
 writes them, as the single-GPU op does (plus the read for the statistics).
 
+The row math around the two kernels (the label's logit, the lse over the shards, the row losses, the
+class weights, the two elements written over, label smoothing's rescale) is the library's too: the
+row steps of st_vocab_parallel_step (templates/ce_vocab.cu), a launch each, in float64 where a
+factor is formed.
+
 The loss is in the logits' (hidden's) dtype, float32 under torch.autocast (as torch's F.cross_entropy there),
 from the float64 row losses (cross_entropy's loss_dtype).
 
@@ -30,7 +35,8 @@ import importlib
 import torch
 from torch import distributed as dist
 
-from .ops import DTYPES, device_of
+from . import _lib
+from .ops import DTYPES, _stream, device_of
 
 # the modules (the package's names cross_entropy and linear_cross_entropy are the functions)
 _ce = importlib.import_module(__package__ + ".cross_entropy")
@@ -59,39 +65,6 @@ class Options:
         self.ignore_index, self.reduction = ignore_index, reduction
         self.eps, self.zl, self.cap = float(label_smoothing), float(z_loss), softcap
         self.cw = class_weight
-
-
-class Rows:
-    """Per-row facts of labels t [n] (global class indices) for one shard: good (counted: not ignored, within
-    [0, total)), bad (not ignored, outside), owned (good and this shard's), yloc (the label's column here,
-    clamped), wy (the label's class weight, float64, 0 where not good), lab (the statistics kernel's labels:
-    0 for a good row, -1 ignored, size for a bad one: the kernel's flag, a NaN loss, a zero gradient)."""
-
-    def __init__(self, t=None, sh=None, o=None, parts=None):
-        if parts is not None:
-            self.good, self.bad, self.owned, self.yloc, self.wy, self.lab = parts
-            return
-        t = t.long()
-        valid = t != o.ignore_index
-        inside = (t >= 0) & (t < sh.total)
-        self.good = valid & inside
-        self.bad = valid & ~inside
-        self.owned = self.good & (t >= sh.start) & (t < sh.start + sh.size)
-        self.yloc = (t - sh.start).clamp(0, sh.size - 1)
-        wy = o.cw[t.clamp(0, sh.total - 1)].double() if o.cw is not None else torch.ones_like(t, dtype=torch.float64)
-        self.wy = torch.where(self.good, wy, torch.zeros_like(wy))
-        self.lab = torch.where(self.good, 0, torch.where(self.bad, sh.size, _LOCAL_IGNORE)).to(torch.int32)
-
-    def __getitem__(self, s):
-        return Rows(parts=(self.good[s], self.bad[s], self.owned[s], self.yloc[s], self.wy[s], self.lab[s]))
-
-
-def _capped(x, cap):
-    """(z, dz/dx) of logits x (float64): z = cap tanh(x / cap) under a softcap, else x and 1."""
-    if not cap:
-        return x, torch.ones_like(x)
-    th = torch.tanh(x / cap)
-    return cap * th, 1.0 - th * th
 
 
 def _nccl(group):
@@ -127,94 +100,92 @@ def all_reduce(t, group):
     return t.copy_(t32)
 
 
+class Steps:
+    """The row steps (st_vocab_parallel_step, templates/ce_vocab.cu) of logits x [c, size] (this shard's,
+    contiguous) and their labels t [c] (global classes): one st_vocab_args, each step's buffers set on it."""
+
+    def __init__(self, x, t, sh, o, flag, device):
+        self.x, self.t, self.o, self.flag, self.device = x, t, o, flag, device
+        self.args = _lib.VocabArgs(rows=x.shape[0], cols=x.shape[1], start=sh.start, total=sh.total, world=sh.world,
+                                   ignore_index=o.ignore_index, label_smoothing=o.eps, z_loss=o.zl,
+                                   softcap=o.cap or 0.0, label_type=_lce._LABELS[t.dtype],
+                                   weight=o.cw.data_ptr() if o.cw is not None else None,
+                                   bad_label=flag.tensor.data_ptr(), logits=x.data_ptr(), labels=t.data_ptr())
+
+    def run(self, step, **bufs):
+        for name, b in bufs.items():
+            setattr(self.args, name, b.data_ptr() if isinstance(b, torch.Tensor) else b)
+        _lib.vocab_parallel_step(self.device, DTYPES[self.x.dtype], step, self.args, _stream(self.device))
+
+    def kernel(self, rows, labels, grad, smoothing, weight=None):
+        """The library's cross-entropy kernel on rows of x (reduction sum: each row's own gradient)."""
+        c = rows.stop - rows.start
+        scratch = torch.empty(2, c, dtype=torch.float32, device=self.x.device)
+        _lce._kernel(self.device, self.x[rows], labels, grad[rows] if grad is not None else None, scratch[0],
+                     scratch[1], _LOCAL_IGNORE, smoothing, 0.0, self.o.cap, weight, self.flag)
+        return scratch
+
+
 class Stats:
-    """A block of rows' statistics: lse of this shard (float32), and over all shards lse, the label's
-    logit and (label smoothing) the sum of the logits, float64."""
+    """A block of rows' statistics: lse of this shard (float32), and over all shards lse and the row's loss
+    (float64: (1 - eps) w (lse - z_y) + eps (lse - mean z) + z_loss lse^2; 0 where ignored, NaN for a label
+    outside [0, V))."""
 
-    def __init__(self, lse_local, lse, zy, sumz):
-        self.lse_local, self.lse, self.zy, self.sumz = lse_local, lse, zy, sumz
+    def __init__(self, lse_local, lse, loss):
+        self.lse_local, self.lse, self.loss = lse_local, lse, loss
 
 
-def statistics(x, rows, sh, o, flag, device):
-    """The statistics of logits x [c, size] (this shard's) for rows: the loss-only kernel (the logits read once;
-    with label smoothing, eps 1: its loss is lse - mean(z), hence the shard's sum of z), the label's logit
-    where this shard owns it, then one all-gather."""
+def statistics(x, t, sh, o, flag, device, lse=None, loss=None):
+    """The statistics of logits x [c, size] (this shard's) for labels t: the loss-only kernel (the logits read
+    once; with label smoothing, eps 1: its loss is lse - mean(z), hence the shard's sum of z), the label's logit
+    where this shard owns it (step stats), one all-gather, the rows' lse and loss (step loss; into lse and loss
+    when given)."""
     c = x.shape[0]
-    loss = torch.empty(c, dtype=torch.float32, device=x.device)
-    lse = torch.empty(c, dtype=torch.float32, device=x.device)
-    _lce._kernel(device, x, rows.lab, None, loss, lse, _LOCAL_IGNORE, 1.0 if o.eps > 0 else 0.0, 0.0, o.cap, None,
-                 flag)
-    ar = torch.arange(c, device=x.device)
-    zy, _ = _capped(x[ar, rows.yloc].double(), o.cap)
-    cols = [lse, torch.where(rows.owned, zy, torch.zeros_like(zy)).float()]
-    if o.eps > 0:
-        cols.append((sh.size * (lse.double() - loss.double())).float())
-    got = exchange(torch.stack(cols, 1), sh.group).double()
-    return Stats(lse, torch.logsumexp(got[:, :, 0], 0), got[:, :, 1].sum(0),
-                 got[:, :, 2].sum(0) if o.eps > 0 else None)
+    f32 = dict(dtype=torch.float32, device=x.device)
+    s = Steps(x, t, sh, o, flag, device)
+    own = s.kernel(slice(0, c), _zeros(c, x.device), None, 1.0 if o.eps > 0 else 0.0)   # [loss, lse] of the shard
+    stats = torch.empty(c, 3 if o.eps > 0 else 2, **f32)
+    s.run("stats", lse_local=own[1], loss_local=own[0], stats=stats)
+    got = exchange(stats, sh.group)
+    lse = torch.empty(c, dtype=torch.float64, device=x.device) if lse is None else lse
+    loss = torch.empty(c, dtype=torch.float64, device=x.device) if loss is None else loss
+    s.run("loss", stats=got, lse=lse, loss=loss)
+    return Stats(own[1], lse, loss)
 
 
-def row_loss(rows, st, sh, o):
-    """Each row's loss, float64: (1 - eps) w (lse - z_y) + eps (lse - mean z) + z_loss lse^2; 0 where ignored,
-    NaN for a label outside [0, V)."""
-    loss = (1.0 - o.eps) * rows.wy * (st.lse - st.zy)
-    if o.eps > 0:
-        loss = loss + o.eps * (st.lse - st.sumz / sh.total)
-    if o.zl:
-        loss = loss + o.zl * st.lse * st.lse
-    loss = torch.where(rows.good, loss, torch.zeros_like(loss))
-    return torch.where(rows.bad, torch.full_like(loss, float("nan")), loss)
+def _zeros(c, device):
+    """int32 zeros [c]: every row labelled 0 (the statistics' kernel; label smoothing's gradient kernel)."""
+    return torch.zeros(c, dtype=torch.int32, device=device)
 
 
-def gradient(x, g, rows, st, sg, sh, o, flag, device):
+def gradient(x, g, t, st, sg, sh, o, flag, device):
     """The gradient of the rows' loss, times sg (float64: one factor, or one a row), with respect to this shard's
     logits x [c, size], into g [c, size] (x itself allowed but under label smoothing with a softcap)."""
-    eps = o.eps
-    coef = (1.0 - eps) * rows.wy + eps + 2.0 * o.zl * st.lse
-    a = sg * coef * torch.exp(st.lse_local.double() - st.lse)       # the softmax term's factor on this shard
-    a = torch.where(rows.good, a, torch.zeros_like(a))
-    lc = sg * (1.0 - eps) * rows.wy                                  # the label's term
     c, size = x.shape
-    ar = torch.arange(c, device=x.device)
-    xy = x[ar, rows.yloc].double()    # before the kernel writes over x
-    scratch = torch.empty(2, c, dtype=torch.float32, device=x.device)
-    if eps == 0:
-        for b0 in range(0, c, size):   # a class a row: blocks of at most size rows
+    s = Steps(x, t, sh, o, flag, device)
+    f32 = dict(dtype=torch.float32, device=x.device)
+    a, w, saved = torch.empty(c, dtype=torch.float64, device=x.device), torch.empty(c, **f32), torch.empty(2, c, **f32)
+    # without label smoothing, lab: a class a row (the kernel's labels); with it, delta: its term a row
+    own = {"lab": torch.empty(c, dtype=torch.int32, device=x.device)} if o.eps == 0 else {"delta": torch.empty(c, **f32)}
+    s.run("weights", lse_local=st.lse_local, lse=st.lse, sg=sg, sg_rows=sg.numel() > 1, a=a, w=w, saved=saved, **own)
+    if o.eps == 0:   # weighted a: blocks of at most size rows
+        for b0 in range(0, c, size):
             b1 = min(c, b0 + size)
-            rb, nb = slice(b0, b1), b1 - b0
-            arb = torch.arange(nb, device=x.device)
-            xd = x[b0:b1][arb, arb].double()
-            w = torch.zeros(size, dtype=torch.float32, device=x.device)
-            w[:nb] = a[rb].float()
-            lab = torch.where(rows.good[rb], arb, torch.where(rows.bad[rb], size, _LOCAL_IGNORE)).to(torch.int32)
-            _lce._kernel(device, x[b0:b1], lab, g[b0:b1], scratch[0, rb], scratch[1, rb], _LOCAL_IGNORE, 0.0, 0.0,
-                         o.cap, w, flag)
-            z, d = _capped(xd, o.cap)
-            v1 = a[rb] * torch.exp(z - st.lse_local[rb].double()) * d
-            gv = g[b0:b1]
-            gv[arb, arb] = torch.where(rows.good[rb], v1, gv[arb, arb].double()).to(g.dtype)
-    else:
-        _lce._kernel(device, x, rows.lab, g, scratch[0], scratch[1], _LOCAL_IGNORE, 1.0, 0.0, o.cap, None, flag)
-        # g (p - 1/size) a + delta (times the softcap's derivative): the softmax on the global lse, minus eps/V;
-        # in float32, blocks of rows of 64 MB
-        delta = torch.where(rows.good, a / size - sg * eps / sh.total, torch.zeros_like(a)).float()
-        af = a.float()
-        step = max(1, (16 << 20) // size)
-        for b0 in range(0, c, step):
-            rb = slice(b0, min(c, b0 + step))
-            gf = g[rb].float().mul_(af[rb, None])
-            if o.cap:
-                gf.add_(_capped(x[rb].float(), o.cap)[1].mul_(delta[rb, None]))
-            else:
-                gf.add_(delta[rb, None])
-            g[rb] = gf
-    z, d = _capped(xy, o.cap)
-    v2 = (a * torch.exp(z - st.lse_local.double()) - sg * eps / sh.total - lc) * d
-    g[ar, rows.yloc] = torch.where(rows.owned, v2, g[ar, rows.yloc].double()).to(g.dtype)
+            s.kernel(slice(b0, b1), own["lab"][b0:b1], g, 0.0, w[b0:])
+    else:   # the kernel's p_shard - 1/size, rescaled to the global lse's gradient
+        s.kernel(slice(0, c), _zeros(c, x.device), g, 1.0)
+        s.run("rescale", grad=g)
+    s.run("fix", grad=g)
 
 
-def _divisor(rows, reduction):
-    return rows.wy.sum() if reduction == "mean" else None
+def _divisor(t, sh, o):
+    """The mean's divisor (float64 [], the weights of the rows that count: not ignored, within [0, V)), or None."""
+    if o.reduction != "mean":
+        return None
+    good = (t != o.ignore_index) & (t >= 0) & (t < sh.total)
+    if o.cw is None:
+        return good.sum(dtype=torch.float64)
+    return torch.where(good, o.cw[t.clamp(0, sh.total - 1)].double(), 0.0).sum()
 
 
 def _factor(divisor, device):
@@ -239,19 +210,18 @@ class _CE(torch.autograd.Function):
     def forward(ctx, logits, x2, t1, sh, o, inplace):
         device = device_of(x2)
         flag = _flag(device)
-        rows = Rows(t1, sh, o)
-        st = statistics(x2, rows, sh, o, flag, device)
-        divisor = _divisor(rows, o.reduction)
-        loss = _lce.reduce(row_loss(rows, st, sh, o), o.reduction, divisor, _ce.loss_dtype(x2))
+        st = statistics(x2, t1, sh, o, flag, device)
+        divisor = _divisor(t1, sh, o)
+        loss = _lce.reduce(st.loss, o.reduction, divisor, _ce.loss_dtype(x2))
         ctx.sh, ctx.o, ctx.shape = sh, o, logits.shape
         if o.reduction == "none":
-            ctx.save_for_backward(x2)
-            ctx.rest = (rows, st)
+            ctx.save_for_backward(x2, t1)
+            ctx.st = st
             return loss
         g = x2 if inplace and not (o.eps > 0 and o.cap) else torch.empty_like(x2)
         if g is x2:
             torch.autograd.graph.increment_version(logits)
-        gradient(x2, g, rows, st, _factor(divisor, x2.device), sh, o, flag, device)
+        gradient(x2, g, t1, st, _factor(divisor, x2.device), sh, o, flag, device)
         ctx.g = g
         return loss
 
@@ -259,11 +229,11 @@ class _CE(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, go):
         if ctx.o.reduction == "none":
-            x2, = ctx.saved_tensors
-            rows, st = ctx.rest
+            x2, t1 = ctx.saved_tensors
             g = torch.empty_like(x2)
             device = device_of(x2)
-            gradient(x2, g, rows, st, go.reshape(-1).double(), ctx.sh, ctx.o, _ce._flag(device), device)
+            gradient(x2, g, t1, ctx.st, go.reshape(-1).double().contiguous(), ctx.sh, ctx.o, _ce._flag(device),
+                     device)
         else:
             g = ctx.g
             if g is None:
@@ -321,9 +291,8 @@ def vocab_parallel_cross_entropy(logits, target, group=None, *, vocab_start=None
     else:
         x2 = logits.reshape(-1, vr).contiguous()
         device = device_of(x2)
-        rows = Rows(t1, sh, o)
-        st = statistics(x2, rows, sh, o, _flag(device), device)
-        loss = _lce.reduce(row_loss(rows, st, sh, o), reduction, _divisor(rows, reduction), _ce.loss_dtype(x2))
+        st = statistics(x2, t1, sh, o, _flag(device), device)
+        loss = _lce.reduce(st.loss, reduction, _divisor(t1, sh, o), _ce.loss_dtype(x2))
     return loss.reshape(target.shape) if reduction == "none" else loss
 
 
@@ -345,8 +314,7 @@ def _lce_loop(h2, w, t1, bias, sh, o, chunk, need, sg_rows=None, saved=None):
                                                               _lce._budget(device) // (2 if two else 1))
     chunk = min(chunk, n)
     grads = any(need)
-    rows = Rows(t1, sh, o)
-    divisor = _divisor(rows, o.reduction) if sg_rows is None else None
+    divisor = _divisor(t1, sh, o) if sg_rows is None else None
     sg = sg_rows if sg_rows is not None else _factor(divisor, h2.device)
     loss = None if sg_rows is not None else torch.empty(n, dtype=torch.float64, device=h2.device)
     keep = None
@@ -367,18 +335,17 @@ def _lce_loop(h2, w, t1, bias, sh, o, chunk, need, sg_rows=None, saved=None):
             torch.mm(h2[r0:r1], wt, out=x)
         else:
             torch.addmm(bias, h2[r0:r1], wt, out=x)
-        rb = rows[r0:r1]
+        tb = t1[r0:r1]
         if saved is None:
-            st = statistics(x, rb, sh, o, flag, device)
-            loss[r0:r1] = row_loss(rb, st, sh, o)
+            st = statistics(x, tb, sh, o, flag, device, keep[1][r0:r1] if keep is not None else None, loss[r0:r1])
             if keep is not None:
-                keep[0][r0:r1], keep[1][r0:r1] = st.lse_local, st.lse
+                keep[0][r0:r1] = st.lse_local
         else:
-            st = Stats(saved[0][r0:r1], saved[1][r0:r1], None, None)
+            st = Stats(saved[0][r0:r1], saved[1][r0:r1], None)
         if not grads:
             continue
         g = gbuf[:c * size].view(c, size) if gbuf is not None else x
-        gradient(x, g, rb, st, sg if sg.numel() == 1 else sg[r0:r1], sh, o, flag, device)
+        gradient(x, g, tb, st, sg if sg.numel() == 1 else sg[r0:r1], sh, o, flag, device)
         if need[0]:
             torch.mm(g, w, out=gh[r0:r1])
         if need[1]:
