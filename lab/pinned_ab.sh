@@ -5,7 +5,7 @@
 # pinned: verified against float64, timed with the floor in the same run), or the whole fast sweep
 # for `tune`; an empty cache and no kept cubins each, ROUNDS rounds (default 2) alternating which
 # build goes first. Prints a line a run: problem, round, build, the winner's us, fraction of the
-# floor (copy) and config.
+# floor (copy) and config. OLD = NEW: one build, each line once a round.
 #   printf 'cross_entropy bf16 8192x32000 threads=512,...,hint=none --softcap 30\n' | bash lab/pinned_ab.sh .carry_old .carry
 # From the repository root of the GPU machine. First use: a softcap cross-entropy row held as
 # floats keeping z for the gradient pass (templates/ce.cu held_cap; docs/design/cross-entropy.md).
@@ -18,6 +18,7 @@ while read -r op d s cfg f; do
   pin=(--config "$cfg"); [ "$cfg" = tune ] && pin=()
   for round in $(seq "${ROUNDS:-2}"); do
     order="$old $new"; [ $(( (n + round) % 2 )) = 1 ] && order="$new $old"
+    [ "$old" = "$new" ] && order=$old   # one build: each line once a round
     for c in $order; do
       db=$(mktemp -u /tmp/pinned_ab.XXXXXX.db)
       "$c/softmax-tune" --op "$op" --dtype "$d" --shape "$s" "${pin[@]}" $f --cache "$db" --cubins none >/tmp/pinned_ab.log 2>&1

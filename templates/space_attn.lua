@@ -263,7 +263,38 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return best
   end
 
-  -- The forward's rule: packed_rule's (else packed_fwd's) up to 2048 vectors a row (K 16384 in 16-bit; two reads won
+  -- A softcap's forward (P.capped, 16-bit) is MUFU-bound (a tanh a score, as cross-entropy's):
+  -- the row held as floats (hold=reg keeps z, one tanh a score; the packed rules' words take it
+  -- twice). Of V vectors a row: under 4096 rows (decoding), a group of G = 128-1024 threads, the
+  -- fewest that hold 2 vectors a thread, streamed; else groups of 32 (V <= 160), 128 (V <= 640) or
+  -- 256 (V <= 1280) threads of at most 5 vectors, in blocks of 128 threads at least; longer rows
+  -- read twice by 256 threads (reduce=smem). The tuner's picks at 11 of the 19 forward rows of
+  -- lab/shapes/attn-softcap-rule-20261203.txt and attn-softcap-rule-check-20261204.txt (H200,
+  -- 2026-11-29), its group and items at 7 more (another hint or block size), where the packed
+  -- rules ran 0.54-0.87 of them; nil where the space has none (float32: not measured).
+  local function capped_fwd(P, vec)
+    local V = P.cols // vec
+    if not P.capped or P.es ~= 2 or vec == 1 then return nil end
+    local decode, G = P.rows < 4096, nil
+    if decode then
+      G = 128
+      while G < 1024 and (V + G - 1) // G > 2 do G = 2 * G end
+      if (V + G - 1) // G > 2 then G = nil end
+    else
+      G = V <= 160 and 32 or V <= 640 and 128 or V <= 1280 and 256 or nil
+    end
+    local hint = decode and "stream" or "none"
+    for _, c in ipairs(A.list(P, vec)) do
+      if G and c.hold == "reg" and c.threads // c.rows == G and c.threads == math.max(128, G) and c.reduce == "shfl" and
+         c.hint == hint and (c.pair or "none") == "none" then return c end
+      if not G and c.passes == 2 and c.threads == 256 and c.items == 2 and c.reduce == "smem" and c.hint == "none" then
+        return c
+      end
+    end
+    return nil
+  end
+
+  -- The forward's rule: capped_fwd's for a softcap; packed_rule's (else packed_fwd's) up to 2048 vectors a row (K 16384 in 16-bit; two reads won
   -- at 1x32768); longer 16-bit rows, 128 or more of them, two reads of 512 threads (the decode
   -- rows of 16K-25K keys, 256-512 rows, took two reads of 256 or 512 threads in 4 of 4 tuned:
   -- the registers of a 1024-thread row leave one block a SM); else the row in registers up to
@@ -272,7 +303,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   function A.heuristic(P, unaligned)
     if width(P) == 2 then return A.heuristic_bw(P, unaligned) end
     local vec = unaligned and 1 or H.vecs(P)[1]
-    local c = P.cols // vec <= 2048 and (packed_rule(P, vec) or packed_fwd(P, vec))
+    local c = capped_fwd(P, vec) or P.cols // vec <= 2048 and (packed_rule(P, vec) or packed_fwd(P, vec))
     if c then return c end
     if P.es == 2 and P.cols // vec > 2048 and P.rows >= 128 then
       return { threads = 512, items = 2, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1,
