@@ -11,9 +11,10 @@ const char *const vocab_kernel[VOCAB_NSTEPS] = { "st_vp_stats", "st_vp_loss", "s
 
 static const char *const step_name[VOCAB_NSTEPS] = { "STATS", "LOSS", "WEIGHTS", "RESCALE", "FIX" };
 
-/* The first pointer of the step's list that is NULL or misaligned, by name; NULL when none. */
+/* A pointer a step reads or writes: its field's name, value and element alignment. */
 typedef struct Ptr { const char *name; const void *p; unsigned align; } Ptr;
 
+/* The first of l[0..n) that is NULL or misaligned, by name (why says which); NULL when none. */
 static const char *bad_ptr(const Ptr *l, int n, char *why, size_t len)
 {
   for (int i = 0; i < n; i++)
