@@ -266,7 +266,8 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- A softcap's forward (P.capped, 16-bit) is MUFU-bound (a tanh a score, as cross-entropy's):
   -- the row held as floats (hold=reg keeps z, one tanh a score; the packed rules' words take it
   -- twice). Of V vectors a row: under 4096 rows (decoding), a group of G = 128-1024 threads, the
-  -- fewest that hold 2 vectors a thread, streamed; else groups of 32 (V <= 160), 128 (V <= 640) or
+  -- fewest that hold 2 vectors a thread, streamed (none past 2048 vectors: the plain rule); else
+  -- groups of 32 (V <= 160), 128 (V <= 640) or
   -- 256 (V <= 1280) threads of at most 5 vectors, in blocks of 128 threads at least; longer rows
   -- read twice by 256 threads (reduce=smem). The tuner's picks at 11 of the 19 forward rows of
   -- lab/shapes/attn-softcap-rule-20261203.txt and attn-softcap-rule-check-20261204.txt (H200,
@@ -279,7 +280,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     if decode then
       G = 128
       while G < 1024 and (V + G - 1) // G > 2 do G = 2 * G end
-      if (V + G - 1) // G > 2 then G = nil end
+      if (V + G - 1) // G > 2 then return nil end   -- longer decode rows: not measured, the plain rule
     else
       G = V <= 160 and 32 or V <= 640 and 128 or V <= 1280 and 256 or nil
     end

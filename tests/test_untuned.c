@@ -142,7 +142,8 @@ static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
 
 /* A softcap's attention forward (space_attn.lua's capped_fwd): the row as floats (hold=reg) in
 ** groups of 32, 128 or 256 threads of at most 5 vectors, two reads past 1280 vectors; under 4096
-** rows (decoding) the fewest threads that hold 2 vectors each, streamed; float32 as the plain rule. */
+** rows (decoding) the fewest threads that hold 2 vectors each, streamed, and past 2048 vectors the
+** plain rule's two reads; float32 as the plain rule. */
 static void attn_capped_rule(gen_State *g, const char *hash, const char *table)
 {
   static const struct { int dtype; int64_t rows, cols; const char *want; } C[] = {
@@ -151,6 +152,7 @@ static void attn_capped_rule(gen_State *g, const char *hash, const char *table)
     { GEN_BF16, 63008, 5760, "threads=256,items=3,vec=8,reduce=shfl,passes=1,hold=reg,rows=1," },
     { GEN_BF16, 184294, 16896, "threads=256,items=2,vec=8,reduce=smem,passes=2,hold=none," },
     { GEN_BF16, 64, 4224, "threads=512,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=stream," },
+    { GEN_BF16, 512, 32768, "threads=512,items=2,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=stream," },
     { GEN_F32, 32672, 4096, "threads=256,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=2," },
   };
   gen_Choice ch;
