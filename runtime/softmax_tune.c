@@ -834,7 +834,7 @@ st_status st_config_cross_entropy(st_ctx *c, st_dtype dtype, int grad, int64_t r
   return config_of(c, dtype, ST_SOFTMAX, grad ? GEN_CE : GEN_CE_LOSS, rows, cols, out, outlen);
 }
 
-/* ---- attention_softmax ---- */
+/* ---- vocab-parallel cross-entropy's row steps (templates/ce_vocab.cu, runtime/vocab.c) ---- */
 
 st_status st_vocab_parallel_step(st_ctx *c, st_dtype dtype, st_vocab_step step, const st_vocab_args *a, struct CUstream_st *stream)
 {
@@ -859,6 +859,8 @@ st_status st_vocab_parallel_step(st_ctx *c, st_dtype dtype, st_vocab_step step, 
   if (r) return fail(ST_ECUDA, "st_vocab_parallel_step %s launch: %s", vocab_kernel[step], tune_cu_error(&c->drv, r, err, sizeof err));
   return ST_OK;
 }
+
+/* ---- attention_softmax ---- */
 
 void st_attn_defaults(st_attn_options *o)
 {

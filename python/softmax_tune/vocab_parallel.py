@@ -105,7 +105,7 @@ class Steps:
     contiguous) and their labels t [c] (global classes): one st_vocab_args, each step's buffers set on it."""
 
     def __init__(self, x, t, sh, o, flag, device):
-        self.x, self.t, self.o, self.flag, self.device = x, t, o, flag, device
+        self.x, self.t, self.o, self.flag, self.device = x, t, o, flag, device   # x and t: args holds their addresses
         self.args = _lib.VocabArgs(rows=x.shape[0], cols=x.shape[1], start=sh.start, total=sh.total, world=sh.world,
                                    ignore_index=o.ignore_index, label_smoothing=o.eps, z_loss=o.zl,
                                    softcap=o.cap or 0.0, label_type=_lce._LABELS[t.dtype],
@@ -166,7 +166,8 @@ def gradient(x, g, t, st, sg, sh, o, flag, device):
     f32 = dict(dtype=torch.float32, device=x.device)
     a, w, saved = torch.empty(c, dtype=torch.float64, device=x.device), torch.empty(c, **f32), torch.empty(2, c, **f32)
     # without label smoothing, lab: a class a row (the kernel's labels); with it, delta: its term a row
-    own = {"lab": torch.empty(c, dtype=torch.int32, device=x.device)} if o.eps == 0 else {"delta": torch.empty(c, **f32)}
+    own = ({"lab": torch.empty(c, dtype=torch.int32, device=x.device)} if o.eps == 0
+           else {"delta": torch.empty(c, **f32)})
     s.run("weights", lse_local=st.lse_local, lse=st.lse, sg=sg, sg_rows=sg.numel() > 1, a=a, w=w, saved=saved, **own)
     if o.eps == 0:   # weighted a: blocks of at most size rows
         for b0 in range(0, c, size):
@@ -175,7 +176,7 @@ def gradient(x, g, t, st, sg, sh, o, flag, device):
     else:   # the kernel's p_shard - 1/size, rescaled to the global lse's gradient
         s.kernel(slice(0, c), _zeros(c, x.device), g, 1.0)
         s.run("rescale", grad=g)
-    s.run("fix", grad=g)
+    s.run("fix", grad=g)   # with the buffers "weights" set: a, saved, sg, lse_local
 
 
 def _divisor(t, sh, o):
