@@ -57,6 +57,9 @@ __device__ __forceinline__ Ex ex_of(float cap, float icap, float m)
 % -- a gradient's row held as floats keeps r (RCAP) or z in their place: its pass then pays no
 % -- second tanh
 % local ZHELD = hold == "reg" and not LOSS_ONLY
+% -- the loss-only kernel's r by softcap.cu's cap_rs (MUFU binds it: 7-14% on logits under the cap,
+% -- H200); the gradient's kernels, short of issue slots as much, gained 2% at most and lost up to 11%
+% local RPOLY = RCAP and LOSS_ONLY
 // z of value v of a row: a logit x, or (Z) what held_cap made of it: r (RCAP) or z.
 template <bool CAP, bool Z>
 __device__ __forceinline__ float z_of(float v, float cap, float icap)
@@ -227,11 +230,19 @@ __device__ __forceinline__ MST body_stats(const H *v, int begin, int end, int la
 % end
   each_vector(v, begin, end, lane, live, [&](int, int, bool in, const float *x) {
     float e[VEC], z[VEC];
+% if RPOLY then
+    float r[VEC];   // r of the vector by softcap.cu's cap_rs: the polynomial where the logits are under the cap
+    if (CAP && !Z) cap_rs<VEC>(x, c.k, r);
+% end
     #pragma unroll
     for (int k = 0; k < VEC; k++) {
 % if RCAP then
       if (CAP) {
+%   if RPOLY then
+        const float q = Z ? x[k] : r[k];
+%   else
         const float q = Z ? x[k] : cap_r(x[k], c.k);
+%   end
         e[k] = !in ? 0.f : ex2(fmaf(q, c.a, c.b));
         z[k] = fmaf(-2.f * cap, q, cap);   // the sum of z alone needs it
         continue;
