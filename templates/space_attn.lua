@@ -295,7 +295,25 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return nil
   end
 
-  -- The forward's rule: capped_fwd's for a softcap; packed_rule's (else packed_fwd's) up to 2048 vectors a row (K 16384 in 16-bit; two reads won
+  -- The forward's decode rows (under 4096 rows, 16-bit) of 2048 vectors or fewer: the fewest threads
+  -- from 128 that hold the row in 2 vectors a thread or fewer, as packed words, in blocks of
+  -- max(128, G), no hint. The tuner's picks there were groups of 256-1024 threads of 1-3 vectors
+  -- (8 of 8 rows of lab/shapes/attn-decode-fwd-short-20261207.txt, 8-512 rows, H200, 2026-11-29),
+  -- where packed_rule's 4 a thread ran 0.844 of them (geomean, worst 0.775) and this 0.923 (worst
+  -- 0.873); nil where the space has none.
+  local function decode_fwd(P, vec)
+    local V = P.cols // vec
+    if P.rows >= 4096 or P.es ~= 2 or vec == 1 or V > 2048 then return nil end
+    local G = 128
+    while G < 1024 and (V + G - 1) // G > 2 do G = 2 * G end
+    for _, c in ipairs(A.list(P, vec)) do
+      if c.hold == "packed" and c.threads // c.rows == G and c.threads == math.max(128, G) and c.reduce == "shfl" and
+         c.hint == "none" and (c.pair or "none") == "none" then return c end
+    end
+    return nil
+  end
+
+  -- The forward's rule: capped_fwd's for a softcap; decode_fwd's for decode rows; packed_rule's (else packed_fwd's) up to 2048 vectors a row (K 16384 in 16-bit; two reads won
   -- at 1x32768); longer 16-bit rows, 128 or more of them, two reads of 512 threads (the decode
   -- rows of 16K-25K keys, 256-512 rows, took two reads of 256 or 512 threads in 4 of 4 tuned:
   -- the registers of a 1024-thread row leave one block a SM); else the row in registers up to
@@ -304,7 +322,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   function A.heuristic(P, unaligned)
     if width(P) == 2 then return A.heuristic_bw(P, unaligned) end
     local vec = unaligned and 1 or H.vecs(P)[1]
-    local c = capped_fwd(P, vec) or P.cols // vec <= 2048 and (packed_rule(P, vec) or packed_fwd(P, vec))
+    local c = capped_fwd(P, vec) or decode_fwd(P, vec) or P.cols // vec <= 2048 and (packed_rule(P, vec) or packed_fwd(P, vec))
     if c then return c end
     if P.es == 2 and P.cols // vec > 2048 and P.rows >= 128 then
       return { threads = 512, items = 2, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1,

@@ -140,13 +140,42 @@ static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
   }
 }
 
+/* An attention forward's untuned pick (capped: a softcap's kernel) of each case: its config must
+** hold `want`. */
+typedef struct { int dtype; int64_t rows, cols; const char *want; } AttnCase;
+
+static void attn_cases(gen_State *g, const char *hash, const char *table, const AttnCase *C, size_t n, int capped)
+{
+  gen_Choice ch;
+  for (size_t i = 0; i < n; i++) {
+    gen_Problem p = { .rows = C[i].rows, .cols = C[i].cols, .dtype = C[i].dtype, .op = GEN_ATTN, .arch = 90, .capped = capped };
+    CHECK(gen_untuned(g, &p, 0, table, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+    CHECK(strstr(ch.config, C[i].want) != NULL, "%sattention %s %lldx%lld: %s (%s), want %s", capped ? "softcap " : "",
+          gen_dtype_name(C[i].dtype), (long long)C[i].rows, (long long)C[i].cols, ch.config, ch.source, C[i].want);
+  }
+}
+
+/* The attention forward's decode rows (space_attn.lua's decode_fwd: under 4096 rows, 16-bit, 2048
+** vectors or fewer): the fewest threads from 128 that hold the row in 2 vectors each, as packed
+** words, no hint; 4096 rows or more keep the packed rule, float32 and longer rows the plain rule. */
+static void attn_decode_rule(gen_State *g, const char *hash, const char *table)
+{
+  static const AttnCase C[] = {
+    { GEN_BF16, 512, 3584, "threads=256,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=none," },
+    { GEN_F16, 16, 12288, "threads=1024,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=none," },
+    { GEN_BF16, 16384, 3584, "threads=128,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
+    { GEN_BF16, 512, 30720, "threads=512,items=2,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=stream," },
+  };
+  attn_cases(g, hash, table, C, sizeof C / sizeof *C, 0);
+}
+
 /* A softcap's attention forward (space_attn.lua's capped_fwd): the row as floats (hold=reg) in
 ** groups of 32, 128 or 256 threads of at most 5 vectors, two reads past 1280 vectors; under 4096
 ** rows (decoding) the fewest threads that hold 2 vectors each, streamed, and past 2048 vectors the
 ** plain rule's two reads; float32 as the plain rule. */
 static void attn_capped_rule(gen_State *g, const char *hash, const char *table)
 {
-  static const struct { int dtype; int64_t rows, cols; const char *want; } C[] = {
+  static const AttnCase C[] = {
     { GEN_BF16, 32672, 4096, "threads=128,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none," },
     { GEN_F16, 35892, 1024, "threads=128,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=4,split=1,xchg=none,hint=none," },
     { GEN_BF16, 63008, 5760, "threads=256,items=3,vec=8,reduce=shfl,passes=1,hold=reg,rows=1," },
@@ -155,13 +184,7 @@ static void attn_capped_rule(gen_State *g, const char *hash, const char *table)
     { GEN_BF16, 512, 32768, "threads=512,items=2,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=stream," },
     { GEN_F32, 32672, 4096, "threads=256,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=2," },
   };
-  gen_Choice ch;
-  for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
-    gen_Problem p = { .rows = C[i].rows, .cols = C[i].cols, .dtype = C[i].dtype, .op = GEN_ATTN, .arch = 90, .capped = 1 };
-    CHECK(gen_untuned(g, &p, 0, table, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
-    CHECK(strstr(ch.config, C[i].want) != NULL, "softcap attention %s %lldx%lld: %s (%s), want %s",
-          gen_dtype_name(C[i].dtype), (long long)C[i].rows, (long long)C[i].cols, ch.config, ch.source, C[i].want);
-  }
+  attn_cases(g, hash, table, C, sizeof C / sizeof *C, 1);
 }
 
 /* The row family on an odd short row: fewer threads a row, each with more vectors, when fewer
@@ -309,6 +332,7 @@ int main(int argc, char **argv)
   capped_rule(g, hash, table[0]);
   attn_packed_rule(g, hash, table[0]);
   attn_capped_rule(g, hash, table[0]);
+  attn_decode_rule(g, hash, table[0]);
   bad_tables(g, hash);
   fewer_threads(g, hash);
   one_entry_rules(g, hash);
