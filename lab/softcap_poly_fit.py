@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""softcap_poly_fit.py — the odd polynomial a 16-bit softcap's r takes on the FMA pipe (templates/softcap.cu,
+"""softcap_poly_fit.py — the odd polynomial a 16-bit softcap's r takes on the FMA pipe (templates/softcap_poly.h,
 cap_rs): r(s) = 1 / (1 + 2^s) = 1/2 + s Q(s^2) for |s| <= SMAX, and its error on t = 1 - 2 r as the kernel
 evaluates it (float32, Horner by FMA, the coefficients rounded to float32) against float64.
 
@@ -9,7 +9,7 @@ Variants: --terms 6, 7, 8 (default all three): the coefficients of Q; --smax (de
 tanh's argument in [-1, 1]). The fit is least squares on Chebyshev nodes reweighted toward minimax
 (Lawson); the error is over G + 1 evenly spaced s in [-SMAX, SMAX] (default 40000), in u = 2^-24 absolute
 on t, the unit of verify.h's vr_tanh_err (16 u stated). No GPU needed: mpmath only.
-2026-11-29: SMAX 2 log2e, 6 terms 6.39 u, 7 terms 2.86 u (the kernel's), 8 terms 2.28 u.
+2026-11-29: SMAX 2 log2e, 6 terms 6.39 u, 7 terms 2.86 u (the kernel's: 3.05 u over 800001 points in test_verify_ce), 8 terms 2.28 u.
 """
 import argparse
 import math

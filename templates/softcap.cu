@@ -19,21 +19,8 @@ __device__ __forceinline__ float r_mufu(float s)
 }
 __device__ __forceinline__ float cap_r(float a, float k) { return r_mufu(a * k); }
 
-// r = 1 / (1 + 2^s) as 1/2 + s Q(s^2) for |s| <= R_SMAX (2 log2e: |a| <= cap, tanh's argument in
-// [-1, 1]): eight FMA-pipe ops for the two MUFU ops, 2.9 u on t (lab/softcap_poly_fit.py, 7 terms).
-#define R_SMAX 2.88539008f
-__device__ __forceinline__ float r_poly(float s)
-{
-  const float w = s * s;
-  float q = -5.0151483e-10f;
-  q = fmaf(q, w, 2.5782775e-08f);
-  q = fmaf(q, w, -7.20407627e-07f);
-  q = fmaf(q, w, 1.59950996e-05f);
-  q = fmaf(q, w, -0.000332995201f);
-  q = fmaf(q, w, 0.00693776319f);
-  q = fmaf(q, w, -0.173286736f);
-  return fmaf(s, q, 0.5f);
-}
+#define SP_FN __device__ __forceinline__
+% include("softcap_poly.h")
 
 // cap_r of N values at once, one branch for all: the polynomial where every |a k| is within its
 // range (a softcapped row's logits are mostly under the cap), else the MUFU ops. MUFU binds these
@@ -45,9 +32,9 @@ __device__ __forceinline__ void cap_rs(const float *a, float k, float *r)
   float s[N], big = 0.f;
   #pragma unroll
   for (int i = 0; i < N; i++) s[i] = a[i] * k, big = fmaxf(big, fabsf(s[i]));
-  if (big <= R_SMAX) {
+  if (big <= SP_SMAX) {   // softcap_poly.h's range
     #pragma unroll
-    for (int i = 0; i < N; i++) r[i] = r_poly(s[i]);
+    for (int i = 0; i < N; i++) r[i] = sp_r(s[i]);
   } else {
     #pragma unroll
     for (int i = 0; i < N; i++) r[i] = r_mufu(s[i]);

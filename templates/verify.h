@@ -130,8 +130,8 @@ VR_FN void vr_bounds_bw(int dtype, int logsm, double ref, double y, double s, do
 ** 16-bit: t = 1 - 2 r, r = rcp(fl(1 + ex2(fl(a fl(2 log2e))))). The argument's 2 u, as E's
 ** relative 4 u |a|, and ex2's 4 u move t by (1 - t^2) / 2 of them: 0.9 u and 2 u; the add 2 u
 ** (2 / (1 + E) < 2); rcp's 4 u relative on 2 r < 2: 8 u; the last rounding 0.5 u. 13.4 u: 16.
-** The loss-only kernels' r where |a k| <= 2 log2e (softcap.cu's r_poly, an odd polynomial by
-** FMA): 2.9 u on t in float32 over that range (lab/softcap_poly_fit.py), the argument's 0.9 u
+** The loss-only kernels' r where |a k| <= 2 log2e (softcap_poly.h's sp_r, an odd polynomial by
+** FMA): 3.05 u on t in float32 over that range (test_verify_ce.c), the argument's 0.9 u
 ** beside it: inside the same 16 u. A score cap t then errs by cap times it. */
 VR_FN double vr_tanh_err(int dtype) { return dtype == 0 ? 0. : 16. * VR_U; }
 

@@ -29,6 +29,7 @@
 #include "tune.h"
 #include "verify_util.h"
 #include "verify.h"
+#include "softcap_poly.h"
 
 #define SEED 0xce2026u
 #define ROWS 8
@@ -247,12 +248,29 @@ done:
   free(k.x), free(k.xs), free(k.dx), free(k.weight), free(k.tmp), free(k.labels);
 }
 
+/* The loss-only kernel's softcap r by softcap_poly.h's polynomial, in float32 as the kernel takes
+** it: within its stated 3.05 u on t = 1 - 2 r (u = 2^-24) over its whole range, so within
+** vr_tanh_err; a coefficient edited wrong fails here, without a GPU. */
+static void poly_err(void)
+{
+  enum { N = 400000 };
+  double worst = 0.;
+  for (int k = -N; k <= N; k++) {
+    const float s = SP_SMAX * (float)k / (float)N;
+    worst = fmax(worst, fabs(2. * ((double)sp_r(s) - 1. / (1. + exp2((double)s)))));
+  }
+  CHECK(worst <= 3.1 * VR_U && worst <= vr_tanh_err(GEN_BF16), "softcap polynomial: %.3f u on t, stated 3.05 u",
+        worst / VR_U);
+  printf("softcap polynomial: %.3f u on t at most over |s| <= %.6f\n", worst / VR_U, (double)SP_SMAX);
+}
+
 int main(int argc, char **argv)
 {
   static const int64_t COLS[] = { 2, 7, 64, 1000, 32003 };
   const int rc = gpu_mode(argc, argv, SEED, &gpu, &gen);
   if (rc) return rc;
   printf("seed %#x\n", SEED);
+  poly_err();
   for (int dt = 0; dt < GEN_NDTYPE; dt++)
     for (int op = GEN_CE; op <= GEN_CE_LOSS; op++)
       for (size_t j = 0; j < sizeof COLS / sizeof *COLS; j++)
