@@ -263,6 +263,23 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return best
   end
 
+  -- Decode rows' group: the fewest threads from 128 that hold V vectors in 2 a thread (nil past 2048).
+  local function decode_group(V)
+    local G = 128
+    while G < 1024 and (V + G - 1) // G > 2 do G = 2 * G end
+    return (V + G - 1) // G <= 2 and G or nil
+  end
+
+  -- The space's config of rows held as `hold` in groups of G threads, blocks of max(128, G),
+  -- reduce=shfl, `hint`, no pair; nil where it has none.
+  local function grouped(P, vec, hold, G, hint)
+    for _, c in ipairs(A.list(P, vec)) do
+      if c.hold == hold and c.threads // c.rows == G and c.threads == math.max(128, G) and c.reduce == "shfl" and
+         c.hint == hint and (c.pair or "none") == "none" then return c end
+    end
+    return nil
+  end
+
   -- A softcap's forward (P.capped, 16-bit) is MUFU-bound (a tanh a score, as cross-entropy's):
   -- the row held as floats (hold=reg keeps z, one tanh a score; the packed rules' words take it
   -- twice). Of V vectors a row: under 4096 rows (decoding), a group of G = 128-1024 threads, the
@@ -276,21 +293,14 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   local function capped_fwd(P, vec)
     local V = P.cols // vec
     if not P.capped or P.es ~= 2 or vec == 1 then return nil end
-    local decode, G = P.rows < 4096, nil
-    if decode then
-      G = 128
-      while G < 1024 and (V + G - 1) // G > 2 do G = 2 * G end
-      if (V + G - 1) // G > 2 then return nil end   -- longer decode rows: not measured, the plain rule
-    else
-      G = V <= 160 and 32 or V <= 640 and 128 or V <= 1280 and 256 or nil
+    if P.rows < 4096 then   -- longer decode rows: not measured, the plain rule
+      local G = decode_group(V)
+      return G and grouped(P, vec, "reg", G, "stream")
     end
-    local hint = decode and "stream" or "none"
+    local G = V <= 160 and 32 or V <= 640 and 128 or V <= 1280 and 256 or nil
+    if G then return grouped(P, vec, "reg", G, "none") end
     for _, c in ipairs(A.list(P, vec)) do
-      if G and c.hold == "reg" and c.threads // c.rows == G and c.threads == math.max(128, G) and c.reduce == "shfl" and
-         c.hint == hint and (c.pair or "none") == "none" then return c end
-      if not G and c.passes == 2 and c.threads == 256 and c.items == 2 and c.reduce == "smem" and c.hint == "none" then
-        return c
-      end
+      if c.passes == 2 and c.threads == 256 and c.items == 2 and c.reduce == "smem" and c.hint == "none" then return c end
     end
     return nil
   end
@@ -302,15 +312,9 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- where packed_rule's 4 a thread ran 0.844 of them (geomean, worst 0.775) and this 0.923 (worst
   -- 0.873); nil where the space has none.
   local function decode_fwd(P, vec)
-    local V = P.cols // vec
-    if P.rows >= 4096 or P.es ~= 2 or vec == 1 or V > 2048 then return nil end
-    local G = 128
-    while G < 1024 and (V + G - 1) // G > 2 do G = 2 * G end
-    for _, c in ipairs(A.list(P, vec)) do
-      if c.hold == "packed" and c.threads // c.rows == G and c.threads == math.max(128, G) and c.reduce == "shfl" and
-         c.hint == "none" and (c.pair or "none") == "none" then return c end
-    end
-    return nil
+    if P.rows >= 4096 or P.es ~= 2 or vec == 1 then return nil end
+    local G = decode_group(P.cols // vec)
+    return G and grouped(P, vec, "packed", G, "none")
   end
 
   -- The forward's rule: capped_fwd's for a softcap; decode_fwd's for decode rows; packed_rule's (else packed_fwd's) up to 2048 vectors a row (K 16384 in 16-bit; two reads won
