@@ -14,7 +14,8 @@
 **          gradient scaled twice, an ignored row's gradient not zero, the loss off by 2^-10 of
 **          itself, the lse off by 2^-10, a bad label's loss finite, an ignored row's loss not 0
 ** "A few ulps" are 3 of a 16-bit dtype; f32's wrong elements are 2^-14 off, at the element whose
-** bound is narrowest for its size.
+** bound is narrowest for its size. First, the loss-only kernel's softcap polynomial
+** (softcap_poly.h) against its stated error.
 **   test_verify_ce      the CPU check; label cpu
 **   test_verify_ce gpu  the GPU check kernel must agree with the CPU on every case (label gpu;
 **                       exit 77, skipped, without a GPU)
