@@ -93,7 +93,7 @@ static int choose(Build *b, const cache_Key *base, gen_Problem *p, int band, cha
   Item it = { 0 };
   int64_t lo, hi;
   gen_width_class(p->cols, &lo, &hi);
-  p->rows = kset_band_rows(band, hi * gen_dtype_size(p->dtype));
+  p->rows = kset_band_rows(p->op, p->dtype, band, hi);
   if (untuned_choose(b->g, NULL, base, p, 0, &ch, err, errlen)) return 1;
   if (gen_render(b->g, p, ch.config, &k)) return snprintf(err, errlen, "%s", gen_error(b->g)), 1;
   it.r = (kset_Record){ .arch = p->arch, .dtype = p->dtype, .op = p->op, .mask = p->mask, .bias = p->bias,
@@ -146,7 +146,7 @@ static int choose_arch(Build *b, const cli_Options *o, int arch, char *err, size
             gen_width_class(cols, &lo, &hi);
             p.cols = hi;
             if ((op == GEN_CE || o->op == GEN_CE_LOSS) && !capped && cols == 2 && choose_steps(b, &p, err, errlen)) return 1;
-            for (int band = kset_band(op, 1, hi * gen_dtype_size(dt)); band < KSET_NBANDS; band++)   /* 0 only for wide rows */
+            for (int band = kset_band(op, dt, 1, hi); band < KSET_NBANDS; band++)   /* 0 only for wide rows */
               if (choose(b, &base, &p, band, err, errlen)) return 1;
           }
   return 0;
@@ -360,7 +360,7 @@ static int list(cli_Options *o)
 {
   const char *why;
   const kset_Set *k = kset_get(&why);
-  char op[96];
+  char op[96], band[16];
   int shown = 0;
   if (!k) return printf("%s: every untuned class compiles its kernel on first use\n", why), 0;
   const kset_Record *r = k->r;
@@ -374,7 +374,7 @@ static int list(cli_Options *o)
     if (r[i].capped) snprintf(op + strlen(op), sizeof op - strlen(op), " softcap");
     if (steps) snprintf(op + strlen(op), sizeof op - strlen(op), " steps");
     printf("sm_%d\t%s\t%s\t%lld..%lld\t%s\t%d\t%llu\t%s\t%s\n", r[i].arch, op, gen_dtype_name(r[i].dtype), (long long)r[i].lo,
-           (long long)r[i].hi, steps ? "any" : kset_band_name(r[i].op, r[i].band, r[i].hi * gen_dtype_size(r[i].dtype)), r[i].regs,
+           (long long)r[i].hi, steps ? "any" : kset_band_name(r[i].op, r[i].dtype, r[i].band, r[i].hi, band, sizeof band), r[i].regs,
            (unsigned long long)r[i].size, r[i].config, r[i].source);
     shown++;
   }

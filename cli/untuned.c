@@ -92,6 +92,7 @@ int cli_explain(cli_Options *o)
   int64_t lo, hi;
   gen_width_class(p.cols, &lo, &hi);
   gen_Problem key;
+  char name[16];
   const int band = kset_key_problem(&p, &key);
   printf("class    cols %lld..%lld: one kernel for every width of it, any rows\n", (long long)lo, (long long)hi);
   if (!o->unaligned && (explain_cached(db, &base, lo, hi) || explain_set(&p, hi, band, base.templates))) {
@@ -100,7 +101,7 @@ int cli_explain(cli_Options *o)
   }
   /* untuned, chosen as the runtime chooses: for the band's rows and the class's widest row */
   printf("band     rows %s: the untuned kernel is chosen for %lldx%lld\n",
-         kset_band_name(p.op, band, hi * gen_dtype_size(p.dtype)), (long long)key.rows, (long long)key.cols);
+         kset_band_name(p.op, p.dtype, band, hi, name, sizeof name), (long long)key.rows, (long long)key.cols);
   if (untuned_choose(g, db, &base, &key, o->unaligned, &ch, o->err, sizeof o->err)) {
     cli_fail("%s", o->err);
     goto done;

@@ -18,36 +18,53 @@
 _Static_assert(sizeof(kset_Record) == 512, "a set's records are 512 bytes on every host");
 _Static_assert(sizeof(kset_Header) == 256, "a set's header is 256 bytes");
 
-/* Where the many-row band starts. Loss-only rows of 64 KB and more ran faster at 1451-3708 rows with
-** the many-row band's kernel (two reads) than with the middle band's (chosen for 512 rows: a row
-** held over a cluster of 8-16 blocks): 0.97-1.21 of a tune against 0.68-1.00, 5 of 6 problems, and
-** 0.97 against 1.00 at bf16 3439x50257 (H200, 2026-11-29, lab/shapes/untuned-short-20261201.txt). */
-static int64_t many_rows(int op, int64_t row_bytes) { return op == GEN_CE_LOSS && row_bytes >= 65536 ? 1024 : 4096; }
-
-int kset_band(int op, int64_t rows, int64_t row_bytes)
+/* Where the many-row band starts, for rows of a class whose widest row is hi elements of dtype.
+** Loss-only rows of 64 KB and more: 1024. They ran faster at 1451-3708 rows with the many-row band's
+** kernel (two reads) than with the middle band's (chosen for 512 rows: a row held over a cluster of
+** 8-16 blocks): 0.97-1.21 of a tune against 0.68-1.00, 5 of 6 problems, and 0.97 against 1.00 at
+** bf16 3439x50257 (H200, 2026-11-29, lab/shapes/untuned-short-20261201.txt).
+** The attention forward's 16-bit rows of 129-2048 vectors (keys 1025-16384): where the middle
+** band's kernel (space_attn.lua decode_fwd: G = 128-1024 threads a row, the fewest holding 2
+** vectors a thread) would run 160K threads or more, 163840 / G rows. Its 1-2 vectors a thread
+** won up to 139K threads (0.82-0.96 of a tune against 0.78-0.91) and lost from 200K (0.48-0.86
+** against 0.73-1.01 for the many-row band's 4-8 a thread): 42 problems of 192-3696 rows, H200,
+** 2026-11-29, lab/shapes/attn-decode-band-2026121[01].txt and -20261209.txt. */
+static int64_t many_rows(int op, int dtype, int64_t hi)
 {
-  return rows < 64 && row_bytes >= 8192 ? 0 : rows < many_rows(op, row_bytes) ? 1 : 2;
+  const int64_t bytes = hi * gen_dtype_size(dtype);
+  if (op == GEN_CE_LOSS && bytes >= 65536) return 1024;
+  if (op == GEN_ATTN && gen_dtype_size(dtype) == 2 && bytes > 2048 && bytes <= 32768) {
+    int64_t g = 128;   /* decode_fwd's group of bytes / 16 vectors (space_attn.lua decode_group) */
+    while (g < 1024 && (bytes / 16 + g - 1) / g > 2) g *= 2;
+    return 163840 / g;
+  }
+  return 4096;
 }
 
-int64_t kset_band_rows(int band, int64_t row_bytes)
+int kset_band(int op, int dtype, int64_t rows, int64_t hi)
 {
-  return band == 0 ? 16 : band == 1 ? 512 : row_bytes < 256 ? 65536 : 16384;
+  return rows < 64 && hi * gen_dtype_size(dtype) >= 8192 ? 0 : rows < many_rows(op, dtype, hi) ? 1 : 2;
 }
 
-const char *kset_band_name(int op, int band, int64_t row_bytes)
+int64_t kset_band_rows(int op, int dtype, int band, int64_t hi)
 {
-  const int early = many_rows(op, row_bytes) < 4096;
-  return band == 0 ? "<64" : band == 1 ? (early ? "<1024" : "<4096") : early ? ">=1024" : ">=4096";
+  const int64_t many = many_rows(op, dtype, hi);
+  return band == 0 ? 16 : band == 1 ? (many / 2 < 512 ? many / 2 : 512) : hi * gen_dtype_size(dtype) < 256 ? 65536 : 16384;
+}
+
+const char *kset_band_name(int op, int dtype, int band, int64_t hi, char *buf, size_t n)
+{
+  snprintf(buf, n, "%s%lld", band == 0 ? "<" : band == 1 ? "<" : ">=", band == 0 ? 64LL : (long long)many_rows(op, dtype, hi));
+  return buf;
 }
 
 int kset_key_problem(const gen_Problem *p, gen_Problem *key)
 {
   int64_t lo, hi;
   gen_width_class(p->cols, &lo, &hi);
-  const int64_t bytes = hi * gen_dtype_size(p->dtype);
-  const int band = kset_band(p->op, p->rows, bytes);
+  const int band = kset_band(p->op, p->dtype, p->rows, hi);
   *key = *p;
-  key->rows = kset_band_rows(band, bytes), key->cols = hi;
+  key->rows = kset_band_rows(p->op, p->dtype, band, hi), key->cols = hi;
   return band;
 }
 

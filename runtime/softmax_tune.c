@@ -443,7 +443,7 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
 /* The row band of a call (the memo key's last part): its rows, its class's widest row in bytes. */
 static int band_of(int dtype, int code, int64_t rows, int64_t hi)
 {
-  return kset_band(code % GEN_NOP, rows, hi * gen_dtype_size(dtype));   /* the memo op's generator op */
+  return kset_band(code % GEN_NOP, dtype, rows, hi);   /* the memo op's generator op */
 }
 
 /* The memo's op: the generator's, and past GEN_NOP attention_softmax's kinds and bias type and

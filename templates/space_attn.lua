@@ -282,8 +282,9 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
 
   -- A softcap's forward (P.capped, 16-bit) is MUFU-bound (a tanh a score, as cross-entropy's):
   -- the row held as floats (hold=reg keeps z, one tanh a score; the packed rules' words take it
-  -- twice). Of V vectors a row: under 4096 rows (decoding), a group of G = 128-1024 threads, the
-  -- fewest that hold 2 vectors a thread, streamed (none past 2048 vectors: the plain rule); else
+  -- twice). Of V vectors a row: under 4096 rows (decoding; an untuned call under 160K threads, as
+  -- decode_fwd's), a group of G = 128-1024 threads, the fewest that hold 2 vectors a thread,
+  -- streamed (none past 2048 vectors: the plain rule); else
   -- groups of 32 (V <= 160), 128 (V <= 640) or
   -- 256 (V <= 1280) threads of at most 5 vectors, in blocks of 128 threads at least; longer rows
   -- read twice by 256 threads (reduce=smem). The tuner's picks at 11 of the 19 forward rows of
@@ -310,7 +311,8 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- max(128, G), no hint. The tuner's picks there were groups of 256-1024 threads of 1-3 vectors
   -- (8 of 8 rows of lab/shapes/attn-decode-fwd-short-20261207.txt, 8-512 rows, H200, 2026-11-29),
   -- where packed_rule's 4 a thread ran 0.844 of them (geomean, worst 0.775) and this 0.923 (worst
-  -- 0.873); nil where the space has none.
+  -- 0.873); nil where the space has none. An untuned call meets it only under 160K threads
+  -- (rows x G): past that the kernel set's many-row band takes the row (runtime/kset.c many_rows).
   local function decode_fwd(P, vec)
     if P.rows >= 4096 or P.es ~= 2 or vec == 1 then return nil end
     local G = decode_group(P.cols // vec)

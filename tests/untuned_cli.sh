@@ -49,6 +49,15 @@ has "$out" "band     rows <4096: the untuned kernel is chosen for 512x163840"
 out=$("$bin" explain --arch sm_90 --shape 1451x15000 --op cross_entropy_loss 2>&1) || bad "explain loss 15000: $?"
 has "$out" "band     rows <4096: the untuned kernel is chosen for 512x15360"
 
+# the attention forward's 16-bit rows of 1025-16384 keys: the many-row band from 163840 / G rows
+# (decode_fwd's group G of 2 vectors a thread: 256 at 2994 keys, 640 rows); float32 and 1024 keys keep 4096
+attn() { "$bin" explain --arch sm_90 --op attention_softmax --mask causal "$@" 2>&1 | grep '^band'; }
+has "$(attn --shape 8x32x4x2994 --dtype f16)" "band     rows >=640: the untuned kernel is chosen for 16384x3072"
+has "$(attn --shape 4x32x4x2994 --dtype f16)" "band     rows <640: the untuned kernel is chosen for 320x3072"
+has "$(attn --shape 2x32x4x16000 --dtype bf16)" "band     rows >=160: the untuned kernel is chosen for 16384x16384"
+has "$(attn --shape 8x32x4x2994 --dtype f32)" "band     rows <4096: the untuned kernel is chosen for 512x3072"
+has "$(attn --shape 8x32x4x1000 --dtype f16)" "band     rows <4096: the untuned kernel is chosen for 512x1024"
+
 # the fast sweep times the config an untuned call runs: last, when its picks lack it (the softcap's
 # held rule at bf16 8192x32000), and once
 k=$("$bin" explain --arch sm_90 --shape 8192x32000 --dtype bf16 --op cross_entropy --softcap 30 2>&1 | awk '/^kernel/ {print $2}')
