@@ -358,12 +358,26 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return best
   end
 
-  -- The backward's rule: packed_bw's, else packed_rule's, else as the softmax backward's
+  -- The backward's packed rows of 65-128 vectors where packed_rule finds no 4 a thread (65-96:
+  -- 520-768 keys in 16-bit): a group of 32 threads of 3. Pinned against a tune at 10 rows of
+  -- 536-742 keys, half with a softcap (H200, 2026-11-29, lab/shapes/attn-bw-rule-20261215.txt), it
+  -- ran 0.994-1.007 of tuned where the fallback (y and dy as floats in 64 threads of 2) ran
+  -- 0.54-0.62; the tuner took 32 of 3, or 16 of 5 with reduce=smem at 536-630 keys.
+  local function packed_short(P, vec)
+    local V = P.cols // vec
+    if V <= 64 or V > 128 then return nil end
+    for _, c in ipairs(packed(P, vec)) do
+      if c.threads // c.rows == 32 and c.items == (V + 31) // 32 then return c end
+    end
+    return nil
+  end
+
+  -- The backward's rule: packed_bw's, else packed_rule's, else packed_short's, else as the softmax backward's
   -- (space_bw.lua): y and dy of the row in a group's registers when they take 32 values a thread
   -- or fewer (threads = max(G, 256)), else two reads with one 512-thread block a row.
   function A.heuristic_bw(P, unaligned)
     local vec = unaligned and 1 or H.vecs(P)[1]
-    local c = packed_bw(P, vec) or packed_rule(P, vec)
+    local c = packed_bw(P, vec) or packed_rule(P, vec) or packed_short(P, vec)
     if c then return c end
     for _, c in ipairs(A.list(P, vec)) do
       if c.hold == "reg" and c.hint == "none" and c.reduce == "shfl" and 2 * c.items * c.vec <= 32 and

@@ -117,7 +117,7 @@ static void capped_rule(gen_State *g, const char *hash, const char *table)
 }
 
 /* The attention rule's packed rows where the space has no 4 vectors a thread (space_attn.lua's
-** packed_fwd and packed_bw: the tuner's picks, where the fallback ran 0.43-0.89 of them on an
+** packed_fwd, packed_bw and packed_short: the tuner's picks, where the fallback ran 0.43-0.89 of them on an
 ** H200), at the widest row of each class as the runtime asks; and 8192 keys, where it has. */
 static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
 {
@@ -130,6 +130,8 @@ static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
     { GEN_ATTN_BW, 2560, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
     { GEN_ATTN_BW, 4608, "threads=128,items=5,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
     { GEN_ATTN_BW, 8192, "threads=256,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
+    { GEN_ATTN_BW, 576, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=4," },   /* packed_short */
+    { GEN_ATTN_BW, 768, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=4," },
   };
   gen_Choice ch;
   for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
