@@ -54,7 +54,7 @@ int64_t kset_band_rows(int op, int dtype, int band, int64_t hi)
 
 const char *kset_band_name(int op, int dtype, int band, int64_t hi, char *buf, size_t n)
 {
-  snprintf(buf, n, "%s%lld", band == 0 ? "<" : band == 1 ? "<" : ">=", band == 0 ? 64LL : (long long)many_rows(op, dtype, hi));
+  snprintf(buf, n, "%s%lld", band < 2 ? "<" : ">=", band == 0 ? 64LL : (long long)many_rows(op, dtype, hi));
   return buf;
 }
 

@@ -440,7 +440,7 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
   return load(c, m, c->set_base + r->offset, r->name, &l, r->config);
 }
 
-/* The row band of a call (the memo key's last part): its rows, its class's widest row in bytes. */
+/* The row band of a call (the memo key's last part): its dtype, rows and class's widest row. */
 static int band_of(int dtype, int code, int64_t rows, int64_t hi)
 {
   return kset_band(code % GEN_NOP, dtype, rows, hi);   /* the memo op's generator op */
