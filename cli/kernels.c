@@ -85,28 +85,60 @@ static void brief_source(const char *source, char *out, size_t n)
     snprintf(out, n, "%.*s", paren ? (int)(paren - source) : (int)strlen(source), source);
 }
 
+/* The item of p's key (band, class lo..hi) holding kernel k, rendered from config source `from`. */
+static int add_kernel(Build *b, const gen_Problem *p, int band, int64_t lo, int64_t hi, gen_Kernel *k, const char *from,
+                      char *err, size_t errlen)
+{
+  Item it = { 0 };
+  it.r = (kset_Record){ .arch = p->arch, .dtype = p->dtype, .op = p->op, .mask = p->mask, .bias = p->bias,
+                        .btype = p->bias_type, .capped = p->capped != 0, .band = band, .lo = lo, .hi = hi };
+  kset_set_launch(&it.r, &k->launch);
+  snprintf(it.r.name, sizeof it.r.name, "%s", k->name);
+  snprintf(it.r.config, sizeof it.r.config, "%s", k->config);
+  brief_source(from, it.r.source, sizeof it.r.source);
+  it.source = k->source;   /* kept: the item owns it */
+  k->source = NULL;
+  cache_sha256(it.source, strlen(it.source), it.hash);
+  gen_kernel_free(k);
+  if (add_item(b, &it)) return free(it.source), snprintf(err, errlen, "out of memory"), 1;
+  return 0;
+}
+
 /* The item of one key: its config chosen as an untuned call's, rendered. */
 static int choose(Build *b, const cache_Key *base, gen_Problem *p, int band, char *err, size_t errlen)
 {
   gen_Choice ch;
   gen_Kernel k;
-  Item it = { 0 };
   int64_t lo, hi;
   gen_width_class(p->cols, &lo, &hi);
   p->rows = kset_band_rows(p->op, p->dtype, band, hi);
   if (untuned_choose(b->g, NULL, base, p, 0, &ch, err, errlen)) return 1;
   if (gen_render(b->g, p, ch.config, &k)) return snprintf(err, errlen, "%s", gen_error(b->g)), 1;
-  it.r = (kset_Record){ .arch = p->arch, .dtype = p->dtype, .op = p->op, .mask = p->mask, .bias = p->bias,
-                        .capped = p->capped != 0, .band = band, .lo = lo, .hi = hi };
-  kset_set_launch(&it.r, &k.launch);
-  snprintf(it.r.name, sizeof it.r.name, "%s", k.name);
-  snprintf(it.r.config, sizeof it.r.config, "%s", k.config);
-  brief_source(ch.source, it.r.source, sizeof it.r.source);
-  it.source = k.source;   /* kept: the item owns it */
-  k.source = NULL;
-  cache_sha256(it.source, strlen(it.source), it.hash);
-  gen_kernel_free(&k);
-  if (add_item(b, &it)) return free(it.source), snprintf(err, errlen, "out of memory"), 1;
+  return add_kernel(b, p, band, lo, hi, &k, ch.source, err, errlen);
+}
+
+/* A stand-in's config: a row read twice by 256 threads an element at a time (vec=1), so one
+** kernel serves every width. It runs only while the kind's own kernel compiles (docs/kernel-set.md). */
+#define STAND_IN "threads=256,items=2,vec=1,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=none"
+
+/* The stand-ins of op and dtype: every attention kind (bias tensor types and softcaps too, the
+** window masks not) the set holds no classes of, when it holds the dtype's plain kind. */
+static int stand_ins(Build *b, const cli_Options *o, int arch, int op, int dt, char *err, size_t errlen)
+{
+  if (!gen_op_is_attn(op) || !covered(o, op, dt, GEN_MASK_NONE, GEN_BIAS_NONE)) return 0;
+  for (int mask = 0; mask < GEN_NMASK; mask++)
+    for (int bias = 0; bias < (op == GEN_ATTN ? GEN_NBIAS : 1) && !(mask & GEN_MASK_WINDOW); bias++)
+      for (int btype = 0; btype < (bias == GEN_BIAS_TENSOR ? 4 : 1); btype++)
+        for (int capped = 0; capped < 2; capped++) {
+          if (!btype && covered(o, op, dt, mask, bias) && capped < variants(o, op)) continue;   /* classes of its own */
+          gen_Problem p = { .rows = 16384, .cols = 4096, .dtype = dt, .op = op, .arch = arch, .mask = mask, .bias = bias,
+                            .bias_type = btype, .capped = capped, .any_width = 1 };
+          char config[192];
+          gen_Kernel k;
+          snprintf(config, sizeof config, STAND_IN ",mask=%s,bias=%s", gen_mask_name(mask), gen_bias_name(bias));
+          if (gen_render(b->g, &p, config, &k)) return snprintf(err, errlen, "%s", gen_error(b->g)), 1;
+          if (add_kernel(b, &p, 0, 1, KSET_ANY, &k, "stand-in", err, errlen)) return 1;
+        }
   return 0;
 }
 
@@ -126,7 +158,8 @@ static int choose_steps(Build *b, const gen_Problem *p, char *err, size_t errlen
 }
 
 /* Every key of arch (of --op, --dtype and up to --widest when given): ops, dtypes, kinds (the
-** backward has no bias kind), softcap variants, cross-entropy's steps, classes, bands. */
+** backward has no bias kind), softcap variants, cross-entropy's steps, classes, bands; the
+** attention kinds' stand-ins. */
 static int choose_arch(Build *b, const cli_Options *o, int arch, char *err, size_t errlen)
 {
   tune_Device dev = { .arch = arch };
@@ -134,8 +167,9 @@ static int choose_arch(Build *b, const cli_Options *o, int arch, char *err, size
   cache_Key base;
   if (tune_key(b->g, &dev, &any, &base, err, errlen)) return 1;   /* the GPU and templates: the same for every key */
   for (int op = 0; op < GEN_NOP; op++)
-    for (int dt = 0; dt < GEN_NDTYPE && (o->op < 0 || o->op == op); dt++)
-      if (o->dtype < 0 || o->dtype == dt)
+    for (int dt = 0; dt < GEN_NDTYPE && (o->op < 0 || o->op == op); dt++) {
+      if (o->dtype >= 0 && o->dtype != dt) continue;
+      if (stand_ins(b, o, arch, op, dt, err, errlen)) return 1;
       for (int mask = 0; mask < (gen_op_is_attn(op) ? GEN_NMASK : 1); mask++)
         for (int bias = 0; bias < (op == GEN_ATTN ? GEN_NBIAS : 1) && covered(o, op, dt, mask, bias); bias++)
           for (int capped = 0; capped < variants(o, op); capped++)
@@ -149,6 +183,7 @@ static int choose_arch(Build *b, const cli_Options *o, int arch, char *err, size
             for (int band = kset_band(op, dt, 1, hi); band < KSET_NBANDS; band++)   /* 0 only for wide rows */
               if (choose(b, &base, &p, band, err, errlen)) return 1;
           }
+    }
   return 0;
 }
 
@@ -370,11 +405,15 @@ static int list(cli_Options *o)
     if ((o->arch && r[i].arch != o->arch) || (o->op >= 0 && r[i].op != o->op) || (o->dtype >= 0 && r[i].dtype != o->dtype))
       continue;
     gen_op_key(r[i].op, r[i].mask, r[i].bias, op, sizeof op);
-    const int steps = gen_op(r[i].op)->params == 1 && r[i].hi == KSET_STEPS;
+    const int steps = gen_op(r[i].op)->params == 1 && r[i].hi == KSET_STEPS, any = r[i].hi == KSET_ANY;
+    static const char *const btypes[] = { "", " f16", " bf16", " bool" };   /* a bias tensor's, past float32 */
+    snprintf(op + strlen(op), sizeof op - strlen(op), "%s", btypes[r[i].btype & 3]);
     if (r[i].capped) snprintf(op + strlen(op), sizeof op - strlen(op), " softcap");
     if (steps) snprintf(op + strlen(op), sizeof op - strlen(op), " steps");
-    printf("sm_%d\t%s\t%s\t%lld..%lld\t%s\t%d\t%llu\t%s\t%s\n", r[i].arch, op, gen_dtype_name(r[i].dtype), (long long)r[i].lo,
-           (long long)r[i].hi, steps ? "any" : kset_band_name(r[i].op, r[i].dtype, r[i].band, r[i].hi, band, sizeof band), r[i].regs,
+    char class[48];
+    snprintf(class, sizeof class, any ? "any" : "%lld..%lld", (long long)r[i].lo, (long long)r[i].hi);
+    printf("sm_%d\t%s\t%s\t%s\t%s\t%d\t%llu\t%s\t%s\n", r[i].arch, op, gen_dtype_name(r[i].dtype), class,
+           steps || any ? "any" : kset_band_name(r[i].op, r[i].dtype, r[i].band, r[i].hi, band, sizeof band), r[i].regs,
            (unsigned long long)r[i].size, r[i].config, r[i].source);
     shown++;
   }

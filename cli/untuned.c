@@ -45,14 +45,22 @@ static int explain_cached(cache_Db *db, const cache_Key *k, int64_t lo, int64_t 
   return 1;
 }
 
-/* The kernel set's entry the runtime would load for p (no tuned one; band: its row band): 1 when said. */
-static int explain_set(const gen_Problem *p, int64_t hi, int band, const char *templates)
+/* The kernel set the runtime would use for p (of these templates, an arch of p's), or NULL; *arch its arch. */
+static const kset_Set *set_for(const gen_Problem *p, const char *templates, int *arch)
 {
   const kset_Set *k = kset_get(NULL);
   if (k && strncmp(k->h->templates, templates, sizeof k->h->templates)) k = NULL;   /* of other templates: not used */
-  int arch = k ? kset_arch_for(k->r, (int)k->h->count, p->arch) : 0;
+  *arch = k ? kset_arch_for(k->r, (int)k->h->count, p->arch) : 0;
+  return *arch ? k : NULL;
+}
+
+/* The kernel set's entry the runtime would load for p (no tuned one; band: its row band): 1 when said. */
+static int explain_set(const gen_Problem *p, int64_t hi, int band, const char *templates)
+{
+  int arch;
+  const kset_Set *k = set_for(p, templates, &arch);
   const kset_Record *r =
-    arch ? kset_find(k->r, (int)k->h->count, arch, p->dtype, p->op, p->mask, p->bias, p->capped != 0, band, hi) : NULL;
+    k ? kset_find(k->r, (int)k->h->count, arch, p->dtype, p->op, p->mask, p->bias, p->capped != 0, band, hi) : NULL;
   if (!r) return 0;
   printf("kernel   %s\nsource   the kernel set %s (sm_%d, built ahead: nothing to compile): %s\n", r->config, k->path,
          arch, r->source);
@@ -108,6 +116,12 @@ int cli_explain(cli_Options *o)
   }
   printf("kernel   %s\nsource   %s\n", ch.config, ch.source);
   if (ch.note[0]) printf("note     %s\n", ch.note);
+  int arch;
+  const kset_Set *k = o->unaligned ? NULL : set_for(&p, base.templates, &arch);
+  const kset_Record *sub = k ? kset_stand_in(k->r, (int)k->h->count, arch, &p) : NULL;
+  if (sub)
+    printf("first    the kernel set's stand-in %s (sm_%d, every width) runs while this kernel compiles in the "
+           "background, once a machine (kept cubins)\n", sub->config, arch);
   rc = 0;
 done:
   cache_close(db);

@@ -202,6 +202,9 @@ static void push_call(gen_State *g, const char *fn, const gen_Problem *p)
   lua_pushinteger(L, p->cols);
   lua_setfield(L, -2, "cols");
   gen_width_class(p->cols, &lo, &hi);
+  if (p->any_width) lo = 1, hi = 0x7fffffff;
+  lua_pushboolean(L, p->any_width);
+  lua_setfield(L, -2, "any_width");
   lua_pushinteger(L, lo);
   lua_setfield(L, -2, "lo");
   lua_pushinteger(L, hi);

@@ -66,6 +66,8 @@ typedef struct gen_Problem {
                             ** attn_bw.cu render one entry point, named ..._cap; configs and cache keys
                             ** do not name it); attention_softmax_backward reads x too (gen_problem_bytes) */
   const char *only;         /* a config string: gen_space lists that config alone (NULL: not) */
+  int any_width;            /* a stand-in: one kernel for every width (the class 1..2^31-1; vec=1 then), which
+                            ** the kernel set holds for kinds it has no classes of (docs/kernel-set.md) */
 } gen_Problem;
 
 /* Whether a kernel's entry point is a softcap's (st_cross_entropy_cap, st_attention_softmax_cap, ...:

@@ -148,18 +148,15 @@ const kset_Set *kset_get(const char **why)
 int kset_compare(const void *a, const void *b)
 {
   const kset_Record *x = a, *y = b;
-  const int64_t u[] = { x->arch, x->dtype, x->op, x->mask, x->bias, x->capped, x->band, x->hi },
-                v[] = { y->arch, y->dtype, y->op, y->mask, y->bias, y->capped, y->band, y->hi };
-  for (int i = 0; i < 8; i++)
+  const int64_t u[] = { x->arch, x->dtype, x->op, x->mask, x->bias, x->btype, x->capped, x->band, x->hi },
+                v[] = { y->arch, y->dtype, y->op, y->mask, y->bias, y->btype, y->capped, y->band, y->hi };
+  for (int i = 0; i < 9; i++)
     if (u[i] != v[i]) return u[i] < v[i] ? -1 : 1;
   return 0;
 }
 
-const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int capped, int band,
-                             int64_t hi)
+static const kset_Record *search(const kset_Record *r, int n, const kset_Record key)
 {
-  const kset_Record key = { .arch = arch, .dtype = dtype, .op = op, .mask = mask, .bias = bias, .capped = capped, .band = band,
-                            .hi = hi };
   int lo = 0, up = n;
   while (lo < up) {   /* the records are sorted by key */
     int mid = lo + (up - lo) / 2;
@@ -169,6 +166,19 @@ const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, i
     else up = mid;
   }
   return NULL;
+}
+
+const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int capped, int band,
+                             int64_t hi)
+{
+  return search(r, n, (kset_Record){ .arch = arch, .dtype = dtype, .op = op, .mask = mask, .bias = bias, .capped = capped,
+                                     .band = band, .hi = hi });
+}
+
+const kset_Record *kset_stand_in(const kset_Record *r, int n, int arch, const gen_Problem *p)
+{
+  return search(r, n, (kset_Record){ .arch = arch, .dtype = p->dtype, .op = p->op, .mask = p->mask, .bias = p->bias,
+                                     .btype = p->bias_type, .capped = p->capped != 0, .hi = KSET_ANY });
 }
 
 int kset_arch_for(const kset_Record *r, int n, int arch)

@@ -16,15 +16,17 @@
 
 #include "gen.h"
 
-#define KSET_MAGIC "stkset2\n"
+#define KSET_MAGIC "stkset3\n"
 #define KSET_NBANDS 3
 
 /* A record of the index: 512 bytes, the same on every 64-bit little-endian host. capped: a
 ** softcap's kernel (a source of its own: cross-entropy's; attention's in a set built --all). A
 ** cross-entropy record of class 0..0 holds the dtype's steps (ce_steps.cu: st_ce_count,
-** st_ce_reduce, st_ce_scale): KSET_STEPS. */
+** st_ce_reduce, st_ce_scale): KSET_STEPS. A record of class 1..KSET_ANY is an attention kind's
+** stand-in (btype: its bias tensor's type, gen_Problem.bias_type): one kernel of every width,
+** run while the kind's own kernel compiles in the background (kset_stand_in). */
 typedef struct kset_Record {
-  int32_t arch, dtype, op, mask, bias, band, capped, reserved;
+  int32_t arch, dtype, op, mask, bias, band, capped, btype;
   int64_t lo, hi;                 /* the width class */
   int32_t launch[9];              /* gen_Launch: threads, rows_per_block, blocks_per_row, cluster, smem, coop, workspace, ws_groups, op */
   int32_t regs;                   /* registers a thread (ptxas) */
@@ -79,14 +81,17 @@ void kset_unmap(kset_Set *s);
 ** when there is none; *why (may be NULL) then says so. */
 const kset_Set *kset_get(const char **why);
 
-/* The order of the records (qsort's comparison): by arch, dtype, op, mask, bias, capped, band, class. */
+/* The order of the records (qsort's comparison): by arch, dtype, op, mask, bias, btype, capped, band, class. */
 int kset_compare(const void *a, const void *b);
 
-/* The record of key (arch, dtype, op, mask, bias, capped, band, class hi) in records[0..n): NULL
-** when the set lacks it. */
+/* The record of key (arch, dtype, op, mask, bias, capped, band, class hi; bias type float32) in
+** records[0..n): NULL when the set lacks it. */
 const kset_Record *kset_find(const kset_Record *r, int n, int arch, int dtype, int op, int mask, int bias, int capped, int band,
                              int64_t hi);
 #define KSET_STEPS 0              /* hi of the cross-entropy steps' record (band 0, capped 0) */
+#define KSET_ANY INT64_MAX        /* hi of a stand-in's record (band 0, lo 1): every width */
+/* The stand-in of attention problem p's kinds (its bias type too) in records[0..n) of arch, or NULL. */
+const kset_Record *kset_stand_in(const kset_Record *r, int n, int arch, const gen_Problem *p);
 
 /* The set's arch that runs on a GPU of arch `arch`: the highest of the set of the same major
 ** version not above it (an sm_80 cubin runs on sm_86 and sm_89), else 0. */

@@ -176,6 +176,7 @@ function M.problem(P)
   -- choices only (enumerate, heuristic), never for what a kernel's text or launch depends on.
   P.width = P.width or P.cols
   local lo, hi = M.width_class(P.width)
+  if P.any_width then lo, hi = 1, 0x7fffffff end   -- a stand-in (kset): every width, vec=1
   if (P.lo or lo) ~= lo or (P.hi or hi) ~= hi then
     bad("the generator's width class (gen_width_class) is not the templates' " .. lo .. ".." .. hi .. " for width " ..
         P.width .. ": rebuild, got", tostring(P.lo) .. ".." .. tostring(P.hi))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kernel_set.sh BINARY — the kernel set without a GPU (docs/kernel-set.md): a small set built
-# (`kernels --build`, f32 softmax classes up to 100 columns, and a cross-entropy part), listed,
+# (`kernels --build`, f32 softmax classes up to 100 columns, a cross-entropy part and an attention
+# backward part with its softcap's stand-ins), listed,
 # each key's config the one explain's rule gives for the band's rows, explain naming the set,
 # a set of other templates not used, and bad input: one line, exit 2 (or 1), nothing written.
 set -u
@@ -42,6 +43,18 @@ has "$ce" "sm_90	cross_entropy steps	bf16	0..0	any	"
 [ "$(grep -c 'softcap' <<<"$ce")" = "$(grep -c '^sm_90	cross_entropy_loss	' <<<"$ce")" ] || bad "a softcap key for each: $ce"
 out=$(SOFTMAX_TUNE_KERNELS=ce.set "$bin" explain --arch sm_90 --shape 512x3 --dtype bf16 --op cross_entropy_loss --softcap 30 2>&1)
 has "$out" "source   the kernel set ce.set"
+
+# an attention part: the softcap's stand-ins (class any, one each mask the set holds), named by explain
+at=$("$bin" kernels --build sm_90 --op attention_softmax_backward --dtype bf16 --widest 2 -o at.set 2>&1) || bad "attn build: $at"
+at=$(SOFTMAX_TUNE_KERNELS=at.set "$bin" kernels)
+[ "$(grep -c '	any	any	.*	stand-in$' <<<"$at")" = 4 ] || bad "4 stand-ins (softcap, a mask each): $at"
+has "$at" "sm_90	attention_softmax_backward:padding_causal:none softcap	bf16	any	any	"
+out=$(SOFTMAX_TUNE_KERNELS=at.set "$bin" explain --arch sm_90 --op attention_softmax_backward --dtype bf16 --shape 2x4x100x3000 \
+      --mask causal --softcap 30 2>&1)
+has "$out" "first    the kernel set's stand-in threads=256,items=2,vec=1,"
+out=$(SOFTMAX_TUNE_KERNELS=at.set "$bin" explain --arch sm_90 --op attention_softmax_backward --dtype bf16 --shape 2x4x100x3000 \
+      --mask causal 2>&1)
+[[ "$out" != *stand-in* ]] || bad "a stand-in named for a kind without softcap: $out"
 
 # a set of other templates is not used: the hash in its header changed
 cp s.set other.set
