@@ -308,6 +308,13 @@ typedef struct st_attn_problem {
 ** kernels share the float32 tensor's config): the first cap into out; how many there are, or -1. */
 int st_untuned_attention(st_ctx *ctx, st_attn_problem *out, int cap);
 
+/* Wait for the kernels being compiled in the background and put them in use. A class of an
+** attention kind the kernel set holds no classes of (ALiBi, a bias tensor, a softcap) runs the
+** set's stand-in for that kind on its first calls (correct, slower: one kernel of every width)
+** while its own kernel compiles on a thread of the context; later calls take it once ready.
+** Benchmarks call this before timing; others need not. Blocks the context's calls meanwhile. */
+st_status st_wait(st_ctx *ctx);
+
 /* What a context has done since st_open: how often a call reached past the in-memory table
 ** (a width class met for the first time) and what that cost. A call whose width class the
 ** context has met before costs a hash look-up and a launch, nothing of the rest. */

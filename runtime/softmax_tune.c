@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "background.h"
 #include "cache.h"
 #include "cudrv.h"
 #include "gen.h"
@@ -39,6 +40,8 @@ typedef struct Memo {
   char config[256];
   int untuned;              /* n: the n-th problem served untuned (st_untuned, or st_untuned_attention's list); 0: tuned */
   AttnParams attn;          /* attention: the launch options of the problem the class was first resolved for */
+  bg_Job *job;              /* the class's own kernel, compiling in the background while a stand-in runs */
+  CUmodule stand_in;        /* the stand-in's module once replaced, kept: a launch of it may be in flight */
 } Memo;
 
 /* The cross-entropy steps of a dtype (templates/ce_steps.cu): one module whatever the class. */
@@ -82,6 +85,7 @@ struct st_ctx {
   const kset_Record *set;   /* the kernel set (kset_get): its records, of arch set_arch used (NULL: none) */
   int nset, set_arch;
   const unsigned char *set_base;
+  bg_Worker *bg;            /* compiles kernels off the call path (background.h); NULL until a stand-in runs */
 };
 
 static _Thread_local char last_error[1024];
@@ -114,7 +118,7 @@ const char *st_error(const st_ctx *ctx)
 
 const char *st_version(void)
 {
-  return "0.5.0";
+  return "0.6.0";   /* 0.6: st_wait, the kernel set's stand-ins */
 }
 
 /* Whether environment variable name is set to something other than "" or "0". */
@@ -196,10 +200,14 @@ st_status st_open_ex(st_ctx **ctx, int device, const char *path, const st_option
 void st_close(st_ctx *c)
 {
   if (!c) return;
+  bg_stop(c->bg);   /* before the jobs are freed: the one in hand is finished first */
+  for (int i = 0; i < c->cap; i++) bg_job_free(c->memo[i].job);
   if (c->cu) {
     c->drv.cuCtxPushCurrent(c->cu);
-    for (int i = 0; i < c->cap; i++)
+    for (int i = 0; i < c->cap; i++) {
       if (c->memo[i].used && c->memo[i].mod) c->drv.cuModuleUnload(c->memo[i].mod);
+      if (c->memo[i].stand_in) c->drv.cuModuleUnload(c->memo[i].stand_in);
+    }
     for (int i = 0; i < GEN_NDTYPE; i++)
       if (c->steps[i].mod) c->drv.cuModuleUnload(c->steps[i].mod);
     c->drv.cuCtxPopCurrent(NULL);
@@ -286,11 +294,11 @@ static int variant_of(const gen_Problem *p, const char *name) { return gen_cappe
 static st_status compile_config(st_ctx *c, Memo *m, const gen_Problem *p, const char *config);
 
 /* A cached entry's kernel; the other softcap variant of an entry than p's (tuned with or without
-** one) is its config compiled for p. */
+** one), or a bias tensor of another type than float32 (the tuner's), is its config compiled for p. */
 static st_status from_entry(st_ctx *c, Memo *m, const gen_Problem *p, cache_Entry *e)
 {
-  st_status s = variant_of(p, e->kernel) ? load(c, m, e->cubin, e->kernel, &e->launch, e->config)
-                                         : compile_config(c, m, p, e->config);
+  st_status s = variant_of(p, e->kernel) && !p->bias_type ? load(c, m, e->cubin, e->kernel, &e->launch, e->config)
+                                                          : compile_config(c, m, p, e->config);
   cache_entry_free(e);
   return s;
 }
@@ -309,6 +317,47 @@ static st_status compile_config(st_ctx *c, Memo *m, const gen_Problem *p, const 
   gen_cubin_free(&cb);
   gen_kernel_free(&k);
   return s;
+}
+
+/* The kernel set's stand-in `sub` for p loaded, and p's untuned kernel (chosen for key) queued
+** to be chosen, rendered and compiled by the context's worker (m->job): nothing of the rule,
+** the generator or NVRTC on the call path. 0, or 1 (nothing loaded or queued). */
+static int stand_in(st_ctx *c, Memo *m, const gen_Problem *p, const gen_Problem *key, int unaligned,
+                    const kset_Record *sub)
+{
+  gen_Launch l;
+  char err[256];
+  bg_Job *j = calloc(1, sizeof *j);
+  if (!j) return 1;
+  *j = (bg_Job){ .p = *p, .key = *key, .unaligned = unaligned, .base = c->base };
+  cache_cubin_dir(NULL, j->kept, sizeof j->kept);
+  kset_launch(sub, &l);
+  if (load(c, m, c->set_base + sub->offset, sub->name, &l, sub->config)) return free(j), 1;
+  if (bg_submit(&c->bg, j, err, sizeof err)) {
+    c->drv.cuModuleUnload(m->mod);
+    m->mod = NULL;
+    return free(j), 1;
+  }
+  m->job = j;
+  return 0;
+}
+
+/* m's kernel, compiled in the background, loaded in place of its stand-in (kept loaded until
+** st_close: a launch of it may be in flight). A failure is said, and the stand-in stays. */
+static void take(st_ctx *c, Memo *m)
+{
+  bg_Job *j = m->job;
+  const Memo was = *m;
+  st_status s = j->rc ? fail(ST_ECOMPILE, "%s", j->err) : ST_OK;
+  m->job = NULL;
+  c->stats.compiles += !j->rc && !j->cb.kept;
+  if (s == ST_OK) s = load(c, m, j->cb.data, j->k.name, &j->k.launch, j->k.config);
+  if (s == ST_OK) m->stand_in = was.mod;
+  else {
+    say(c, "softmax-tune: the kernel %s did not compile in the background: %s; its stand-in stays", j->k.config, st_error(c));
+    *m = was, m->job = NULL;
+  }
+  bg_job_free(j);
 }
 
 /* The module of the steps into st: the kernel set's, else compiled (kept cubins: once a machine). */
@@ -374,11 +423,14 @@ static st_status tune_now(st_ctx *c, Memo *m, const gen_Problem *p, const cache_
   }
   tune_default_options(&o);
   tune_Backend b = tune_gpu_backend(gpu);
-  if (tune_sweep(c->gen, p, &b, &o, &r, err, sizeof err)) s = fail(ST_ECUDA, "tuning: %s", err);
+  gen_Problem q = *p;
+  q.bias_type = 0;   /* the tuner times a float32 bias tensor; p's type is compiled with the winner's config */
+  if (tune_sweep(c->gen, &q, &b, &o, &r, err, sizeof err)) s = fail(ST_ECUDA, "tuning: %s", err);
   else if (r.winner < 0) s = fail(ST_ECOMPILE, "tuning: no config passed for this shape");
   else if (tune_store(c->db, k, &r, &run, err, sizeof err)) s = fail(ST_ECACHE, "%s", err);
   tune_gpu_close(gpu);
-  if (s == ST_OK) s = load(c, m, r.cubin.data, r.kernel.name, &r.kernel.launch, r.kernel.config);
+  if (s == ST_OK && p->bias_type) s = compile_config(c, m, p, r.kernel.config);
+  else if (s == ST_OK) s = load(c, m, r.cubin.data, r.kernel.name, &r.kernel.launch, r.kernel.config);
   tune_result_free(&r);
   return s;
 }
@@ -404,10 +456,11 @@ static int still_good(st_ctx *c, const gen_Problem *p, const cache_Key *k, cache
   return rc;
 }
 
-/* The kernel set's record for p's key (its class: m's), NULL when the set lacks it. */
+/* The kernel set's record for p's key (its class: m's), NULL when the set lacks it (its bias
+** tensors' classes are float32's). */
 static const kset_Record *in_set(const st_ctx *c, const Memo *m, const gen_Problem *p)
 {
-  if (!c->set || m->unaligned) return NULL;
+  if (!c->set || m->unaligned || p->bias_type) return NULL;
   return kset_find(c->set, c->nset, c->set_arch, p->dtype, p->op, p->mask, p->bias, p->capped != 0, m->band, m->hi);
 }
 
@@ -421,8 +474,14 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
   char err[1024];
   gen_Problem key;
   kset_key_problem(p, &key);   /* m's band and class */
+  key.bias_type = 0;           /* a config is the float32 tensor's */
   const kset_Record *r = in_set(c, m, p);
-  if (r) {
+  const kset_Record *sub = r || !c->set ? NULL : kset_stand_in(c->set, c->nset, c->set_arch, p);
+  m->untuned = !unaligned;     /* tuning would not change an unaligned call's kernel */
+  if (sub && stand_in(c, m, p, &key, unaligned, sub) == 0) {
+    snprintf(ch.config, sizeof ch.config, "%s", sub->config);
+    snprintf(ch.source, sizeof ch.source, "the kernel set's stand-in for this kind (every width), while the rule's kernel compiles in the background");
+  } else if (r) {
     snprintf(ch.config, sizeof ch.config, "%s", r->config);
     snprintf(ch.source, sizeof ch.source, "the kernel set (%s)", r->source);
   } else if (untuned_choose(c->gen, c->db, &c->base, &key, unaligned, &ch, err, sizeof err)) {
@@ -433,7 +492,7 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
       (long long)p->rows, (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op),
       unaligned ? " with input and output differently aligned" : "", ch.config, ch.source, (long long)p->rows,
       (long long)p->cols, gen_dtype_name(p->dtype), gen_op_name(p->op), *note ? "; " : "", note);
-  m->untuned = !unaligned;   /* tuning would not change an unaligned call's kernel */
+  if (m->job) return ST_OK;
   if (!r) return compile_config(c, m, p, ch.config);
   gen_Launch l;
   kset_launch(r, &l);
@@ -463,43 +522,35 @@ static void memo_kinds(int code, gen_Problem *p)
 static st_status resolve_kind(st_ctx *c, Memo *m, const gen_Problem *q, int unaligned, int64_t lo);
 
 /* The cache (this shape, else the class's entry nearest it), then the miss policy. A bias tensor
-** not of float32 gets the float32 one's kernel (what the cache, set, rule and tuner hold, timed
+** not of float32 gets the float32 one's config (what the cache, set, rule and tuner hold, timed
 ** and checked with that type) compiled for its type. */
 static st_status resolve(st_ctx *c, Memo *m, int dtype, int code, int unaligned, int64_t rows, int64_t cols, int64_t lo)
 {
   gen_Problem p = { .rows = rows, .cols = cols, .dtype = dtype };
   memo_kinds(code, &p);
   tune_device_limits(&c->dev, &p);
-  const int btype = p.bias_type;
-  p.bias_type = 0;
-  st_status s = resolve_kind(c, m, &p, unaligned, lo);
-  if (s || !btype) return s;
-  char config[sizeof m->config];
-  snprintf(config, sizeof config, "%s", m->config);
-  c->drv.cuModuleUnload(m->mod);   /* the float32 one's, loaded: its config is what is wanted */
-  m->mod = NULL;
-  p.bias_type = btype;
-  return compile_config(c, m, &p, config);
+  return resolve_kind(c, m, &p, unaligned, lo);
 }
 
 static st_status resolve_kind(st_ctx *c, Memo *m, const gen_Problem *q, int unaligned, int64_t lo)
 {
-  gen_Problem p = *q;
+  gen_Problem p = *q, f32 = *q;
   const int64_t rows = p.rows, cols = p.cols;
   const int dtype = p.dtype, op = p.op;
   cache_Key k = c->base;
   cache_Entry e;
   int rc = CACHE_MISS;
   k.dtype = dtype, k.op = op, k.mask = p.mask, k.bias = p.bias, k.rows = rows, k.cols = cols;
+  f32.bias_type = 0;   /* what an entry was tuned and is verified again with */
   c->stats.classes++;
   if (!unaligned && open_cache(c, 0) == ST_OK && c->db) {
     c->stats.cache_reads++;
-    if ((rc = cache_get(c->db, &k, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK)
+    if ((rc = cache_get(c->db, &k, &e)) == CACHE_OK && (rc = still_good(c, &f32, &k, &e)) == CACHE_OK)
       return from_entry(c, m, &p, &e);
     if (rc == CACHE_CORRUPT) say(c, "softmax-tune: %s; not using it", cache_error(c->db));
     /* rows and cols are kernel arguments: a kernel tuned for another shape of the class runs these */
     c->stats.cache_reads++;
-    if ((rc = cache_similar(c->db, &k, lo, m->hi, &e)) == CACHE_OK && (rc = still_good(c, &p, &k, &e)) == CACHE_OK) {
+    if ((rc = cache_similar(c->db, &k, lo, m->hi, &e)) == CACHE_OK && (rc = still_good(c, &f32, &k, &e)) == CACHE_OK) {
       say(c, "softmax-tune: %lldx%lld %s %s uses the kernel tuned for %lldx%lld", (long long)rows, (long long)cols,
           gen_dtype_name(dtype), gen_op_name(op), (long long)e.key.rows, (long long)e.key.cols);
       return from_entry(c, m, &p, &e);
@@ -549,6 +600,10 @@ static st_status lookup(st_ctx *c, int dtype, int op, int unaligned, int64_t row
   c->stats.calls++;
   const int band = band_of(dtype, op, rows, hi);
   Memo *m = find(c, dtype, op, unaligned, hi, band);
+  if (m && m->used && m->job && bg_done(m->job) && !c->drv.cuCtxPushCurrent(c->cu)) {   /* compiled in the background */
+    take(c, m);
+    c->drv.cuCtxPopCurrent(NULL);
+  }
   if (!m || !m->used) {
     Memo fresh = { .used = 1, .dtype = dtype, .op = op, .unaligned = unaligned, .hi = hi, .band = band, .rows = rows,
                    .cols = cols, .attn = attn ? *attn : (AttnParams){ 0 } };
@@ -994,6 +1049,21 @@ st_status st_config_attention_backward(st_ctx *c, st_dtype dtype, const st_attn_
                                        int64_t K, char *out, int outlen)
 {
   return config_attn(c, dtype, GEN_ATTN_BW, o, B, H, Q, K, out, outlen);
+}
+
+st_status st_wait(st_ctx *c)
+{
+  if (!c) return fail(ST_EINVAL, "st_wait: ctx is NULL");
+  pthread_mutex_lock(&c->mu);
+  CUresult r = c->drv.cuCtxPushCurrent(c->cu);
+  for (int i = 0; !r && i < c->cap; i++)
+    if (c->memo[i].used && c->memo[i].job) {
+      bg_wait(c->bg, c->memo[i].job);
+      take(c, &c->memo[i]);
+    }
+  if (!r) c->drv.cuCtxPopCurrent(NULL);
+  pthread_mutex_unlock(&c->mu);
+  return r ? fail(ST_ECUDA, "st_wait: cannot use the GPU's context") : ST_OK;
 }
 
 st_status st_get_stats(st_ctx *c, st_stats *out)

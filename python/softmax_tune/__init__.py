@@ -41,7 +41,7 @@ from .cross_entropy import check_labels, cross_entropy   # docs/cross-entropy.md
 from .attention import attention_softmax   # docs/attention-softmax.md
 from .linear_cross_entropy import linear_cross_entropy   # docs/linear-cross-entropy.md
 
-__all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "stats", "UntunedWarning", "library_path", "nn",
+__all__ = ["softmax", "log_softmax", "config", "untuned", "write_untuned", "stats", "wait", "UntunedWarning", "library_path", "nn",
            "cpp_ops", "compile_fusion", "cross_entropy", "check_labels", "attention_softmax"]
 __all__ += ["linear_cross_entropy", "vocab_parallel_cross_entropy", "vocab_parallel_linear_cross_entropy"]
 library_path = _lib.library_path
@@ -59,6 +59,7 @@ _cpp = _native.C
 compile_fusion = fusion.install()   # Inductor: a softmax of elementwise uses only becomes torch's (fusion.py, at the first trace)
 untuned = _lib.untuned
 stats = _lib.stats   # what the library did: calls, width classes resolved, SQLite reads, NVRTC compiles, loads
+wait = _lib.wait     # the kernels compiling in the background, in use (benchmarks: before timing)
 UntunedWarning = _lib.UntunedWarning
 
 

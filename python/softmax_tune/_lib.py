@@ -398,6 +398,20 @@ def stats():
     return total
 
 
+def wait():
+    """Wait for the kernels compiling in the background (st_wait) and put them in use: an attention
+    kind the kernel set holds no classes of (ALiBi, a bias tensor, a softcap) runs the set's stand-in
+    on its first calls while its own kernel compiles. Benchmarks call this before timing."""
+    lib = _load()
+    if not hasattr(lib, "st_wait"):   # a library built before it: everything compiled on the call path
+        return
+    lib.st_wait.argtypes = [_PTR]
+    with _lock:
+        contexts = sorted(_contexts.items())
+    for _device, ctx in contexts:
+        _check(lib.st_wait(ctx), ctx)
+
+
 def shapes_line(problem):
     """One problem of untuned() as a --shapes line: its sizes joined by 'x', then its words
     ('RxC dtype op', or 'BxHxQxK dtype op mask=M bias=B ...')."""
