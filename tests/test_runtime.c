@@ -1,6 +1,7 @@
 /*
 ** test_runtime.c — the runtime library (include/softmax_tune.h).
-**   test_runtime cpu   error paths without a GPU: codes and messages, nothing printed
+**   test_runtime cpu   error paths without a GPU: codes and messages, nothing printed; the
+**                      background worker's compiles (NVRTC)
 **   test_runtime gpu   on a GPU (exit 77 without one): every dtype and op against float64, with
 **                      in == out, a non-default stream, 4 host threads at once, input and output
 **                      aligned differently, widths and rows of one width class through one
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "background.h"
 #include "check.h"
 #include "kset.h"
 #include "softmax_tune.h"
@@ -82,6 +84,37 @@ static void test_vocab_args(void)
 #undef VERR
 }
 
+/* The background worker (runtime/background.h), no GPU needed: an ALiBi softcap class's kernel
+** chosen, rendered and compiled off the calling thread; a second job of the same class reads its
+** cubin back from the kept folder; a job it cannot make says why. */
+static void test_background(void)
+{
+  char tmp[] = "/tmp/st_bgXXXXXX", err[256];
+  bg_Worker *w = NULL;
+  bg_Job *j[3];
+  const gen_Problem p = { .rows = 512, .cols = 3072, .dtype = GEN_BF16, .op = GEN_ATTN, .arch = 90,
+                          .mask = GEN_MASK_CAUSAL, .bias = GEN_BIAS_ALIBI, .capped = 1 };
+  CHECK(mkdtemp(tmp) != NULL, "mkdtemp");
+  for (int i = 0; i < 3; i++) {
+    CHECK((j[i] = calloc(1, sizeof *j[i])) != NULL, "calloc");
+    j[i]->p = j[i]->key = p;
+    j[i]->p.arch = j[i]->key.arch = i == 2 ? 12 : 90;   /* the third: an arch the templates refuse */
+    snprintf(j[i]->kept, sizeof j[i]->kept, "%s", tmp);
+    CHECK(bg_submit(&w, j[i], err, sizeof err) == 0, "bg_submit: %s", err);
+  }
+  for (int i = 0; i < 3; i++) bg_wait(w, j[i]);
+  CHECK(!j[0]->rc && j[0]->cb.size > 0 && !j[0]->cb.kept && strstr(j[0]->k.config, "bias=alibi") &&
+        gen_capped_name(j[0]->k.name), "the first job: rc %d, %zu bytes, %s %s: %s", j[0]->rc, j[0]->cb.size,
+        j[0]->k.name, j[0]->k.config, j[0]->err);
+  CHECK(!j[1]->rc && j[1]->cb.kept && j[1]->cb.size == j[0]->cb.size, "the second job not read back: %s", j[1]->err);
+  CHECK(j[2]->rc && strstr(j[2]->err, "sm_12"), "the third job: rc %d, '%s'", j[2]->rc, j[2]->err);
+  bg_stop(w);
+  for (int i = 0; i < 3; i++) bg_job_free(j[i]);
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+  CHECK(system(cmd) == 0, "cleanup");
+}
+
 static void test_cpu(void)
 {
   st_ctx *c = (st_ctx *)1;
@@ -107,8 +140,10 @@ static void test_cpu(void)
   CHECK(st_untuned(NULL, NULL, 0) == -1 && strstr(st_error(NULL), "ctx is NULL"), "st_untuned, NULL ctx: %s", st_error(NULL));
   CHECK(st_untuned_attention(NULL, NULL, 0) == -1 && strstr(st_error(NULL), "st_untuned_attention: ctx is NULL"),
         "st_untuned_attention, NULL ctx: %s", st_error(NULL));
+  CHECK(st_wait(NULL) == ST_EINVAL && strstr(st_error(NULL), "st_wait: ctx is NULL"), "st_wait, NULL ctx: %s", st_error(NULL));
   st_close(NULL);
   test_vocab_args();
+  test_background();
 }
 
 /* ---- GPU ---- */
