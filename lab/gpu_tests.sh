@@ -7,7 +7,9 @@
 #
 # Four lanes at once (correctness does not depend on timing; each test has its own cache):
 #   lane g:  test_gpu
-#   lane c:  test_runtime gpu, test_gpu --ce, test_python_untuned (after the build)
+#   lane c:  test_runtime gpu, test_gpu --ce, test_python_untuned and test_python_stand_in (after
+#            the build; the stand-ins' test skips without a kernel set beside .carry/softmax-tune:
+#            bench/kernel_set_run.sh build makes one)
 #   lane p:  the C++ ops' build, test_python (C++ ops, then ctypes), test_python_train,
 #            test_python_ce, and what `import softmax_tune` costs (with and without the fusion pass)
 #   lane a:  test_gpu --attn, --attn-bw, test_python_attn (after the build) on the C++ ops and ctypes
@@ -25,7 +27,8 @@ run() { local name=$1 lim=$2; shift 2; local s=$(date +%s)
   echo "$name: rc=$? $(( $(date +%s) - s )) s"; grep -E "FAIL|failed|failures|Error" "$out/$name.log" | head -8; }
 lane_g() { run test_gpu 580 .carry/test_gpu; }
 lane_c() { run test_runtime 300 .carry/test_runtime gpu; run test_gpu_ce 500 .carry/test_gpu --ce
-           while [ ! -e /tmp/built ]; do sleep 2; done; run test_python_untuned 300 python3 tests/test_python_untuned.py .carry/softmax-tune; }
+           while [ ! -e /tmp/built ]; do sleep 2; done; run test_python_untuned 300 python3 tests/test_python_untuned.py .carry/softmax-tune
+           run test_python_stand_in 200 python3 tests/test_python_stand_in.py .carry/softmax-tune; }
 lane_p() { bash bench/host_run.sh build >"$out/build.txt" 2>&1; cat "$out/build.txt"; touch /tmp/built
            run test_python 400 python3 tests/test_python.py; run test_python_train 300 python3 tests/test_python_train.py
            run test_python_ce 400 python3 tests/test_python_ce.py; import_cost; }
