@@ -111,7 +111,7 @@ static int choose(Build *b, const cache_Key *base, gen_Problem *p, int band, cha
   gen_Kernel k;
   int64_t lo, hi;
   gen_width_class(p->cols, &lo, &hi);
-  p->rows = kset_band_rows(p->op, p->dtype, band, hi);
+  p->rows = kset_band_rows(p->op, p->dtype, p->capped, band, hi);
   if (untuned_choose(b->g, NULL, base, p, 0, &ch, err, errlen)) return 1;
   if (gen_render(b->g, p, ch.config, &k)) return snprintf(err, errlen, "%s", gen_error(b->g)), 1;
   return add_kernel(b, p, band, lo, hi, &k, ch.source, err, errlen);
@@ -180,7 +180,7 @@ static int choose_arch(Build *b, const cli_Options *o, int arch, char *err, size
             gen_width_class(cols, &lo, &hi);
             p.cols = hi;
             if ((op == GEN_CE || o->op == GEN_CE_LOSS) && !capped && cols == 2 && choose_steps(b, &p, err, errlen)) return 1;
-            for (int band = kset_band(op, dt, 1, hi); band < KSET_NBANDS; band++)   /* 0 only for wide rows */
+            for (int band = kset_band(op, dt, capped, 1, hi); band < KSET_NBANDS; band++)   /* 0 only for wide rows */
               if (choose(b, &base, &p, band, err, errlen)) return 1;
           }
     }
@@ -413,7 +413,7 @@ static int list(cli_Options *o)
     char class[48];
     snprintf(class, sizeof class, any ? "any" : "%lld..%lld", (long long)r[i].lo, (long long)r[i].hi);
     printf("sm_%d\t%s\t%s\t%s\t%s\t%d\t%llu\t%s\t%s\n", r[i].arch, op, gen_dtype_name(r[i].dtype), class,
-           steps || any ? "any" : kset_band_name(r[i].op, r[i].dtype, r[i].band, r[i].hi, band, sizeof band), r[i].regs,
+           steps || any ? "any" : kset_band_name(r[i].op, r[i].dtype, r[i].capped, r[i].band, r[i].hi, band, sizeof band), r[i].regs,
            (unsigned long long)r[i].size, r[i].config, r[i].source);
     shown++;
   }

@@ -109,7 +109,7 @@ int cli_explain(cli_Options *o)
   }
   /* untuned, chosen as the runtime chooses: for the band's rows and the class's widest row */
   printf("band     rows %s: the untuned kernel is chosen for %lldx%lld\n",
-         kset_band_name(p.op, p.dtype, band, hi, name, sizeof name), (long long)key.rows, (long long)key.cols);
+         kset_band_name(p.op, p.dtype, p.capped, band, hi, name, sizeof name), (long long)key.rows, (long long)key.cols);
   if (untuned_choose(g, db, &base, &key, o->unaligned, &ch, o->err, sizeof o->err)) {
     cli_fail("%s", o->err);
     goto done;

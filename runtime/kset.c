@@ -28,8 +28,14 @@ _Static_assert(sizeof(kset_Header) == 256, "a set's header is 256 bytes");
 ** vectors a thread) would run 160K threads or more, 163840 / G rows. Its 1-2 vectors a thread
 ** won up to 139K threads (0.82-0.96 of a tune against 0.78-0.91) and lost from 200K (0.48-0.86
 ** against 0.73-1.01 for the many-row band's 4-8 a thread): 42 problems of 192-3696 rows, H200,
-** 2026-11-29, lab/shapes/attn-decode-band-2026121[01].txt and -20261209.txt. */
-static int64_t many_rows(int op, int dtype, int64_t hi)
+** 2026-11-29, lab/shapes/attn-decode-band-2026121[01].txt and -20261209.txt.
+** Its rows of 16385-32768 keys: 256, 4096 under a softcap (capped). Under 256 rows (a softcap's:
+** 4096) the row held in 1024 threads, the band under 64 rows' kernel, ran 0.81-0.91 of a tune
+** where two reads of 512, the middle band's kernel before (chosen for 512 rows), ran 0.65-0.87
+** (8 of 9 problems better, geomean 0.88 against 0.76); at 256-304 rows it lost 4% at one and won
+** 3% at the other, a softcap's at 480 and 872 rows 0.94 and 0.93 against 0.85 and 0.91 (H200,
+** 2026-11-29, lab/shapes/attn-decode-long-band-20261229.txt). */
+static int64_t many_rows(int op, int dtype, int capped, int64_t hi)
 {
   const int64_t bytes = hi * gen_dtype_size(dtype);
   if (op == GEN_CE_LOSS && bytes >= 65536) return 1024;
@@ -38,23 +44,24 @@ static int64_t many_rows(int op, int dtype, int64_t hi)
     while (g < 1024 && (bytes / 16 + g - 1) / g > 2) g *= 2;
     return 163840 / g;
   }
+  if (op == GEN_ATTN && gen_dtype_size(dtype) == 2 && bytes > 32768 && bytes <= 65536) return capped ? 4096 : 256;
   return 4096;
 }
 
-int kset_band(int op, int dtype, int64_t rows, int64_t hi)
+int kset_band(int op, int dtype, int capped, int64_t rows, int64_t hi)
 {
-  return rows < 64 && hi * gen_dtype_size(dtype) >= 8192 ? 0 : rows < many_rows(op, dtype, hi) ? 1 : 2;
+  return rows < 64 && hi * gen_dtype_size(dtype) >= 8192 ? 0 : rows < many_rows(op, dtype, capped, hi) ? 1 : 2;
 }
 
-int64_t kset_band_rows(int op, int dtype, int band, int64_t hi)
+int64_t kset_band_rows(int op, int dtype, int capped, int band, int64_t hi)
 {
-  const int64_t many = many_rows(op, dtype, hi);
+  const int64_t many = many_rows(op, dtype, capped, hi);
   return band == 0 ? 16 : band == 1 ? (many / 2 < 512 ? many / 2 : 512) : hi * gen_dtype_size(dtype) < 256 ? 65536 : 16384;
 }
 
-const char *kset_band_name(int op, int dtype, int band, int64_t hi, char *buf, size_t n)
+const char *kset_band_name(int op, int dtype, int capped, int band, int64_t hi, char *buf, size_t n)
 {
-  snprintf(buf, n, "%s%lld", band < 2 ? "<" : ">=", band == 0 ? 64LL : (long long)many_rows(op, dtype, hi));
+  snprintf(buf, n, "%s%lld", band < 2 ? "<" : ">=", band == 0 ? 64LL : (long long)many_rows(op, dtype, capped, hi));
   return buf;
 }
 
@@ -62,9 +69,9 @@ int kset_key_problem(const gen_Problem *p, gen_Problem *key)
 {
   int64_t lo, hi;
   gen_width_class(p->cols, &lo, &hi);
-  const int band = kset_band(p->op, p->dtype, p->rows, hi);
+  const int band = kset_band(p->op, p->dtype, p->capped, p->rows, hi);
   *key = *p;
-  key->rows = kset_band_rows(p->op, p->dtype, band, hi), key->cols = hi;
+  key->rows = kset_band_rows(p->op, p->dtype, p->capped, band, hi), key->cols = hi;
   return band;
 }
 

@@ -47,14 +47,15 @@ typedef struct kset_Header {
 ** chosen for the band's typical row count. Few rows (under 64) are a band of their own only where a
 ** row is wide enough (8 KB) to be split over blocks; narrower, they join the middle band. The
 ** many-row band starts at 4096 rows; at 1024 for cross_entropy_loss rows of 64 KB or more, and at
-** 160-1280 for the attention forward's 16-bit rows of 1025-16384 keys (kset.c: many_rows). */
-int kset_band(int op, int dtype, int64_t rows, int64_t hi);
+** 160-1280 for the attention forward's 16-bit rows of 1025-16384 keys, at 256 for its rows of
+** 16385-32768 keys without a softcap (capped: a softcap's kernel; kset.c: many_rows). */
+int kset_band(int op, int dtype, int capped, int64_t rows, int64_t hi);
 /* The row count the set's config of band b is chosen for: the middle band's 512 (or half its end,
 ** where it ends under 1024 rows); the many-row band's 16384, 65536 for rows under 256 bytes (a
 ** problem of 16384 of them is bound by its launch), so their blocks are sized for the long
 ** problems. kset_band_name: its rows as text ("<4096") in buf. */
-int64_t kset_band_rows(int op, int dtype, int band, int64_t hi);
-const char *kset_band_name(int op, int dtype, int band, int64_t hi, char *buf, size_t n);
+int64_t kset_band_rows(int op, int dtype, int capped, int band, int64_t hi);
+const char *kset_band_name(int op, int dtype, int capped, int band, int64_t hi, char *buf, size_t n);
 /* The problem an untuned kernel of p's key (arch, op, dtype, kinds, width class, row band) is
 ** chosen for: p with the band's rows and the class's widest row, so that the first shape of a key
 ** does not decide the kernel of the others. The set's builder, the runtime, `explain` and the fast

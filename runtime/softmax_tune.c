@@ -499,10 +499,14 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
   return load(c, m, c->set_base + r->offset, r->name, &l, r->config);
 }
 
-/* The row band of a call (the memo key's last part): its dtype, rows and class's widest row. */
+static void memo_kinds(int code, gen_Problem *p);
+
+/* The row band of a call (the memo key's last part): its dtype, memo op, rows and class's widest row. */
 static int band_of(int dtype, int code, int64_t rows, int64_t hi)
 {
-  return kset_band(code % GEN_NOP, dtype, rows, hi);   /* the memo op's generator op */
+  gen_Problem p = { 0 };
+  memo_kinds(code, &p);
+  return kset_band(p.op, dtype, p.capped, rows, hi);
 }
 
 /* The memo's op: the generator's, and past GEN_NOP attention_softmax's kinds and bias type and

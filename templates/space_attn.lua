@@ -320,17 +320,19 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   end
 
   -- The forward's rule: capped_fwd's for a softcap; decode_fwd's for decode rows; packed_rule's (else packed_fwd's) up to 2048 vectors a row (K 16384 in 16-bit; two reads won
-  -- at 1x32768); longer 16-bit rows, 128 or more of them, two reads of 512 threads (the decode
+  -- at 1x32768); longer 16-bit rows, 256 or more of them, two reads of 512 threads (the decode
   -- rows of 16K-25K keys, 256-512 rows, took two reads of 256 or 512 threads in 4 of 4 tuned:
-  -- the registers of a 1024-thread row leave one block a SM); else the row in registers up to
-  -- 32 values a thread, else two reads, asked of the problem as softmax's (its rules check the
-  -- configs it tries).
+  -- the registers of a 1024-thread row leave one block a SM; under 256 rows the tuner held the
+  -- row in 1024 threads, runtime/kset.c many_rows); a softcap's rows of up to 4096 vectors, 4096
+  -- or more of them (held in 1024 threads under that: 0.93-0.94 of a tune at 480-872 rows where
+  -- two reads ran 0.85-0.91); else the row in registers up to 32 values a thread, else two reads,
+  -- asked of the problem as softmax's (its rules check the configs it tries).
   function A.heuristic(P, unaligned)
     if width(P) == 2 then return A.heuristic_bw(P, unaligned) end
     local vec = unaligned and 1 or H.vecs(P)[1]
     local c = capped_fwd(P, vec) or decode_fwd(P, vec) or P.cols // vec <= 2048 and (packed_rule(P, vec) or packed_fwd(P, vec))
     if c then return c end
-    if P.es == 2 and P.cols // vec > 2048 and P.rows >= 128 then
+    if P.es == 2 and P.cols // vec > 2048 and P.rows >= (P.capped and P.cols // vec <= 4096 and 4096 or 256) then
       return { threads = 512, items = 2, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1,
                xchg = "none", hint = "stream", mask = P.mask, bias = P.bias }
     end

@@ -159,7 +159,8 @@ static void attn_cases(gen_State *g, const char *hash, const char *table, const 
 
 /* The attention forward's decode rows (space_attn.lua's decode_fwd: under 4096 rows, 16-bit, 2048
 ** vectors or fewer): the fewest threads from 128 that hold the row in 2 vectors each, as packed
-** words, no hint; 4096 rows or more keep the packed rule, float32 and longer rows the plain rule. */
+** words, no hint; 4096 rows or more keep the packed rule, float32 and longer rows the plain rule
+** (two reads of 512 from 256 rows; under 256, the row held in 1024 threads). */
 static void attn_decode_rule(gen_State *g, const char *hash, const char *table)
 {
   static const AttnCase C[] = {
@@ -167,14 +168,15 @@ static void attn_decode_rule(gen_State *g, const char *hash, const char *table)
     { GEN_F16, 16, 12288, "threads=1024,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=none," },
     { GEN_BF16, 16384, 3584, "threads=128,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
     { GEN_BF16, 512, 30720, "threads=512,items=2,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=stream," },
+    { GEN_F16, 128, 30720, "threads=1024,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none," },
   };
   attn_cases(g, hash, table, C, sizeof C / sizeof *C, 0);
 }
 
 /* A softcap's attention forward (space_attn.lua's capped_fwd): the row as floats (hold=reg) in
 ** groups of 32, 128 or 256 threads of at most 5 vectors, two reads past 1280 vectors; under 4096
-** rows (decoding) the fewest threads that hold 2 vectors each, streamed, and past 2048 vectors the
-** plain rule's two reads; float32 as the plain rule. */
+** rows (decoding) the fewest threads that hold 2 vectors each, streamed, past 2048 vectors the row
+** held in 1024 threads and past 4096 the plain rule's two reads; float32 as the plain rule. */
 static void attn_capped_rule(gen_State *g, const char *hash, const char *table)
 {
   static const AttnCase C[] = {
@@ -183,7 +185,8 @@ static void attn_capped_rule(gen_State *g, const char *hash, const char *table)
     { GEN_BF16, 63008, 5760, "threads=256,items=3,vec=8,reduce=shfl,passes=1,hold=reg,rows=1," },
     { GEN_BF16, 184294, 16896, "threads=256,items=2,vec=8,reduce=smem,passes=2,hold=none," },
     { GEN_BF16, 64, 4224, "threads=512,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=stream," },
-    { GEN_BF16, 512, 32768, "threads=512,items=2,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=stream," },
+    { GEN_BF16, 512, 32768, "threads=1024,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none," },
+    { GEN_BF16, 512, 40960, "threads=512,items=2,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=stream," },
     { GEN_F32, 32672, 4096, "threads=256,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=2," },
   };
   attn_cases(g, hash, table, C, sizeof C / sizeof *C, 1);

@@ -56,6 +56,10 @@ has "$(attn --shape 8x32x4x2994 --dtype f16)" "band     rows >=640: the untuned 
 has "$(attn --shape 4x32x4x2994 --dtype f16)" "band     rows <640: the untuned kernel is chosen for 320x3072"
 has "$(attn --shape 2x32x4x16000 --dtype bf16)" "band     rows >=160: the untuned kernel is chosen for 16384x16384"
 has "$(attn --shape 8x32x4x2994 --dtype f32)" "band     rows <4096: the untuned kernel is chosen for 512x3072"
+# ... and its rows of 16385-32768 keys from 256 rows (a softcap's from 4096): the row held under it
+has "$(attn --shape 8x16x1x30829 --dtype f16)" "band     rows <256: the untuned kernel is chosen for 128x32768"
+has "$(attn --shape 16x16x1x30829 --dtype f16)" "band     rows >=256: the untuned kernel is chosen for 16384x32768"
+has "$(attn --shape 16x16x1x30829 --dtype f16 --softcap 50)" "band     rows <4096: the untuned kernel is chosen for 512x32768"
 has "$(attn --shape 8x32x4x1000 --dtype f16)" "band     rows <4096: the untuned kernel is chosen for 512x1024"
 
 # the fast sweep times the config an untuned call runs: last, when its picks lack it (the softcap's
