@@ -266,6 +266,23 @@ local function capped_rule(P, unaligned)
   return ok and str or nil
 end
 
+-- A softcap's loss-only kernel (cross_entropy_loss, P.capped: r by the polynomial, MUFU-bound):
+-- two reads by 256 threads of 4 vectors, streamed, the row split over 2 blocks past 32768
+-- classes (the tuner's pick at bf16 2500x32000 was this unsplit). Pinned beside the rule before
+-- on 10 problems of 335-15951 rows and 32000-262144 classes (H200, 2026-11-29,
+-- lab/shapes/ce-loss-softcap-cands.txt): split 2 ran 1.009 of a tune (worst 0.862, at 32000
+-- classes), split 4 0.904, 512 threads 0.888, the rule before (capped_rule, or the table's entry
+-- adapted) 0.876 (worst 0.764: f32 335x200064, the table's split 16). Rows of over 16K classes, 64
+-- rows or more (the few-row band was not measured); nil where unaligned or the space refuses it.
+local function capped_loss(P, unaligned)
+  if P.op ~= "cross_entropy_loss" or not P.capped or P.cols <= 16384 or P.rows < 64 or unaligned then return nil end
+  local split = P.cols > 32768 and 2 or 1
+  local c = { threads = 256, items = 4, vec = 16 // ESIZE[P.dtype], reduce = "shfl", passes = 2, hold = "none", rows = 1,
+              split = split, xchg = split > 1 and "dsmem" or "none", hint = "stream" }
+  local ok, str = pcall(E.canon, P, format(c))
+  return ok and str or nil
+end
+
 local function describe(e)
   return string.format("%dx%d %s %s", e.rows, e.cols, e.dtype, e.op)
 end
@@ -306,8 +323,11 @@ return function(P, unaligned, table_text, name, hash, user)
     if a.d ~= b.d then return a.d < b.d end
     return describe(a) < describe(b)
   end)
-  -- a softcap's cross-entropy kernel where the choice would hold the row: capped_rule's
+  -- a softcap's loss-only kernel: capped_loss's; a softcap's cross-entropy kernel where the
+  -- choice would hold the row: capped_rule's
   local function uncapped(cfg, source)
+    local l = capped_loss(P, unaligned)
+    if l then return l, "rule (a softcap's loss-only kernel: two reads of 256 threads, not " .. source .. ")", note end
     local c = P.capped and kind(P.op) == "ce" and cfg:find("passes=1", 1, true) and capped_rule(P, unaligned)
     local how = c and (c:find("passes=2", 1, true) and "two reads" or "r held as floats")
     if c then return c, "rule (a softcap's cross-entropy: " .. how .. ", not " .. source .. "'s held row)", note end

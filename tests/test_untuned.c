@@ -97,7 +97,8 @@ static void ce_kind(gen_State *g, const char *hash, const char *table)
 }
 
 /* A softcap's cross-entropy (capped) from the default table: 16-bit gradients that a cluster holds
-** as floats get r held (hold=reg, 128 threads), wider rows, float32 and loss-only two reads. */
+** as floats get r held (hold=reg, 128 threads), wider rows and float32 two reads; loss-only two
+** reads of 256 threads of 4 vectors, split over 2 blocks past 32768 classes. */
 static void capped_rule(gen_State *g, const char *hash, const char *table)
 {
   static const struct { int dtype, op; int64_t cols; const char *want; } C[] = {
@@ -105,7 +106,9 @@ static void capped_rule(gen_State *g, const char *hash, const char *table)
     { GEN_F16, GEN_CE, 50257, "threads=128,items=7,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=8" },
     { GEN_BF16, GEN_CE, 262144, "passes=2" },
     { GEN_F32, GEN_CE, 65536, "passes=2" },
-    { GEN_BF16, GEN_CE_LOSS, 128256, "passes=2" },
+    { GEN_BF16, GEN_CE_LOSS, 128256, "threads=256,items=4,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=2,xchg=dsmem,hint=stream" },
+    { GEN_F32, GEN_CE_LOSS, 200064, "threads=256,items=4,vec=4,reduce=shfl,passes=2,hold=none,rows=1,split=2,xchg=dsmem,hint=stream" },
+    { GEN_F16, GEN_CE_LOSS, 32000, "threads=256,items=4,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=stream" },
   };
   gen_Choice ch;
   for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
