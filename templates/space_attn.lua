@@ -349,13 +349,15 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- (3-6). The tuner's picks at bf16 1x16xKxK, K 1300-7800 (H200, 2026-11-29,
   -- lab/shapes/attn-bw-packed-rule.txt): packed_rule's 4 a thread is not in the space at 1300,
   -- 2379-2870, 4500 and 5500 keys, where its fallback (y and dy in registers) ran 1.9-2.3x the
-  -- tuned time; nil where the space has no such config.
+  -- tuned time; nil where the space has no such config. A row in one block: at 1024 vectors
+  -- (the class of 7681-8192 keys) the space also splits it, and the fewest a thread was then 1
+  -- of a cluster of 4 (f16 8x32x1x8127 causal: 11.8 us where the tuner's 4 a thread ran 8.2, H200).
   local function packed_bw(P, vec)
     local V = P.cols // vec
     if V <= 128 or V > 1024 then return nil end
     local G, best = V <= 256 and 64 or V <= 768 and 128 or 256, nil
     for _, c in ipairs(packed(P, vec)) do
-      if c.threads // c.rows == G and (not best or c.items < best.items) then best = c end
+      if c.threads // c.rows == G and c.split == 1 and (not best or c.items < best.items) then best = c end
     end
     return best
   end

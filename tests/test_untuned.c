@@ -132,7 +132,7 @@ static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
     { GEN_ATTN_BW, 1536, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=2," },
     { GEN_ATTN_BW, 2560, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
     { GEN_ATTN_BW, 4608, "threads=128,items=5,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
-    { GEN_ATTN_BW, 8192, "threads=256,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
+    { GEN_ATTN_BW, 8192, "threads=256,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1," },   /* not split */
     { GEN_ATTN_BW, 576, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=4," },   /* packed_short */
     { GEN_ATTN_BW, 768, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=4," },
   };
