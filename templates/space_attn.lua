@@ -252,15 +252,29 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- thread, K 1300, 2379, 2870, 4500, 5500 (H200, 2026-11-29, lab/shapes/attn-fwd-packed-widths.txt:
   -- 5 of 5, 5-6 a thread), where the fallback (the row in 256 threads' registers) ran 0.77-0.89
   -- of their speed; nil where the space has none.
+  -- Narrow rows take it too (narrow_fwd), in groups of 8 threads or more.
   local function packed_fwd(P, vec)
     local V = P.cols // vec
-    if V <= 128 or V >= 1024 then return nil end
+    if V <= 16 or V >= 1024 then return nil end
     local best, bg
     for _, c in ipairs(packed(P, vec)) do
       local G = c.threads // c.rows
-      if c.items <= 8 and (not best or G < bg or (G == bg and c.items < best.items)) then best, bg = c, G end
+      if c.items <= 8 and G >= 8 and (not best or G < bg or (G == bg and c.items < best.items)) then best, bg = c, G end
     end
     return best
+  end
+
+  -- The forward's narrow rows (17-128 vectors, 129-1024 16-bit keys): packed_rule's 4 a thread
+  -- where they fill the row exactly (32, 64, 128 vectors), else packed_fwd's fewest threads from 8
+  -- of at most 8 vectors. The tuner's pick at 8 of 10 rows of 16K-1M rows (H200, 2026-11-29,
+  -- lab/shapes/attn-fwd-narrow-20261233.txt): 0.992 of tuned where the rule before (packed_rule's
+  -- 4 with idle slots, else the rows as floats in groups of 16-32 threads of 3) ran 0.839.
+  local function narrow_fwd(P, vec)
+    local V = P.cols // vec
+    if V > 128 then return nil end
+    local r = packed_rule(P, vec)
+    if r and r.items * (r.threads // r.rows) == V then return r end
+    return packed_fwd(P, vec) or r
   end
 
   -- Decode rows' group: the fewest threads from 128 that hold V vectors in 2 a thread (nil past 2048).
@@ -319,7 +333,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return G and grouped(P, vec, "packed", G, "none")
   end
 
-  -- The forward's rule: capped_fwd's for a softcap; decode_fwd's for decode rows; packed_rule's (else packed_fwd's) up to 2048 vectors a row (K 16384 in 16-bit; two reads won
+  -- The forward's rule: capped_fwd's for a softcap; decode_fwd's for decode rows; narrow_fwd's up to 128 vectors; packed_rule's (else packed_fwd's) up to 2048 vectors a row (K 16384 in 16-bit; two reads won
   -- at 1x32768); longer 16-bit rows, 256 or more of them, two reads of 512 threads (the decode
   -- rows of 16K-25K keys, 256-512 rows, took two reads of 256 or 512 threads in 4 of 4 tuned:
   -- the registers of a 1024-thread row leave one block a SM; under 256 rows the tuner held the
@@ -330,7 +344,8 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   function A.heuristic(P, unaligned)
     if width(P) == 2 then return A.heuristic_bw(P, unaligned) end
     local vec = unaligned and 1 or H.vecs(P)[1]
-    local c = capped_fwd(P, vec) or decode_fwd(P, vec) or P.cols // vec <= 2048 and (packed_rule(P, vec) or packed_fwd(P, vec))
+    local c = capped_fwd(P, vec) or decode_fwd(P, vec) or narrow_fwd(P, vec) or
+              P.cols // vec <= 2048 and (packed_rule(P, vec) or packed_fwd(P, vec))
     if c then return c end
     if P.es == 2 and P.cols // vec > 2048 and P.rows >= (P.capped and P.cols // vec <= 4096 and 4096 or 256) then
       return { threads = 512, items = 2, vec = vec, reduce = "shfl", passes = 2, hold = "none", rows = 1, split = 1,

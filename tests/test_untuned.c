@@ -120,7 +120,7 @@ static void capped_rule(gen_State *g, const char *hash, const char *table)
 }
 
 /* The attention rule's packed rows where the space has no 4 vectors a thread (space_attn.lua's
-** packed_fwd, packed_bw and packed_short: the tuner's picks, where the fallback ran 0.43-0.89 of them on an
+** packed_fwd, narrow_fwd, packed_bw and packed_short: the tuner's picks, where the fallback ran 0.43-0.89 of them on an
 ** H200), at the widest row of each class as the runtime asks; and 8192 keys, where it has. */
 static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
 {
@@ -129,6 +129,10 @@ static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
     { GEN_ATTN, 2560, "threads=128,items=5,vec=8,reduce=shfl,passes=1,hold=packed,rows=2," },
     { GEN_ATTN, 5632, "threads=128,items=6,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
     { GEN_ATTN, 8192, "threads=128,items=8,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
+    { GEN_ATTN, 384, "threads=128,items=6,vec=8,reduce=shfl,passes=1,hold=packed,rows=16," },   /* narrow_fwd */
+    { GEN_ATTN, 960, "threads=128,items=8,vec=8,reduce=shfl,passes=1,hold=packed,rows=8," },
+    { GEN_ATTN, 256, "threads=128,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=16," },   /* 4 fill the row */
+    { GEN_ATTN, 1024, "threads=128,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=4," },
     { GEN_ATTN_BW, 1536, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=2," },
     { GEN_ATTN_BW, 2560, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
     { GEN_ATTN_BW, 4608, "threads=128,items=5,vec=8,reduce=shfl,passes=1,hold=packed,rows=1," },
