@@ -321,21 +321,26 @@ static st_status compile_config(st_ctx *c, Memo *m, const gen_Problem *p, const 
 
 /* The kernel set's stand-in `sub` for p loaded, and p's untuned kernel (chosen for key) queued
 ** to be chosen, rendered and compiled by the context's worker (m->job): nothing of the rule,
-** the generator or NVRTC on the call path. 0, or 1 (nothing loaded or queued). */
+** the generator or NVRTC on the call path. 0, or 1 (nothing loaded or queued: said, and the
+** caller compiles the kernel on this call). */
 static int stand_in(st_ctx *c, Memo *m, const gen_Problem *p, const gen_Problem *key, int unaligned,
                     const kset_Record *sub)
 {
   gen_Launch l;
   char err[256];
   bg_Job *j = calloc(1, sizeof *j);
-  if (!j) return 1;
+  if (!j) return say(c, "softmax-tune: no stand-in for %s: out of memory; its kernel compiles on this call", gen_op_name(p->op)), 1;
   *j = (bg_Job){ .p = *p, .key = *key, .unaligned = unaligned, .base = c->base };
   cache_cubin_dir(NULL, j->kept, sizeof j->kept);
   kset_launch(sub, &l);
-  if (load(c, m, c->set_base + sub->offset, sub->name, &l, sub->config)) return free(j), 1;
+  if (load(c, m, c->set_base + sub->offset, sub->name, &l, sub->config)) {
+    say(c, "softmax-tune: the stand-in %s did not load: %s; its kernel compiles on this call", sub->name, st_error(c));
+    return free(j), 1;
+  }
   if (bg_submit(&c->bg, j, err, sizeof err)) {
     c->drv.cuModuleUnload(m->mod);
     m->mod = NULL;
+    say(c, "softmax-tune: no background compile for %s (%s); its kernel compiles on this call", gen_op_name(p->op), err);
     return free(j), 1;
   }
   m->job = j;
