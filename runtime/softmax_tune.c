@@ -504,14 +504,16 @@ static st_status untuned(st_ctx *c, Memo *m, const gen_Problem *p, int unaligned
   return load(c, m, c->set_base + r->offset, r->name, &l, r->config);
 }
 
-static void memo_kinds(int code, gen_Problem *p);
+/* Whether a memo op (memo_op) is a softcap's kernel. */
+static int memo_capped(int code)
+{
+  return code / GEN_NOP / GEN_NBIAS / GEN_NMASK / 4;
+}
 
 /* The row band of a call (the memo key's last part): its dtype, memo op, rows and class's widest row. */
 static int band_of(int dtype, int code, int64_t rows, int64_t hi)
 {
-  gen_Problem p = { 0 };
-  memo_kinds(code, &p);
-  return kset_band(p.op, dtype, p.capped, rows, hi);
+  return kset_band(code % GEN_NOP, dtype, memo_capped(code), rows, hi);   /* the memo op's generator op */
 }
 
 /* The memo's op: the generator's, and past GEN_NOP attention_softmax's kinds and bias type and
@@ -525,7 +527,7 @@ static void memo_kinds(int code, gen_Problem *p)
 {
   const int v = code / GEN_NOP / GEN_NBIAS / GEN_NMASK;
   p->op = code % GEN_NOP, p->bias = code / GEN_NOP % GEN_NBIAS;
-  p->mask = code / GEN_NOP / GEN_NBIAS % GEN_NMASK, p->bias_type = v % 4, p->capped = v / 4;
+  p->mask = code / GEN_NOP / GEN_NBIAS % GEN_NMASK, p->bias_type = v % 4, p->capped = memo_capped(code);
 }
 
 static st_status resolve_kind(st_ctx *c, Memo *m, const gen_Problem *q, int unaligned, int64_t lo);
