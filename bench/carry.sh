@@ -2,6 +2,9 @@
 # carry.sh [BUILD] — pack what a GPU machine without Lua or a package registry needs into
 # .carry/ (git-ignored): the command, the test programs, the shared library with the Lua and
 # SQLite libraries it links, and the example program. bench/device_run.sh runs from there.
+# SET=FILE also packs a kernel set built here (a CI build's softmax_tune.kernels of the same
+# templates), gzipped to a quarter of its size: bench/kernel_set_run.sh build unpacks it there
+# instead of compiling the set (about two minutes of device time).
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -15,6 +18,7 @@ cmake --install "$build" --prefix "$PWD/.carry/prefix" >/dev/null
 cmake -S tests/example -B .carry/exbuild -DCMAKE_PREFIX_PATH="$PWD/.carry/prefix" >/dev/null
 cmake --build .carry/exbuild >/dev/null
 cp .carry/exbuild/example .carry/ && rm -rf .carry/exbuild .carry/prefix
+if [ -n "${SET:-}" ]; then gzip -c "$SET" >.carry/softmax_tune.kernels.gz; fi
 # the tree measured, for the tables' headers (benchlib.tree): the GPU machines get no .git
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo +changes)" >.carry/TREE
 du -sh .carry
