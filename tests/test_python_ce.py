@@ -293,7 +293,10 @@ with warnings.catch_warnings(record=True) as got:
     expect(torch.equal(softmax_tune.cross_entropy(xd.float(), t.cuda(), w.float(), label_smoothing=0.1),
                        F.cross_entropy(xd.float(), t.cuda(), w.float(), label_smoothing=0.1)), "weight+smoothing")
     x3, t3 = torch.randn(4, 50, 7, device="cuda"), torch.randint(0, 50, (4, 7), device="cuda")
-    expect(torch.equal(softmax_tune.cross_entropy(x3, t3), F.cross_entropy(x3, t3)), "[N, C, d1]: not torch's")
+    # torch's [N, C, d1] kernel (nll_loss2d) adds its blocks' sums with atomics: two calls of it may
+    # differ in the last bits, beside another process's kernels (a wrong path differs by far more)
+    expect(torch.allclose(softmax_tune.cross_entropy(x3, t3), F.cross_entropy(x3, t3), rtol=1e-6, atol=0),
+           "[N, C, d1]: not torch's")
     p = torch.softmax(torch.randn(16, 50, device="cuda"), -1)
     xp = x3[:, :, 0].contiguous()
     expect(torch.equal(softmax_tune.cross_entropy(xp, p[:4]), F.cross_entropy(xp, p[:4])), "class probabilities")
