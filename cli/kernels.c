@@ -121,13 +121,14 @@ static int choose(Build *b, const cache_Key *base, gen_Problem *p, int band, cha
 ** kernel serves every width. It runs only while the kind's own kernel compiles (docs/kernel-set.md). */
 #define STAND_IN "threads=256,items=2,vec=1,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=none"
 
-/* The stand-ins of op and dtype: every attention kind (bias tensor types and softcaps too, the
-** window masks not) the set holds no classes of, when it holds the dtype's plain kind. */
+/* The stand-ins of op and dtype: every attention kind the set holds no classes of (bias tensor
+** types, softcaps, the window masks, float32's every kind) but a window mask with a bias tensor
+** (a model's window comes as its mask tensor then, a kind of its own). */
 static int stand_ins(Build *b, const cli_Options *o, int arch, int op, int dt, char *err, size_t errlen)
 {
-  if (!gen_op_is_attn(op) || !covered(o, op, dt, GEN_MASK_NONE, GEN_BIAS_NONE)) return 0;
+  if (!gen_op_is_attn(op)) return 0;
   for (int mask = 0; mask < GEN_NMASK; mask++)
-    for (int bias = 0; bias < (op == GEN_ATTN ? GEN_NBIAS : 1) && !(mask & GEN_MASK_WINDOW); bias++)
+    for (int bias = 0; bias < (op == GEN_ATTN ? GEN_NBIAS : 1) && !(mask & GEN_MASK_WINDOW && bias == GEN_BIAS_TENSOR); bias++)
       for (int btype = 0; btype < (bias == GEN_BIAS_TENSOR ? 4 : 1); btype++)
         for (int capped = 0; capped < 2; capped++) {
           if (!btype && covered(o, op, dt, mask, bias) && capped < variants(o, op)) continue;   /* classes of its own */

@@ -44,11 +44,16 @@ has "$ce" "sm_90	cross_entropy steps	bf16	0..0	any	"
 out=$(SOFTMAX_TUNE_KERNELS=ce.set "$bin" explain --arch sm_90 --shape 512x3 --dtype bf16 --op cross_entropy_loss --softcap 30 2>&1)
 has "$out" "source   the kernel set ce.set"
 
-# an attention part: the softcap's stand-ins (class any, one each mask the set holds), named by explain
+# an attention part: the stand-ins (class any) of the softcap on each mask the set holds classes of
+# and of the window masks with and without it, named by explain
 at=$("$bin" kernels --build sm_90 --op attention_softmax_backward --dtype bf16 --widest 2 -o at.set 2>&1) || bad "attn build: $at"
 at=$(SOFTMAX_TUNE_KERNELS=at.set "$bin" kernels)
-[ "$(grep -c '	any	any	.*	stand-in$' <<<"$at")" = 4 ] || bad "4 stand-ins (softcap, a mask each): $at"
+[ "$(grep -c '	any	any	.*	stand-in$' <<<"$at")" = 12 ] || bad "12 stand-ins (4 softcaps, 4 windows with and without): $at"
 has "$at" "sm_90	attention_softmax_backward:padding_causal:none softcap	bf16	any	any	"
+has "$at" "sm_90	attention_softmax_backward:causal_window:none	bf16	any	any	"
+out=$(SOFTMAX_TUNE_KERNELS=at.set "$bin" explain --arch sm_90 --op attention_softmax_backward --dtype bf16 --shape 2x4x100x3000 \
+      --mask causal+window --window 512 2>&1)
+has "$out" "first    the kernel set's stand-in threads=256,items=2,vec=1,"
 out=$(SOFTMAX_TUNE_KERNELS=at.set "$bin" explain --arch sm_90 --op attention_softmax_backward --dtype bf16 --shape 2x4x100x3000 \
       --mask causal --softcap 30 2>&1)
 has "$out" "first    the kernel set's stand-in threads=256,items=2,vec=1,"

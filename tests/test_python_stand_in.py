@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_python_stand_in.py BINARY — attention kinds the kernel set holds no classes of, on a GPU,
 each in a fresh process with an empty cache and kept-cubins folder: ALiBi (bf16, causal), a bias
-tensor of bf16 [B, 1, Q, K] and a bool one, a softcap (f16 key padding, forward and backward).
+tensor of bf16 [B, 1, Q, K] and a bool one, a softcap (f16 key padding, forward and backward), a
+sliding window (bf16 causal, forward and backward) and float32 (causal).
 The first call runs the set's stand-in (a config `kernels` lists as a stand-in; no NVRTC compile
 counted; under 5 ms) and is right against float64; after softmax_tune.wait() the kind's own
 kernel runs (another config, one compile counted; the backward's case counts its forward's too)
@@ -29,7 +30,7 @@ case, K, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.manual_seed(seed)
 softmax_tune.softmax(torch.randn(4, 100, device="cuda"))   # the library opened: not the first call's cost
 B, H, Q = 2, 4, 24
-dt = torch.float16 if case.startswith("softcap") else torch.bfloat16
+dt = torch.float16 if case.startswith("softcap") else torch.float32 if case == "f32" else torch.bfloat16
 x = (torch.randn(B, H, Q, K, device="cuda") * 4).to(dt)
 kw = {}
 if case == "alibi":
@@ -38,10 +39,16 @@ elif case == "bias":
     kw = dict(bias=torch.randn(B, 1, Q, K, device="cuda").to(dt))
 elif case == "bool":
     kw = dict(mask=torch.rand(B, 1, Q, K, device="cuda") < 0.8)
+elif case.startswith("window"):
+    kw = dict(causal=True, window=max(1, K // 3))
+elif case == "f32":
+    kw = dict(causal=True)
 else:
     kw = dict(softcap=50.0, key_lengths=torch.randint(K // 2, K + 1, (B,), device="cuda", dtype=torch.int32))
-back = case == "softcap_bw"
-rel = 2.0 ** -11 if dt == torch.float16 else 2.0 ** -8
+back = case.endswith("_bw")
+rel = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}.get(dt)   # half an ulp of the dtype
+if rel is None:   # float32: the score's error (about 3e-6 of |z| + 1, test_python_attn's rule) rules
+    rel = 8e-6 + 3e-6 * (float(x.abs().max()) + 1)
 dy = torch.randn(B, H, Q, K, device="cuda").to(dt)
 x64 = x.double().requires_grad_()
 ref = attn.reference(x64, **kw)
@@ -93,7 +100,7 @@ def main():
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     print("seed", seed)
-    for case in ("alibi", "bias", "bool", "softcap", "softcap_bw"):
+    for case in ("alibi", "bias", "bool", "softcap", "softcap_bw", "window", "window_bw", "f32"):
         K = rng.randrange(40, 5000)
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, SOFTMAX_TUNE_CACHE=os.path.join(tmp, "c.db"), SOFTMAX_TUNE_CUBINS=os.path.join(tmp, "kept"),
@@ -110,7 +117,7 @@ def main():
         expect(stand, "%s: the first call ran %s, not a stand-in" % (case, f["config"]))
         expect(f["compiles"] == 0 and f["ms"] < 5, "%s: the first call compiled %d kernels, %.1f ms" % (case, f["compiles"], f["ms"]))
         expect(f["err"] <= 1 and a["err"] <= 1, "%s: wrong: the stand-in %.3g, the own kernel %.3g over the bound" % (case, f["err"], a["err"]))
-        own = 2 if case == "softcap_bw" else 1   # the backward's and its forward's
+        own = 2 if case.endswith("_bw") else 1   # the backward's and its forward's
         expect(a["config"] != f["config"] and a["compiles"] == own, "%s: after wait: %s, %d compiles" % (case, a["config"], a["compiles"]))
         expect(b["config"] == a["config"] and b["compiles"] == 0 and b["err"] <= 1,
                "%s: a second process ran %s after wait, %d compiles" % (case, b["config"], b["compiles"]))
