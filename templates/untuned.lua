@@ -164,6 +164,15 @@ local function adapt(c0, P, unaligned, e)
     -- it takes 64 (16x241878 bf16, H100: 0.835 -> 1.037 of copy)
     c.hold = "packed"
   end
+  if P.op == "cross_entropy_loss" and es == 2 and P.cols > 32768 and P.rows >= 1024 and c.passes == 1 and c.split > 1
+     and c.hint == "none" then
+    -- a 16-bit loss-only row of 64 KB or more held over a cluster: its one read streamed. The H100's
+    -- table took stream at 512 rows of 65536 classes, none at 8192 (its entry here); pinned on an
+    -- H200 (2026-11-29, lab/shapes/ce-loss-many-rows-pinned-20261240.txt), stream ran 2-12% faster
+    -- at 1079-5611 rows of 36669-63864 classes and within 1% at 8192-11994 rows. The set's many-row
+    -- band (1024 rows up, runtime/kset.c) serves all of them with one kernel.
+    c.hint = "stream"
+  end
   if c.hint == "stream" and (P.lo ~= P.hi or P.cols * es % 32 ~= 0) and P.cols * es < 4096 then
     -- short rows that end inside a 32-byte sector: two rows write each such sector, and an
     -- evict-first store (.cs) can send it out half written, to be read back (f32 246102x99
