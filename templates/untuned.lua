@@ -271,6 +271,14 @@ local function capped_rule(P, unaligned)
   local c = { threads = es == 4 and 1024 or 512, items = es == 4 and 4 or 2, vec = unaligned and 1 or 16 // es,
               reduce = "shfl", passes = 2, hold = "none", rows = 1, split = split, xchg = split > 1 and "dsmem" or "none",
               hint = "stream" }
+  if es == 4 and P.op == "cross_entropy" and P.cols <= 65536 and P.rows >= 64 and not unaligned then
+    -- float32 rows of up to 64K classes: 256 threads of 2 vectors over 2 blocks, kept in L2 for
+    -- the second read (the tuner's pick at 8192x32768). Pinned on an H200 (2026-11-29, 1849-11414
+    -- rows, lab/shapes/ce-f32-softcap-*-20261242.txt): 1.18-1.19x the 1024 threads' speed at
+    -- 32768 classes, 1.05-1.06x at 50257 (within 2.5% of the tuner's held rows there); past 65536
+    -- the 1024 threads were the tuner's pick (100352, 131072)
+    c.threads, c.items, c.split, c.xchg, c.hint = 256, 2, 2, "dsmem", "keep"
+  end
   local ok, str = pcall(E.canon, P, format(c))
   return ok and str or nil
 end
