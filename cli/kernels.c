@@ -128,7 +128,7 @@ static int stand_ins(Build *b, const cli_Options *o, int arch, int op, int dt, c
 {
   if (!gen_op_is_attn(op)) return 0;
   for (int mask = 0; mask < GEN_NMASK; mask++)
-    for (int bias = 0; bias < (op == GEN_ATTN ? GEN_NBIAS : 1) && !(mask & GEN_MASK_WINDOW && bias == GEN_BIAS_TENSOR); bias++)
+    for (int bias = 0; bias < (op == GEN_ATTN ? GEN_NBIAS : 1) && !((mask & GEN_MASK_WINDOW) && bias == GEN_BIAS_TENSOR); bias++)
       for (int btype = 0; btype < (bias == GEN_BIAS_TENSOR ? 4 : 1); btype++)
         for (int capped = 0; capped < 2; capped++) {
           if (!btype && covered(o, op, dt, mask, bias) && capped < variants(o, op)) continue;   /* classes of its own */
