@@ -8,6 +8,13 @@
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
+if [ -n "${SET:-}" ]; then   # a set of this build's templates only: the runtime would not use another
+  [ -f "$SET" ] || { echo "carry.sh: no kernel set '$SET'" >&2; exit 2; }
+  want=$("$build/softmax-tune" explain --arch sm_90 --shape 16x16 | awk '/^templates/ {print $2}')
+  have=$(SOFTMAX_TUNE_KERNELS=$SET "$build/softmax-tune" kernels | head -1 | grep -o 'templates [0-9a-f]*' | cut -d' ' -f2)
+  [ -n "$want" ] && [ "$have" = "$want" ] ||
+    { echo "carry.sh: the set '$SET' was made by templates ${have:-?}, this build's are ${want:-?}" >&2; exit 2; }
+fi
 rm -rf .carry && mkdir -p .carry/lib
 cp "$build/softmax-tune" "$build/tests/test_gpu" "$build/tests/test_runtime" "$build/tests/test_verify" \
    "$build/tests/test_verify_bw" "$build/tests/test_verify_ce" "$build/tests/test_verify_attn" "$build/tests/test_verify_attn_bw" "$build/tests/test_multigpu" "$build/tests/test_arch_ptx" .carry/
