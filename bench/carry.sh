@@ -2,9 +2,11 @@
 # carry.sh [BUILD] — pack what a GPU machine without Lua or a package registry needs into
 # .carry/ (git-ignored): the command, the test programs, the shared library with the Lua and
 # SQLite libraries it links, and the example program. bench/device_run.sh runs from there.
-# SET=FILE also packs a kernel set built here (a CI build's softmax_tune.kernels of the same
-# templates), gzipped to a quarter of its size: bench/kernel_set_run.sh build unpacks it there
-# instead of compiling the set (about two minutes of device time).
+# SET=FILE also packs a kernel set built here from this tree (`softmax-tune kernels --build`, or
+# a CI build's softmax_tune.kernels), gzipped to a quarter of its size: bench/kernel_set_run.sh
+# build unpacks it there instead of compiling the set (about two minutes of device time). Its
+# templates' hash is checked; the untuned rules (templates/untuned.lua) are not in that hash, so
+# a set made before a change of them passes the check with the old rules' kernels.
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
