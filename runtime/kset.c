@@ -29,7 +29,9 @@ _Static_assert(sizeof(kset_Header) == 256, "a set's header is 256 bytes");
 ** won up to 139K threads (0.82-0.96 of a tune against 0.78-0.91) and lost from 200K (0.48-0.86
 ** against 0.73-1.01 for the many-row band's 4-8 a thread): 42 problems of 192-3696 rows, H200,
 ** 2026-11-29, lab/shapes/attn-decode-band-2026121[01].txt and -20261209.txt.
-** Its rows of 16385-32768 keys: 256, 4096 under a softcap (capped). Under 256 rows (a softcap's:
+** A softcap's backward likewise (space_attn.lua capped_bw; 2026-11-29, lab/shapes/
+** attn-bw-softcap-decode-20261250.txt: its group won under the end, tied or lost past it).
+** The forward's rows of 16385-32768 keys: 256, 4096 under a softcap (capped). Under 256 rows (a softcap's:
 ** 4096) the row held in 1024 threads, the band under 64 rows' kernel, ran 0.81-0.91 of a tune
 ** where two reads of 512, the middle band's kernel before (chosen for 512 rows), ran 0.65-0.87
 ** (8 of 9 problems better, geomean 0.88 against 0.76); at 256-304 rows it lost 4% at one and won
@@ -39,7 +41,7 @@ static int64_t many_rows(int op, int dtype, int capped, int64_t hi)
 {
   const int64_t bytes = hi * gen_dtype_size(dtype);
   if (op == GEN_CE_LOSS && bytes >= 65536) return 1024;
-  if (op == GEN_ATTN && gen_dtype_size(dtype) == 2 && bytes > 2048 && bytes <= 32768) {
+  if ((op == GEN_ATTN || (op == GEN_ATTN_BW && capped)) && gen_dtype_size(dtype) == 2 && bytes > 2048 && bytes <= 32768) {
     int64_t g = 128;   /* decode_fwd's group of bytes / 16 vectors (space_attn.lua decode_group) */
     while (g < 1024 && (bytes / 16 + g - 1) / g > 2) g *= 2;
     return 163840 / g;

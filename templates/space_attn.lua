@@ -391,12 +391,43 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return nil
   end
 
-  -- The backward's rule: packed_bw's, else packed_rule's, else packed_short's, else as the softmax backward's
+  -- c with hint `hint`, where the space has that config; else c.
+  local function hinted(P, vec, c, hint)
+    for _, d in ipairs(A.list(P, vec)) do
+      if d.hold == c.hold and d.threads == c.threads and d.items == c.items and d.rows == c.rows and
+         d.split == c.split and d.reduce == c.reduce and d.hint == hint and (d.pair or "none") == (c.pair or "none") then
+        return d
+      end
+    end
+    return c
+  end
+
+  -- A softcap's backward on decode rows (16-bit, 129 vectors a row or more, under 4096 rows): packed
+  -- words, streamed, in decode_fwd's group where it holds the row in 2 vectors a thread (2048 vectors
+  -- or fewer; an untuned call meets it under 163840 / G rows, runtime/kset.c many_rows), else in
+  -- 1024 threads (up to 3072 vectors), else packed_rule's config streamed. Seed 20261250 (H200,
+  -- 2026-11-29, lab/shapes/attn-bw-softcap-decode-20261250.txt): under the band's end the group ran
+  -- 6-23% faster than packed_rule's 4-8 a thread at 5 of 6 rows (4% slower at 144 rows of 15055
+  -- keys), and level or slower past it; at 2049-3072 vectors 1024 threads of 3 ran 1.10-1.21x
+  -- packed_rule's 512 of 5-6 at 480-2832 rows (seed 20261241's 512x21622 too; the tuner's pick at 4
+  -- of 4); past 3072 the stream 0-5% (the tuner's hint at 4 of 5).
+  local function capped_bw(P, vec)
+    local V = P.cols // vec
+    if not P.capped or P.es ~= 2 or vec == 1 or P.rows >= 4096 or V <= 128 then return nil end
+    local G = decode_group(V)
+    if G then return grouped(P, vec, "packed", G, "stream") end
+    local c = grouped(P, vec, "packed", 1024, "stream")
+    if c and c.items * 1024 >= V then return c end
+    c = packed_rule(P, vec)
+    return c and hinted(P, vec, c, "stream")
+  end
+
+  -- The backward's rule: capped_bw's, else packed_bw's, else packed_rule's, else packed_short's, else as the softmax backward's
   -- (space_bw.lua): y and dy of the row in a group's registers when they take 32 values a thread
   -- or fewer (threads = max(G, 256)), else two reads with one 512-thread block a row.
   function A.heuristic_bw(P, unaligned)
     local vec = unaligned and 1 or H.vecs(P)[1]
-    local c = packed_bw(P, vec) or packed_rule(P, vec) or packed_short(P, vec)
+    local c = capped_bw(P, vec) or packed_bw(P, vec) or packed_rule(P, vec) or packed_short(P, vec)
     if c then return c end
     for _, c in ipairs(A.list(P, vec)) do
       if c.hold == "reg" and c.hint == "none" and c.reduce == "shfl" and 2 * c.items * c.vec <= 32 and
