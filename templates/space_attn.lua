@@ -422,12 +422,31 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return c and hinted(P, vec, c, "stream")
   end
 
-  -- The backward's rule: capped_bw's, else packed_bw's, else packed_rule's, else packed_short's, else as the softmax backward's
+  -- The backward's narrow rows (17-64 vectors: 129-512 16-bit keys): packed words in the fewest
+  -- threads from 8 that hold the row in 4 vectors a thread or fewer (8 to 32 vectors, 16 past),
+  -- blocks of 128. The tuner's pick at 11 of 11 prefill rows of 16K-1M rows (seeds 20261251 and
+  -- 20261252, H200, 2026-11-29, lab/shapes/attn-bw-narrow-20261252.txt), where packed_rule has no
+  -- 4 a thread at 33-44 vectors and the fallback (y and dy as floats in groups of 32) ran
+  -- 0.56-0.60 of it; the next group (twice the threads) 0.73-0.97.
+  local function narrow_bw(P, vec)
+    local V = P.cols // vec
+    if V <= 16 or V > 64 then return nil end
+    local best, bg
+    for _, c in ipairs(packed(P, vec)) do
+      local G = c.threads // c.rows
+      if c.split == 1 and c.items <= 4 and G >= 8 and (not best or G < bg or (G == bg and c.items < best.items)) then
+        best, bg = c, G
+      end
+    end
+    return best
+  end
+
+  -- The backward's rule: capped_bw's, else packed_bw's, else narrow_bw's, else packed_rule's, else packed_short's, else as the softmax backward's
   -- (space_bw.lua): y and dy of the row in a group's registers when they take 32 values a thread
   -- or fewer (threads = max(G, 256)), else two reads with one 512-thread block a row.
   function A.heuristic_bw(P, unaligned)
     local vec = unaligned and 1 or H.vecs(P)[1]
-    local c = capped_bw(P, vec) or packed_bw(P, vec) or packed_rule(P, vec) or packed_short(P, vec)
+    local c = capped_bw(P, vec) or packed_bw(P, vec) or narrow_bw(P, vec) or packed_rule(P, vec) or packed_short(P, vec)
     if c then return c end
     for _, c in ipairs(A.list(P, vec)) do
       if c.hold == "reg" and c.hint == "none" and c.reduce == "shfl" and 2 * c.items * c.vec <= 32 and
