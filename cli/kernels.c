@@ -213,7 +213,7 @@ static int share(Build *b)
 }
 
 /* Child k of jobs: compile the distinct sources k, k + jobs, ... into dir/<item>.cubin (its
-** registers first, 4 bytes), or say why in dir/<item>.err; exits 0 or 1. */
+** registers and stack bytes first, 4 bytes each), or say why in dir/<item>.err; exits 0 or 1. */
 static void compile_slice(Build *b, const char *dir, int k, int jobs)
 {
   char path[4096];
@@ -224,9 +224,9 @@ static void compile_slice(Build *b, const char *dir, int k, int jobs)
     int bad = gen_compile_lean(it->source, "softmax.cu", it->r.arch, &it->cb, it->err, sizeof it->err);
     snprintf(path, sizeof path, "%s/%d.%s", dir, i, bad ? "err" : "cubin");
     FILE *f = fopen(path, "wb");
-    int32_t regs = it->cb.regs;
+    int32_t head[2] = { it->cb.regs, it->cb.stack };
     int ok = f && (bad ? fputs(it->err, f) >= 0
-                       : fwrite(&regs, 4, 1, f) == 1 && fwrite(it->cb.data, 1, it->cb.size, f) == it->cb.size);
+                       : fwrite(head, 4, 2, f) == 2 && fwrite(it->cb.data, 1, it->cb.size, f) == it->cb.size);
     if (f && fclose(f)) ok = 0;
     if (bad || !ok) _exit(1);
   }
@@ -240,10 +240,10 @@ static int collect(Item *it, const char *dir, int i, char *err, size_t errlen)
   snprintf(path, sizeof path, "%s/%d.cubin", dir, i);
   FILE *f = fopen(path, "rb");
   long n = -1;
-  int32_t regs = -1;
-  if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) > 4 && !fseek(f, 0, SEEK_SET) && fread(&regs, 4, 1, f) == 1 &&
-      (it->cb.data = malloc((size_t)n - 4)) && fread(it->cb.data, 1, (size_t)n - 4, f) == (size_t)n - 4) {
-    it->cb.size = (size_t)n - 4, it->cb.regs = regs;
+  int32_t head[2] = { -1, -1 };
+  if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) > 8 && !fseek(f, 0, SEEK_SET) && fread(head, 4, 2, f) == 2 &&
+      (it->cb.data = malloc((size_t)n - 8)) && fread(it->cb.data, 1, (size_t)n - 8, f) == (size_t)n - 8) {
+    it->cb.size = (size_t)n - 8, it->cb.regs = head[0], it->cb.stack = head[1];
   } else {
     snprintf(path, sizeof path, "%s/%d.err", dir, i);
     FILE *e = fopen(path, "rb");
@@ -283,6 +283,26 @@ static int compile_all(Build *b, const char *out, int jobs, char *err, size_t er
     if (b->items[i].first == i && collect(&b->items[i], dir, i, err, errlen) && !rc) rc = 1;
   rmdir(dir);
   return rc;
+}
+
+/* Say how many distinct kernels use local memory (a stack frame: spills, or arrays ptxas could
+** not keep in registers) and name a few: the tuner rejects such configs, a rule may choose them. */
+static void say_stack(const Build *b)
+{
+  int n = 0;
+  for (int i = 0; i < b->n; i++) n += b->items[i].first == i && b->items[i].cb.stack > 0;
+  if (!n) return;
+  fprintf(stderr, "kernel set: %d kernels use local memory (ptxas's stack frame), for example:\n", n);
+  for (int i = 0, said = 0; i < b->n && said < 5; i++) {
+    const Item *it = &b->items[i];
+    if (it->first != i || it->cb.stack <= 0) continue;
+    char op[96], class[48];
+    gen_op_key(it->r.op, it->r.mask, it->r.bias, op, sizeof op);
+    snprintf(class, sizeof class, it->r.hi == KSET_ANY ? "any" : "%lld..%lld", (long long)it->r.lo, (long long)it->r.hi);
+    fprintf(stderr, "  sm_%d %s%s %s class %s: %d bytes, %s\n", it->r.arch, op, it->r.capped ? " softcap" : "",
+            gen_dtype_name(it->r.dtype), class, it->cb.stack, it->r.config);
+    said++;
+  }
 }
 
 /* The set's bytes: header, records sorted by key, each distinct cubin once. */
@@ -382,6 +402,7 @@ static int build(cli_Options *o)
   else if (!(bytes = pack(&b, hash, made, &size))) cli_fail("kernel set: out of memory");
   else if (cli_write_atomic(o->output, bytes, size, o->err, sizeof o->err)) cli_fail("%s", o->err);
   else rc = 0;
+  if (!rc && !o->quiet) say_stack(&b);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (!rc && !o->quiet)
     printf("kernel set %s: %d keys, %d kernels compiled, %zu bytes, %.1f s (%s)\n", o->output, b.n, distinct, size,
