@@ -423,7 +423,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   end
 
   -- The backward's narrow rows (17-64 vectors: 129-512 16-bit keys): packed words in the fewest
-  -- threads from 8 that hold the row in 4 vectors a thread or fewer (8 to 32 vectors, 16 past),
+  -- threads from 8 that hold the row in 4 vectors a thread or fewer (groups of 8 up to 32 vectors, 16 from 33),
   -- blocks of 128. The tuner's pick at 11 of 11 prefill rows of 16K-1M rows (seeds 20261251 and
   -- 20261252, H200, 2026-11-29, lab/shapes/attn-bw-narrow-20261252.txt), where packed_rule has no
   -- 4 a thread at 33-44 vectors and the fallback (y and dy as floats in groups of 32) ran
