@@ -115,6 +115,24 @@ static void test_background(void)
   CHECK(system(cmd) == 0, "cleanup");
 }
 
+/* The kernel set's row bands (kset_band: 0 under 64 rows of 8 KB and more, 2 from many_rows).
+** The attention forward's 16-bit rows of 129-2048 vectors and a softcap's backward end the middle
+** band at 163840 / G rows (G: decode_fwd's group); the plain backward at 4096. */
+static void test_bands(void)
+{
+  static const struct { int op, capped; int64_t rows, hi; int band; } B[] = {
+    { GEN_ATTN, 0, 319, 6144, 1 }, { GEN_ATTN, 0, 320, 6144, 2 },   /* 768 vectors: G 512 */
+    { GEN_ATTN_BW, 1, 319, 6144, 1 }, { GEN_ATTN_BW, 1, 320, 6144, 2 },
+    { GEN_ATTN_BW, 0, 320, 6144, 1 }, { GEN_ATTN_BW, 0, 4096, 6144, 2 },
+    { GEN_ATTN_BW, 1, 4095, 22528, 1 }, { GEN_ATTN_BW, 1, 63, 22528, 0 },
+    { GEN_ATTN_BW, 1, 1279, 1536, 1 }, { GEN_ATTN_BW, 1, 1280, 1536, 2 },   /* 192 vectors: G 128 */
+  };
+  for (size_t i = 0; i < sizeof B / sizeof *B; i++)
+    CHECK(kset_band(B[i].op, GEN_BF16, B[i].capped, B[i].rows, B[i].hi) == B[i].band, "%s%s bf16 %lld rows of %lld: band %d, want %d",
+          gen_op_name(B[i].op), B[i].capped ? " softcap" : "", (long long)B[i].rows, (long long)B[i].hi,
+          kset_band(B[i].op, GEN_BF16, B[i].capped, B[i].rows, B[i].hi), B[i].band);
+}
+
 static void test_cpu(void)
 {
   st_ctx *c = (st_ctx *)1;
@@ -144,6 +162,7 @@ static void test_cpu(void)
   st_close(NULL);
   test_vocab_args();
   test_background();
+  test_bands();
 }
 
 /* ---- GPU ---- */

@@ -120,7 +120,7 @@ static void capped_rule(gen_State *g, const char *hash, const char *table)
 }
 
 /* The attention rule's packed rows where the space has no 4 vectors a thread (space_attn.lua's
-** packed_fwd, narrow_fwd, packed_bw and packed_short: the tuner's picks, where the fallback ran 0.43-0.89 of them on an
+** packed_fwd, narrow_fwd, packed_bw, packed_short and narrow_bw: the tuner's picks, where the fallback ran 0.43-0.89 of them on an
 ** H200), at the widest row of each class as the runtime asks; and 8192 keys, where it has. */
 static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
 {
@@ -139,6 +139,8 @@ static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
     { GEN_ATTN_BW, 8192, "threads=256,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1," },   /* not split */
     { GEN_ATTN_BW, 576, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=4," },   /* packed_short */
     { GEN_ATTN_BW, 768, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=4," },
+    { GEN_ATTN_BW, 352, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=8," },   /* narrow_bw */
+    { GEN_ATTN_BW, 176, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=16," },
   };
   gen_Choice ch;
   for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
@@ -149,17 +151,17 @@ static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
   }
 }
 
-/* An attention forward's untuned pick (capped: a softcap's kernel) of each case: its config must
+/* An attention op's untuned pick (capped: a softcap's kernel) of each case: its config must
 ** hold `want`. */
 typedef struct { int dtype; int64_t rows, cols; const char *want; } AttnCase;
 
-static void attn_cases(gen_State *g, const char *hash, const char *table, const AttnCase *C, size_t n, int capped)
+static void attn_cases(gen_State *g, const char *hash, const char *table, int op, const AttnCase *C, size_t n, int capped)
 {
   gen_Choice ch;
   for (size_t i = 0; i < n; i++) {
-    gen_Problem p = { .rows = C[i].rows, .cols = C[i].cols, .dtype = C[i].dtype, .op = GEN_ATTN, .arch = 90, .capped = capped };
+    gen_Problem p = { .rows = C[i].rows, .cols = C[i].cols, .dtype = C[i].dtype, .op = op, .arch = 90, .capped = capped };
     CHECK(gen_untuned(g, &p, 0, table, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
-    CHECK(strstr(ch.config, C[i].want) != NULL, "%sattention %s %lldx%lld: %s (%s), want %s", capped ? "softcap " : "",
+    CHECK(strstr(ch.config, C[i].want) != NULL, "%s%s %s %lldx%lld: %s (%s), want %s", capped ? "softcap " : "", gen_op_name(op),
           gen_dtype_name(C[i].dtype), (long long)C[i].rows, (long long)C[i].cols, ch.config, ch.source, C[i].want);
   }
 }
@@ -177,7 +179,7 @@ static void attn_decode_rule(gen_State *g, const char *hash, const char *table)
     { GEN_BF16, 512, 30720, "threads=512,items=2,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=stream," },
     { GEN_F16, 128, 30720, "threads=1024,items=4,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none," },
   };
-  attn_cases(g, hash, table, C, sizeof C / sizeof *C, 0);
+  attn_cases(g, hash, table, GEN_ATTN, C, sizeof C / sizeof *C, 0);
 }
 
 /* A softcap's attention forward (space_attn.lua's capped_fwd): the row as floats (hold=reg) in
@@ -196,7 +198,21 @@ static void attn_capped_rule(gen_State *g, const char *hash, const char *table)
     { GEN_BF16, 512, 40960, "threads=512,items=2,vec=8,reduce=shfl,passes=2,hold=none,rows=1,split=1,xchg=none,hint=stream," },
     { GEN_F32, 32672, 4096, "threads=256,items=8,vec=4,reduce=shfl,passes=1,hold=reg,rows=2," },
   };
-  attn_cases(g, hash, table, C, sizeof C / sizeof *C, 1);
+  attn_cases(g, hash, table, GEN_ATTN, C, sizeof C / sizeof *C, 1);
+}
+
+/* A softcap's attention backward on decode rows (space_attn.lua's capped_bw: under 4096 rows,
+** 16-bit): packed and streamed, in decode_fwd's group up to 2048 vectors, 1024 threads up to 3072,
+** packed_rule's config past that; 4096 rows or more keep the plain rule. */
+static void attn_capped_bw_rule(gen_State *g, const char *hash, const char *table)
+{
+  static const AttnCase C[] = {
+    { GEN_BF16, 64, 6144, "threads=512,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=stream," },
+    { GEN_BF16, 512, 22528, "threads=1024,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=stream," },
+    { GEN_BF16, 512, 28672, "threads=512,items=7,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=stream," },
+    { GEN_BF16, 16384, 6144, "threads=128,items=6,vec=8,reduce=shfl,passes=1,hold=packed,rows=1,split=1,xchg=none,hint=none," },
+  };
+  attn_cases(g, hash, table, GEN_ATTN_BW, C, sizeof C / sizeof *C, 1);
 }
 
 /* The row family on an odd short row: fewer threads a row, each with more vectors, when fewer
@@ -344,6 +360,7 @@ int main(int argc, char **argv)
   capped_rule(g, hash, table[0]);
   attn_packed_rule(g, hash, table[0]);
   attn_capped_rule(g, hash, table[0]);
+  attn_capped_bw_rule(g, hash, table[0]);
   attn_decode_rule(g, hash, table[0]);
   bad_tables(g, hash);
   fewer_threads(g, hash);
