@@ -134,14 +134,20 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars) and h
       v.capped = P.capped
       v.kernel = P.capped and "st_cross_entropy_cap" or "st_cross_entropy"
       -- float rows held in registers: capped as softmax caps words, at the blocks a SM that the
-      -- held values + 24 registers allow (space.lua's vars set the cap of packed rows)
+      -- held values + 24 registers allow (space.lua's vars set the cap of packed rows); the
+      -- gradient's rows in one block (split=1) at values + 40, 64 at least: at + 24 every config
+      -- of 8-12 classes spilled (NVRTC 13.0 sm_90; the tuner, which refuses local memory, had no
+      -- winner there) and 28-44 classes spilled 8-80 bytes
+      local values = cfg.items * cfg.vec
+      local held = P.op == "cross_entropy" and cfg.split == 1
       if cfg.hold == "reg" and P.es == 4 then
-        v.minb = H.blocks(P, cfg.threads, cfg.items * cfg.vec + 24)
+        v.minb = H.blocks(P, cfg.threads, held and math.max(values + 40, 64) or values + 24)
       end
       -- the softcap gradient's register cap (ce.cu), 16-bit only: rows held as floats keep r, at
-      -- the held values + 32 registers; two reads of steps of 16 elements or fewer at 64
-      local regs = P.capped and P.es == 2 and P.op == "cross_entropy" and (cfg.hold == "reg" and cfg.items * cfg.vec + 32
-        or cfg.hold == "none" and cfg.items * cfg.vec <= 16 and 64)
+      -- the held values + 32 registers (72 at least in one block: under that rows of 2-100
+      -- classes spilled 16-72 bytes); two reads of steps of 16 elements or fewer at 64
+      local regs = P.capped and P.es == 2 and P.op == "cross_entropy" and
+        (cfg.hold == "reg" and (held and math.max(values + 32, 72) or values + 32) or cfg.hold == "none" and values <= 16 and 64)
       v.capminb = regs and H.blocks(P, cfg.threads, regs) or 1
     end
     return v
