@@ -62,8 +62,12 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
 
   -- hold=packed's registers a thread beyond its words, and its blocks per SM (its launch bound):
   -- NVRTC 13.0 sm_90, bf16 1024-8192 padding, the forward's 32-word rows spilled 44 bytes at
-  -- words + 40 (128 threads; its 16-word rows fit), the backward's 32-word rows 4 bytes at words + 32
-  local function packed_margin(cfg, P) return width(P) == 1 and packed_words(cfg, P) > 16 and 48 or 40 end
+  -- words + 40 (128 threads; its 16-word rows fit), the backward's 32-word rows 4 bytes at words + 32;
+  -- the backward's rows of 16 vectors or fewer 8-16 bytes at words + 40 (4 threads of 3 under
+  -- causal masks, 2 threads of 2), none at + 48
+  local function packed_margin(cfg, P)
+    return (width(P) == 1 and packed_words(cfg, P) > 16 or width(P) == 2 and P.cols // cfg.vec <= 16) and 48 or 40
+  end
   local function packed_minb(cfg, P) return H.blocks(P, cfg.threads, packed_words(cfg, P) + packed_margin(cfg, P)) end
 
   function A.check(cfg, P)
@@ -229,6 +233,19 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return out
   end
 
+  -- The space's unsplit packed config with the fewest threads a row from G0 that hold the row in
+  -- `most` vectors a thread or fewer, the fewest vectors at that group; nil where it has none.
+  local function fewest(P, vec, G0, most)
+    local best, bg
+    for _, c in ipairs(packed(P, vec)) do
+      local G = c.threads // c.rows
+      if c.split == 1 and c.items <= most and G >= G0 and (not best or G < bg or (G == bg and c.items < best.items)) then
+        best, bg = c, G
+      end
+    end
+    return best
+  end
+
   -- The packed rule of either op: the space's hold=packed config (16-bit rows of 16-byte vectors)
   -- with 4 vectors a thread (8 from 1024 vectors a row) and threads = max(G, 128): the shape of
   -- the tuned winners of 2026-11-26 (H100, bf16 and f16, padding and causal 1024-8192; the
@@ -256,12 +273,7 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   local function packed_fwd(P, vec)
     local V = P.cols // vec
     if V <= 16 or V >= 1024 then return nil end
-    local best, bg
-    for _, c in ipairs(packed(P, vec)) do
-      local G = c.threads // c.rows
-      if c.items <= 8 and G >= 8 and (not best or G < bg or (G == bg and c.items < best.items)) then best, bg = c, G end
-    end
-    return best
+    return fewest(P, vec, 8, 8)
   end
 
   -- The forward's narrow rows (17-128 vectors, 129-1024 16-bit keys): packed_rule's 4 a thread
@@ -428,17 +440,16 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- 20261252, H200, 2026-11-29, lab/shapes/attn-bw-narrow-20261252.txt), where packed_rule has no
   -- 4 a thread at 33-44 vectors and the fallback (y and dy as floats in groups of 32) ran
   -- 0.56-0.60 of it; the next group (twice the threads) 0.73-0.97.
+  -- Rows of 4-16 vectors (32-135 keys): the fewest from 4 of 3 vectors or fewer (4 threads up
+  -- to 12 vectors, 8 from 13). The tuner's pick at 10 of 10 prefill rows (seed 20261301, H200,
+  -- 2026-11-30, lab/shapes/attn-bw-narrowest-20261301.txt), where packed_rule's 4 a thread in
+  -- groups of 1-4 spilled 32-224 bytes (the tuner refuses them) and the fallback ran 0.65-0.78
+  -- of it; 2 threads of 2 spill too.
   local function narrow_bw(P, vec)
     local V = P.cols // vec
-    if V <= 16 or V > 64 then return nil end
-    local best, bg
-    for _, c in ipairs(packed(P, vec)) do
-      local G = c.threads // c.rows
-      if c.split == 1 and c.items <= 4 and G >= 8 and (not best or G < bg or (G == bg and c.items < best.items)) then
-        best, bg = c, G
-      end
-    end
-    return best
+    if V > 64 then return nil end
+    if V <= 16 then return fewest(P, vec, 4, 3) end
+    return fewest(P, vec, 8, 4)
   end
 
   -- The backward's rule: capped_bw's, else packed_bw's, else narrow_bw's, else packed_rule's, else packed_short's, else as the softmax backward's
