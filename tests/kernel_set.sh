@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kernel_set.sh BINARY — the kernel set without a GPU (docs/kernel-set.md): a small set built
 # (`kernels --build`, f32 softmax classes up to 100 columns, a cross-entropy part and an attention
-# backward part with its softcap's stand-ins), listed,
+# backward part with its softcap's stand-ins), listed, the narrow classes' kernels free of local memory,
 # each key's config the one explain's rule gives for the band's rows, explain naming the set,
 # a set of other templates not used, and bad input: one line, exit 2 (or 1), nothing written.
 set -u
@@ -60,6 +60,15 @@ has "$out" "first    the kernel set's stand-in threads=256,items=2,vec=1,"
 out=$(SOFTMAX_TUNE_KERNELS=at.set "$bin" explain --arch sm_90 --op attention_softmax_backward --dtype bf16 --shape 2x4x100x3000 \
       --mask causal 2>&1)
 [[ "$out" != *stand-in* ]] || bad "a stand-in named for a kind without softcap: $out"
+
+# no local memory in the rule's kernels of the narrow classes that once spilled (space_ce.lua's
+# register caps of float rows, space_attn.lua's narrow_bw and packed_margin): each part says how
+# many of its kernels hold a stack frame, and none should
+for part in "attention_softmax_backward bf16 64" "cross_entropy f32 48"; do
+  set -- $part
+  out=$("$bin" kernels --build sm_90 --op $1 --dtype $2 --widest $3 --jobs 2 -o lm.set 2>&1) || bad "$1 build: $out"
+  [[ "$out" != *"local memory"* ]] || bad "$1 $2 up to $3: $out"
+done
 
 # a set of other templates is not used: the hash in its header changed
 cp s.set other.set

@@ -141,6 +141,10 @@ static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
     { GEN_ATTN_BW, 768, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=4," },
     { GEN_ATTN_BW, 352, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=8," },   /* narrow_bw */
     { GEN_ATTN_BW, 176, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=16," },
+    { GEN_ATTN_BW, 32, "threads=128,items=1,vec=8,reduce=shfl,passes=1,hold=packed,rows=32," },   /* 4-16 vectors */
+    { GEN_ATTN_BW, 56, "threads=128,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=32," },
+    { GEN_ATTN_BW, 96, "threads=128,items=3,vec=8,reduce=shfl,passes=1,hold=packed,rows=32," },
+    { GEN_ATTN_BW, 104, "threads=128,items=2,vec=8,reduce=shfl,passes=1,hold=packed,rows=16," },
   };
   gen_Choice ch;
   for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
