@@ -58,6 +58,10 @@ typedef struct st_options {
 ** ~/.cache/softmax-tune/cache.db. On failure *ctx is NULL and st_error(NULL) says why. */
 st_status st_open(st_ctx **ctx, int device, const char *cache_path);
 st_status st_open_ex(st_ctx **ctx, int device, const char *cache_path, const st_options *options);
+/* Close ctx: a kernel compiling in the background (st_wait) is finished first, the queued ones
+** dropped. Close every context (or st_wait) before the process exits: exit() while the
+** context's thread is inside NVRTC can crash the process (NVRTC's teardown runs under it). The
+** Python package waits at exit. */
 void st_close(st_ctx *ctx);
 
 /* out = softmax (or log_softmax) of in over each row of cols elements; in and out are device

@@ -1,7 +1,7 @@
 /*
 ** test_runtime.c — the runtime library (include/softmax_tune.h).
 **   test_runtime cpu   error paths without a GPU: codes and messages, nothing printed; the
-**                      background worker's compiles (NVRTC)
+**                      background worker's compiles (NVRTC), and a stop and exit during one
 **   test_runtime gpu   on a GPU (exit 77 without one): every dtype and op against float64, with
 **                      in == out, a non-default stream, 4 host threads at once, input and output
 **                      aligned differently, widths and rows of one width class through one
@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "background.h"
@@ -115,6 +116,34 @@ static void test_background(void)
   CHECK(system(cmd) == 0, "cleanup");
 }
 
+/* A process that stops its worker (st_close) before exit() exits cleanly however far its compile
+** went: bg_stop finishes the job in hand. exit() with a thread inside NVRTC crashed 12 of 30 times
+** (its teardown runs under the compile), so forked children each queue a job (an ALiBi class's
+** kernel, about half a second) and stop 0-350 ms later, mostly inside the compile. */
+static void test_exit_compiling(void)
+{
+  const gen_Problem p = { .rows = 512, .cols = 3072, .dtype = GEN_BF16, .op = GEN_ATTN, .arch = 90,
+                          .mask = GEN_MASK_CAUSAL, .bias = GEN_BIAS_ALIBI };
+  for (int i = 0; i < 8; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      char err[256];
+      bg_Worker *w = NULL;
+      bg_Job *j = calloc(1, sizeof *j);
+      if (!j) _exit(3);
+      j->p = j->key = p;   /* kept "": no kept cubins, a compile every time */
+      if (bg_submit(&w, j, err, sizeof err)) _exit(4);
+      usleep((useconds_t)(50 * i) * 1000);
+      bg_stop(w);
+      exit(0);   /* the job done or dropped: either way no thread is inside NVRTC now */
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork or wait");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d: %s %d", i, WIFSIGNALED(status) ? "signal" : "exit",
+          WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  }
+}
+
 /* The kernel set's row bands (kset_band: 0 under 64 rows of 8 KB and more, 2 from many_rows).
 ** The attention forward's 16-bit rows of 129-2048 vectors and a softcap's backward end the middle
 ** band at 163840 / G rows (G: decode_fwd's group); the plain backward at 4096. */
@@ -162,6 +191,7 @@ static void test_cpu(void)
   st_close(NULL);
   test_vocab_args();
   test_background();
+  test_exit_compiling();
   test_bands();
 }
 

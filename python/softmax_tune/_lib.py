@@ -139,7 +139,7 @@ def context(device):
                 raise RuntimeError("softmax_tune: " + lib.st_error(None).decode(errors="replace"))
             ctx = _contexts[device] = handle.value
             if len(_contexts) == 1:
-                atexit.register(_warn_untuned)
+                atexit.register(_at_exit)
         return ctx
 
 
@@ -432,6 +432,17 @@ def write_shapes(path, problems, merge=False):
         f.writelines(lines)
     os.replace(tmp, path)
     return len(lines)
+
+
+def _at_exit():
+    """Python's exit, before the C runtime's: the background compiles finished first (exit() while a
+    thread is inside NVRTC crashed the process: NVRTC's teardown runs under the compile; a script that
+    ended while a stand-in's kernel compiled died of SIGSEGV or abort), then the untuned problems said."""
+    try:
+        wait()
+    except Exception:   # noqa: BLE001  (at exit: the GPU's context may be gone; nothing to wait for then)
+        pass
+    _warn_untuned()
 
 
 def _warn_untuned():
