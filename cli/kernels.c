@@ -7,6 +7,7 @@
 ** `kernels [--arch sm_XX] [--op OP]` lists the set this build carries.
 */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,23 +262,53 @@ static int collect(Item *it, const char *dir, int i, char *err, size_t errlen)
                   gen_op_name(it->r.op), (long long)it->r.lo, (long long)it->r.hi, it->r.config, it->err), 1;
 }
 
+static const int STOPS[3] = { SIGINT, SIGTERM, SIGHUP };
+static volatile sig_atomic_t stopped;   /* the signal that stopped the build (Ctrl-C, kill), 0: none */
+static void on_stop(int sig) { stopped = sig; }
+
+/* An interrupted build: its compile processes ended, their parts and the folder removed, then the
+** signal taken as it would have been (its default action: the command dies of it). */
+static void abandon(const Build *b, const char *dir, pid_t *pid, int started, const struct sigaction *old)
+{
+  char path[4096];
+  for (int k = 0; k < started; k++) kill(pid[k], SIGTERM);
+  for (int k = 0; k < started; k++) waitpid(pid[k], NULL, 0);
+  for (int i = 0; i < b->n; i++)
+    for (int e = 0; e < 2 && b->items[i].first == i; e++) {
+      snprintf(path, sizeof path, "%s/%d.%s", dir, i, e ? "err" : "cubin");
+      remove(path);
+    }
+  rmdir(dir);
+  for (int s = 0; s < 3; s++) sigaction(STOPS[s], &old[s], NULL);
+  raise(stopped);
+}
+
 /* The distinct sources compiled by `jobs` processes (NVRTC runs one compile at a time in a
-** process), through a temporary folder beside the output. */
+** process), through a temporary folder beside the output, removed whatever happens (an
+** interrupt included: the build's parts are minutes of files). */
 static int compile_all(Build *b, const char *out, int jobs, char *err, size_t errlen)
 {
   char dir[4096];
   pid_t pid[64];
   int started = 0, rc = 0;
+  struct sigaction on = { .sa_handler = on_stop }, old[3];   /* no SA_RESTART: a signal ends waitpid */
   if (jobs < 1) jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (jobs < 1) jobs = 1;
   if (jobs > 64) jobs = 64;
   snprintf(dir, sizeof dir, "%s.parts.XXXXXX", out);
   if (!mkdtemp(dir)) return snprintf(err, errlen, "cannot make a folder beside '%s': %s", out, strerror(errno)), 1;
   fflush(NULL);
+  for (int s = 0; s < 3; s++)   /* one ignored stays ignored (nohup's SIGHUP) */
+    if (!sigaction(STOPS[s], NULL, &old[s]) && old[s].sa_handler != SIG_IGN) sigaction(STOPS[s], &on, NULL);
   for (; started < jobs; started++)
-    if ((pid[started] = fork()) == 0) compile_slice(b, dir, started, jobs);
-    else if (pid[started] < 0) break;
-  for (int k = 0; k < started; k++) waitpid(pid[k], NULL, 0);
+    if ((pid[started] = fork()) == 0) {
+      for (int s = 0; s < 3; s++) sigaction(STOPS[s], &old[s], NULL);   /* a compile process just dies */
+      compile_slice(b, dir, started, jobs);
+    } else if (pid[started] < 0) break;
+  for (int k = 0; k < started && !stopped; k++)
+    while (waitpid(pid[k], NULL, 0) < 0 && errno == EINTR && !stopped) {}
+  if (stopped) return abandon(b, dir, pid, started, old), snprintf(err, errlen, "stopped by signal %d", (int)stopped), 1;
+  for (int s = 0; s < 3; s++) sigaction(STOPS[s], &old[s], NULL);
   if (started < jobs) rc = 1, snprintf(err, errlen, "cannot start a compile process: %s", strerror(errno));
   for (int i = 0; i < b->n; i++)
     if (b->items[i].first == i && collect(&b->items[i], dir, i, err, errlen) && !rc) rc = 1;

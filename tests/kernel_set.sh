@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kernel_set.sh BINARY — the kernel set without a GPU (docs/kernel-set.md): a small set built
 # (`kernels --build`, f32 softmax classes up to 100 columns, a cross-entropy part and an attention
-# backward part with its softcap's stand-ins), listed, the narrow classes' kernels free of local memory,
+# backward part with its softcap's stand-ins), listed, the narrow classes' kernels free of local memory, a build
+# stopped midway leaving nothing,
 # each key's config the one explain's rule gives for the band's rows, explain naming the set,
 # a set of other templates not used, and bad input: one line, exit 2 (or 1), nothing written.
 set -u
@@ -75,6 +76,17 @@ cp s.set other.set
 printf 'f' | dd of=other.set bs=1 seek=16 conv=notrunc 2>/dev/null
 out=$(SOFTMAX_TUNE_KERNELS=other.set "$bin" explain --arch sm_90 --shape 1000x99 2>&1)
 [[ "$out" != *"kernel set"* ]] || bad "a set of other templates used: $out"
+
+# a build stopped midway (SIGTERM: a shell's background job ignores SIGINT) dies of the signal and
+# leaves neither the set nor its parts folder
+"$bin" kernels --build sm_90 --op softmax --dtype f32 --widest 65536 --jobs 2 -o int.set >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 100); do ls -d int.set.parts.* >/dev/null 2>&1 && break; sleep 0.1; done
+sleep 0.5
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] && [ ! -e int.set ] && [ -z "$(ls -d int.set.parts.* 2>/dev/null)" ] || bad "stopped build: rc $rc, left $(ls)"
 
 # bad input: one line, a non-zero exit, nothing written
 out=$("$bin" kernels --build sm_9x -o b.set 2>&1)
