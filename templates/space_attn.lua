@@ -443,8 +443,8 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- Rows of 4-16 vectors (32-135 keys): the fewest from 4 of 3 vectors or fewer (4 threads up
   -- to 12 vectors, 8 from 13). The tuner's pick at 10 of 10 prefill rows (seed 20261301, H200,
   -- 2026-11-30, lab/shapes/attn-bw-narrowest-20261301.txt), where packed_rule's 4 a thread in
-  -- groups of 1-4 spilled 32-224 bytes (the tuner refuses them) and the fallback ran 0.65-0.78
-  -- of it; 2 threads of 2 spill too.
+  -- groups of 1-4 spilled 32-224 bytes at words + 40 (the tuner refuses them; packed_margin now
+  -- gives these rows 48) and the fallback ran 0.65-0.78 of it.
   local function narrow_bw(P, vec)
     local V = P.cols // vec
     if V > 64 then return nil end
