@@ -135,6 +135,7 @@ static void test_exit_compiling(void)
       if (bg_submit(&w, j, err, sizeof err)) _exit(4);
       usleep((useconds_t)(50 * i) * 1000);
       bg_stop(w);
+      bg_job_free(j);
       exit(0);   /* the job done or dropped: either way no thread is inside NVRTC now */
     }
     int status = 0;
