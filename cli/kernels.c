@@ -266,9 +266,9 @@ static const int STOPS[3] = { SIGINT, SIGTERM, SIGHUP };
 static volatile sig_atomic_t stopped;   /* the signal that stopped the build (Ctrl-C, kill), 0: none */
 static void on_stop(int sig) { stopped = sig; }
 
-/* An interrupted build: its compile processes ended, their parts and the folder removed, then the
-** signal taken as it would have been (its default action: the command dies of it). */
-static void abandon(const Build *b, const char *dir, pid_t *pid, int started, const struct sigaction *old)
+/* An interrupted build, its handlers given back: its compile processes ended, their parts and the
+** folder removed, then the signal taken as it would have been (by default: the command dies of it). */
+static void abandon(const Build *b, const char *dir, pid_t *pid, int started)
 {
   char path[4096];
   for (int k = 0; k < started; k++) kill(pid[k], SIGTERM);
@@ -279,7 +279,6 @@ static void abandon(const Build *b, const char *dir, pid_t *pid, int started, co
       remove(path);
     }
   rmdir(dir);
-  for (int s = 0; s < 3; s++) sigaction(STOPS[s], &old[s], NULL);
   raise(stopped);
 }
 
@@ -307,8 +306,8 @@ static int compile_all(Build *b, const char *out, int jobs, char *err, size_t er
     } else if (pid[started] < 0) break;
   for (int k = 0; k < started && !stopped; k++)
     while (waitpid(pid[k], NULL, 0) < 0 && errno == EINTR && !stopped) {}
-  if (stopped) return abandon(b, dir, pid, started, old), snprintf(err, errlen, "stopped by signal %d", (int)stopped), 1;
   for (int s = 0; s < 3; s++) sigaction(STOPS[s], &old[s], NULL);
+  if (stopped) return abandon(b, dir, pid, started), snprintf(err, errlen, "stopped by signal %d", (int)stopped), 1;
   if (started < jobs) rc = 1, snprintf(err, errlen, "cannot start a compile process: %s", strerror(errno));
   for (int i = 0; i < b->n; i++)
     if (b->items[i].first == i && collect(&b->items[i], dir, i, err, errlen) && !rc) rc = 1;
