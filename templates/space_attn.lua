@@ -222,12 +222,19 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   end
   A.full = A.enumerate   -- no wider grid yet
 
-  -- The space's hold=packed configs the packed rules choose from, in its order: reduce=shfl, no
+  -- The hold the packed rules take: packed words, or floats for a 16-bit bias tensor's forward,
+  -- whose space has no packed twins. Pinned against a tune at 12 bias-tensor forwards (seed
+  -- 20261306, H200, 2026-11-30, lab/shapes/attn-bias-fwd-20261306.txt): the plain rule's shapes as
+  -- floats ran 0.99-1.00 of tuned at 5 of 6 prefill rows (the softmax fallback, 256 threads of 3-4:
+  -- 0.76-0.94) and at the decode rows decode_fwd holds in 2 a thread.
+  local function held(P) return P.bias == "tensor" and P.es == 2 and "reg" or "packed" end
+
+  -- The space's configs the packed rules choose from (held(P)), in its order: reduce=shfl, no
   -- hint, no pair, blocks of max(128, G) threads for groups of G threads a row.
   local function packed(P, vec)
     local out = {}
     for _, c in ipairs(A.list(P, vec)) do
-      if c.hold == "packed" and c.reduce == "shfl" and c.hint == "none" and (c.pair or "none") == "none" and
+      if c.hold == held(P) and c.reduce == "shfl" and c.hint == "none" and (c.pair or "none") == "none" and
          c.threads == math.max(128, c.threads // c.rows) then out[#out + 1] = c end
     end
     return out
@@ -289,9 +296,10 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
     return packed_fwd(P, vec) or r
   end
 
-  -- Decode rows' group: the fewest threads from 128 that hold V vectors in 2 a thread (nil past 2048).
-  local function decode_group(V)
-    local G = 128
+  -- Decode rows' group: the fewest threads from G0 (default 128) that hold V vectors in 2 a thread
+  -- (nil past 2048).
+  local function decode_group(V, G0)
+    local G = G0 or 128
     while G < 1024 and (V + G - 1) // G > 2 do G = 2 * G end
     return (V + G - 1) // G <= 2 and G or nil
   end
@@ -339,10 +347,12 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
   -- where packed_rule's 4 a thread ran 0.844 of them (geomean, worst 0.775) and this 0.923 (worst
   -- 0.873); nil where the space has none. An untuned call meets it only under 160K threads
   -- (rows x G): past that the kernel set's many-row band takes the row (runtime/kset.c many_rows).
+  -- A bias tensor's rows as floats from groups of 32: 85-93 vectors took 64 threads of 2 (2 of 2
+  -- tuned, seed 20261306), where the plain rule's 16 of 6 ran 0.73 of them.
   local function decode_fwd(P, vec)
     if P.rows >= 4096 or P.es ~= 2 or vec == 1 then return nil end
-    local G = decode_group(P.cols // vec)
-    return G and grouped(P, vec, "packed", G, "none")
+    local G = decode_group(P.cols // vec, held(P) == "reg" and 32 or 128)
+    return G and grouped(P, vec, held(P), G, "none")
   end
 
   -- The forward's rule: capped_fwd's for a softcap; decode_fwd's for decode rows; narrow_fwd's up to 128 vectors; packed_rule's (else packed_fwd's) up to 2048 vectors a row (K 16384 in 16-bit; two reads won
@@ -497,8 +507,9 @@ return function(H)   -- H: space.lua's forward rules (check, launch, vars, heuri
       -- Uncapped, ptxas took 40 registers (3 blocks of 512) at a239e9c's literal width and 58-60
       -- (2) with a class's (NVRTC 13.0, sm_90, bf16 decode 32768 and causal 4096, items=2); capped,
       -- 40 with no spill at 512 and at 256 threads (6 blocks; 48 and 5 uncapped), the others as before
+      -- A bias tensor's at + 40: at + 24 they spilled 64 bytes (f16 512 threads of 2, 40 registers)
       if width(P) == 1 and cfg.passes == 2 and cfg.split == 1 and P.es == 2 then
-        v.minb = H.blocks(P, cfg.threads, cfg.items * cfg.vec + 24)
+        v.minb = H.blocks(P, cfg.threads, cfg.items * cfg.vec + (P.bias == "tensor" and 40 or 24))
       end
     end
     return v

@@ -219,6 +219,28 @@ static void attn_capped_bw_rule(gen_State *g, const char *hash, const char *tabl
   attn_cases(g, hash, table, GEN_ATTN_BW, C, sizeof C / sizeof *C, 1);
 }
 
+/* A 16-bit bias tensor's forward (space_attn.lua's held(): no packed twins in its space): the
+** packed rules' shapes as floats, decode groups from 32 threads (seed 20261306's tuned picks);
+** float32 keeps softmax's rule. */
+static void attn_bias_rule(gen_State *g, const char *hash, const char *table)
+{
+  static const AttnCase C[] = {
+    { GEN_F16, 8, 704, "threads=128,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=2,split=1,xchg=none,hint=none," },
+    { GEN_BF16, 128, 3584, "threads=256,items=2,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none," },
+    { GEN_BF16, 16384, 2304, "threads=128,items=5,vec=8,reduce=shfl,passes=1,hold=reg,rows=2,split=1,xchg=none,hint=none," },
+    { GEN_F16, 16384, 5120, "threads=128,items=5,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none," },
+    { GEN_F32, 16384, 2304, "threads=256,items=5,vec=4,reduce=shfl,passes=1,hold=reg,rows=2," },
+  };
+  gen_Choice ch;
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+    gen_Problem p = { .rows = C[i].rows, .cols = C[i].cols, .dtype = C[i].dtype, .op = GEN_ATTN, .arch = 90,
+                      .mask = GEN_MASK_CAUSAL, .bias = GEN_BIAS_TENSOR };
+    CHECK(gen_untuned(g, &p, 0, table, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
+    CHECK(strstr(ch.config, C[i].want) != NULL, "bias tensor %s %lldx%lld: %s (%s), want %s", gen_dtype_name(C[i].dtype),
+          (long long)C[i].rows, (long long)C[i].cols, ch.config, ch.source, C[i].want);
+  }
+}
+
 /* The row family on an odd short row: fewer threads a row, each with more vectors, when fewer
 ** slots stay idle; blocks then hold more rows, but no fewer than two a SM are left. */
 static void fewer_threads(gen_State *g, const char *hash)
@@ -365,6 +387,7 @@ int main(int argc, char **argv)
   attn_packed_rule(g, hash, table[0]);
   attn_capped_rule(g, hash, table[0]);
   attn_capped_bw_rule(g, hash, table[0]);
+  attn_bias_rule(g, hash, table[0]);
   attn_decode_rule(g, hash, table[0]);
   bad_tables(g, hash);
   fewer_threads(g, hash);
