@@ -155,19 +155,26 @@ static void attn_packed_rule(gen_State *g, const char *hash, const char *table)
   }
 }
 
-/* An attention op's untuned pick (capped: a softcap's kernel) of each case: its config must
-** hold `want`. */
+/* An attention op's untuned pick (capped: a softcap's kernel; of the mask and bias kinds given,
+** or none) of each case: its config must hold `want`. */
 typedef struct { int dtype; int64_t rows, cols; const char *want; } AttnCase;
 
-static void attn_cases(gen_State *g, const char *hash, const char *table, int op, const AttnCase *C, size_t n, int capped)
+static void attn_kind_cases(gen_State *g, const char *hash, const char *table, int op, const AttnCase *C, size_t n, int capped,
+                            int mask, int bias)
 {
   gen_Choice ch;
   for (size_t i = 0; i < n; i++) {
-    gen_Problem p = { .rows = C[i].rows, .cols = C[i].cols, .dtype = C[i].dtype, .op = op, .arch = 90, .capped = capped };
+    gen_Problem p = { .rows = C[i].rows, .cols = C[i].cols, .dtype = C[i].dtype, .op = op, .arch = 90, .capped = capped,
+                      .mask = mask, .bias = bias };
     CHECK(gen_untuned(g, &p, 0, table, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
     CHECK(strstr(ch.config, C[i].want) != NULL, "%s%s %s %lldx%lld: %s (%s), want %s", capped ? "softcap " : "", gen_op_name(op),
           gen_dtype_name(C[i].dtype), (long long)C[i].rows, (long long)C[i].cols, ch.config, ch.source, C[i].want);
   }
+}
+
+static void attn_cases(gen_State *g, const char *hash, const char *table, int op, const AttnCase *C, size_t n, int capped)
+{
+  attn_kind_cases(g, hash, table, op, C, n, capped, GEN_MASK_NONE, GEN_BIAS_NONE);
 }
 
 /* The attention forward's decode rows (space_attn.lua's decode_fwd: under 4096 rows, 16-bit, 2048
@@ -231,14 +238,7 @@ static void attn_bias_rule(gen_State *g, const char *hash, const char *table)
     { GEN_F16, 16384, 5120, "threads=128,items=5,vec=8,reduce=shfl,passes=1,hold=reg,rows=1,split=1,xchg=none,hint=none," },
     { GEN_F32, 16384, 2304, "threads=256,items=5,vec=4,reduce=shfl,passes=1,hold=reg,rows=2," },
   };
-  gen_Choice ch;
-  for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
-    gen_Problem p = { .rows = C[i].rows, .cols = C[i].cols, .dtype = C[i].dtype, .op = GEN_ATTN, .arch = 90,
-                      .mask = GEN_MASK_CAUSAL, .bias = GEN_BIAS_TENSOR };
-    CHECK(gen_untuned(g, &p, 0, table, "t", hash, NULL, 0, &ch) == 0, "%s", gen_error(g));
-    CHECK(strstr(ch.config, C[i].want) != NULL, "bias tensor %s %lldx%lld: %s (%s), want %s", gen_dtype_name(C[i].dtype),
-          (long long)C[i].rows, (long long)C[i].cols, ch.config, ch.source, C[i].want);
-  }
+  attn_kind_cases(g, hash, table, GEN_ATTN, C, sizeof C / sizeof *C, 0, GEN_MASK_CAUSAL, GEN_BIAS_TENSOR);
 }
 
 /* The row family on an odd short row: fewer threads a row, each with more vectors, when fewer
