@@ -29,6 +29,7 @@ typedef struct cli_Options {
   long run;
   int reps;                   /* bench: timing rounds */
   int sms;                    /* --sms: tune on that many of the GPU's SMs (0: all) */
+  int max_local;              /* --max-local: local memory a timed config may hold, bytes a thread; -1: not given */
   int force, quiet, log, help, version;
   int full;                   /* --space full: the full grid instead of the pruned space */
   int sweep;                  /* --sweep: 0 not given (tuning: fast), CLI_FAST, CLI_FULL (every config) */

@@ -316,7 +316,7 @@ static int compile_all(Build *b, const char *out, int jobs, char *err, size_t er
 }
 
 /* Say how many distinct kernels use local memory (a stack frame: spills, or arrays ptxas could
-** not keep in registers) and name a few: the tuner rejects such configs, a rule may choose them. */
+** not keep in registers) and name a few: a rule chooses without compiling, so it may pick one. */
 static void say_stack(const Build *b)
 {
   int n = 0;

@@ -77,6 +77,9 @@ static const char *const USAGE =
   "                   briefly, the leaders re-timed; full: every config of the space (S of\n"
   "                   --space), each timed for 30 ms; space --sweep fast: the fast sweep's\n"
   "                   configs in the order it times them (best-ranked last, the untuned one after)\n"
+  "  --max-local B    tune one problem timing configs whose kernels hold up to B bytes of local\n"
+  "                   memory a thread (spills; default 128); past it a config is refused, not\n"
+  "                   timed (0: every config that spills)\n"
   "  --sms N          tune one problem on N of the GPU's SMs (rounded up to its step, 8 on\n"
   "                   Hopper), copy floor included: a GPU with more bandwidth per SM, for\n"
   "                   benchmarks (88-96 of an H100's 132 ask what an H200 asks); stored under\n"
@@ -174,7 +177,7 @@ static const struct { const char *name; int (*run)(cli_Options *); } COMMANDS[] 
 
 enum { O_SHAPE = 256, O_DTYPE, O_OP, O_ARCH, O_CONFIG, O_CACHE, O_FORCE, O_QUIET, O_TEMPLATES,
        O_RUN, O_JSON, O_CSV, O_LOG, O_GPU, O_REPS, O_SPACE, O_GPU_MODEL, O_SHAPES, O_GRID, O_FROM_CACHE, O_UNALIGNED,
-       O_SWEEP, O_RESTAMP, O_ADD, O_CUBINS, O_SMS, O_WITH_HOST, O_RETIME, O_IGNORE_INDEX, O_SMOOTHING, O_ZLOSS, O_SOFTCAP,
+       O_SWEEP, O_RESTAMP, O_ADD, O_CUBINS, O_SMS, O_MAX_LOCAL, O_WITH_HOST, O_RETIME, O_IGNORE_INDEX, O_SMOOTHING, O_ZLOSS, O_SOFTCAP,
        O_WEIGHT, O_LABELS, O_MASK, O_WINDOW, O_OFFSET, O_SCALE, O_ALIBI, O_BIAS_TENSOR, O_KEEP_CONFIGS, O_BUILD, O_JOBS, O_WIDEST, O_ALL };
 
 static const struct option LONGOPTS[] = {
@@ -193,6 +196,7 @@ static const struct option LONGOPTS[] = {
   { "sweep", required_argument, 0, O_SWEEP },       { "restamp", required_argument, 0, O_RESTAMP },
   { "add", no_argument, 0, O_ADD },                 { "keep-configs", no_argument, 0, O_KEEP_CONFIGS },
   { "cubins", required_argument, 0, O_CUBINS },     { "sms", required_argument, 0, O_SMS },
+  { "max-local", required_argument, 0, O_MAX_LOCAL },
   { "with-host", no_argument, 0, O_WITH_HOST },     { "retime", no_argument, 0, O_RETIME },
   { "ignore-index", required_argument, 0, O_IGNORE_INDEX }, { "label-smoothing", required_argument, 0, O_SMOOTHING },
   { "z-loss", required_argument, 0, O_ZLOSS },      { "softcap", required_argument, 0, O_SOFTCAP },
@@ -321,6 +325,14 @@ static int parse_options(int argc, char **argv, cli_Options *o)
     case O_SMS:
       if ((o->sms = (int)parse_index(optarg)) <= 0) return usage_error("bad --sms '%s': expected a number of SMs such as 96", optarg);
       break;
+    case O_MAX_LOCAL: {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 0 || v > 65536)
+        return usage_error("bad --max-local '%s': expected bytes of local memory a thread, 0 to 65536", optarg);
+      o->max_local = (int)v;
+      break;
+    }
     case O_FORCE: o->force = 1; break;
     case O_QUIET: o->quiet = 1; break;
     case O_TEMPLATES: o->templates = optarg; break;
@@ -427,7 +439,7 @@ static void keep_heap(void)
 int main(int argc, char **argv)
 {
   keep_heap();
-  cli_Options o = { .gpu = 0, .dtype = -1, .op = -1, .arch = 0, .format = 't' };
+  cli_Options o = { .gpu = 0, .dtype = -1, .op = -1, .arch = 0, .format = 't', .max_local = -1 };
   tune_ce_defaults(&o.ce);
   tune_attn_defaults(&o.attn);
   int (*run)(cli_Options *) = cli_tune;
@@ -449,6 +461,8 @@ int main(int argc, char **argv)
   if (o.nargs > 0 && strcmp(name, "cache") != 0) return usage_error("unexpected argument '%s'", o.args[0]);
   if (o.sms && (strcmp(name, "tune") != 0 || cli_is_batch(&o)))
     return usage_error("--sms is for tuning one problem, not %s", cli_is_batch(&o) ? "a list" : name);
+  if (o.max_local >= 0 && (strcmp(name, "tune") != 0 || cli_is_batch(&o)))
+    return usage_error("--max-local is for tuning one problem, not %s", cli_is_batch(&o) ? "a list" : name);
   if (cli_is_batch(&o) && strcmp(name, "tune") != 0)
     return usage_error("%s takes one --gpu, --shape, --dtype and --op (lists and --shapes are for tuning)", name);
   if (o.softcap_set && gen_op(cli_op(&o))->params == 1 && !o.ce_flag) o.ce_flag = "--softcap";

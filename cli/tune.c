@@ -257,6 +257,7 @@ int cli_tune(cli_Options *o)
   cli_print_ce(&p, &o->ce);
   cli_print_attn(&p, &o->attn);
   tune_gpu_ce_options(gpu, &o->ce);
+  if (o->max_local >= 0) tune_gpu_max_local(gpu, o->max_local);
   tune_gpu_attn_options(gpu, &o->attn);
   if (o->sms) printf("on %d SMs of the GPU (--sms %d, a green context): every kernel, the copy floor too\n", p.sms, o->sms);
   if (!o->force && !o->full && !o->config && db && (rc = answer_from_cache(o, g, &p, db, &k, path)) >= 0) goto done;

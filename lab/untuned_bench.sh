@@ -5,7 +5,8 @@
 # SOFTMAX_TUNE_MISS=heuristic (the untuned kernel), then the problem tuned into a cache and bench
 # again (the tuned kernel), ROUNDS times (default 2). Prints a line a run and, a problem, the mean
 # of each and untuned/tuned as a speed ratio (1.0: the untuned kernel is as fast). Unlike
-# pinned_ab.sh it times kernels the tuner refuses (local memory), as a user's first call runs them.
+# pinned_ab.sh it times kernels the tuner refuses (local memory past --max-local: 128 bytes a thread;
+# any before 2026-11-30), as a user's first call runs them.
 #   printf 'cross_entropy bf16 65536x1500\n' | bash lab/untuned_bench.sh .carry
 # From the repository root of the GPU machine. First use: the 16-bit cross-entropy gradient's
 # adapted table configs that spill 32-72 bytes (lab/shapes/spill-untuned.txt).

@@ -22,6 +22,10 @@ bad --sms 'x'|--shape 64x64 --sms x
 bad --sms '0'|--shape 64x64 --sms 0
 --sms is for tuning one problem, not space|space --shape 64x64 --sms 96
 --sms is for tuning one problem, not a list|--shape 64x64,128x128 --sms 96
+bad --max-local 'x'|--shape 64x64 --max-local x
+bad --max-local '-8'|--shape 64x64 --max-local -8
+--max-local is for tuning one problem, not space|space --shape 64x64 --max-local 64
+--max-local is for tuning one problem, not a list|--shape 64x64,128x128 --max-local 0
 bad --cubins ''|--shape 64x64 --cubins ''
 '32000x'|space --shape 32000x
 'axb'|space --shape axb

@@ -69,6 +69,7 @@ struct tune_Gpu {
   gen_Cubin aux;            /* fill and check kernels (templates/aux.cu) */
   char cubins[4096];        /* the kept cubins' folder (cache_compile), "" for none */
   int ptx_arch;             /* tune_gpu_ptx: configs compiled as PTX for compute_<ptx_arch>, or 0 */
+  int max_local;            /* tune_gpu_max_local: the most local memory a timed config holds, bytes a thread */
   CUmodule auxmod;
   CUfunction fill, fill_ce, fill_attn, fill_bias, check, floor;
   Slot *slots;
@@ -126,6 +127,7 @@ int tune_gpu_open(tune_Gpu **out, int ordinal, char *err, size_t errlen)
   tune_ce_defaults(&ce);
   tune_gpu_ce_options(g, &ce);
   tune_attn_defaults(&g->aopt);
+  g->max_local = TUNE_MAX_LOCAL;
   *out = g;
   return 0;
 }
@@ -133,6 +135,11 @@ int tune_gpu_open(tune_Gpu **out, int ordinal, char *err, size_t errlen)
 void tune_gpu_ptx(tune_Gpu *g, int arch)
 {
   g->ptx_arch = arch;
+}
+
+void tune_gpu_max_local(tune_Gpu *g, int bytes)
+{
+  g->max_local = bytes;
 }
 
 const tune_Device *tune_gpu_device(const tune_Gpu *g)
@@ -396,8 +403,9 @@ static int gpu_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c,
                    k->launch.blocks_per_row, s->resident) > 0;
   if (!bad && tune_workspace(&k->launch, s->resident) > WS_BYTES)
     bad = snprintf(t->reason, sizeof t->reason, "needs %zu bytes of workspace", tune_workspace(&k->launch, s->resident)) > 0;
-  if (!bad && local > 0 && !g->ptx_arch)
-    bad = snprintf(t->reason, sizeof t->reason, "spills: %d bytes of local memory per thread", local) > 0;
+  if (!bad && local > g->max_local && !g->ptx_arch)
+    bad = snprintf(t->reason, sizeof t->reason, "spills: %d bytes of local memory per thread (--max-local %d)", local,
+                   g->max_local) > 0;
   if (bad) {
     unload_slot(g, s);
     s->cubin = NULL;

@@ -148,6 +148,12 @@ tune_Backend tune_gpu_backend(tune_Gpu *g);
 ** for compute_<arch> (gen_compile_ptx), which the driver compiles for this GPU at load, and
 ** loads configs that spill here too (this GPU's register use says nothing of that arch's). */
 void tune_gpu_ptx(tune_Gpu *g, int arch);
+/* Configs whose kernels hold more than `bytes` of local memory a thread (a stack frame: spills)
+** are refused, not timed (0 refuses any). The default, TUNE_MAX_LOCAL: on an H200 the tuner
+** found cross-entropy kernels 3-20% faster at 9 of 9 widths where it may time such configs,
+** none slower on 9 other problems (docs/design/local-memory.md). */
+#define TUNE_MAX_LOCAL 128
+void tune_gpu_max_local(tune_Gpu *g, int bytes);
 /* For the GPU tests: slot verified, and the check kernel agreeing with the CPU float64
 ** reference on the whole problem, also after an output element is spoiled or left unwritten. */
 int tune_gpu_selftest(tune_Gpu *g, int slot, char *err, size_t errlen);
