@@ -4,7 +4,8 @@
 # shows every trial (table, JSON, CSV). A bundle of the cache imported into a new cache
 # answers there with no tuning. An entry marked as made under an older driver and NVRTC (with
 # SQL) is verified again, once, by the command and by the runtime (bench),
-# kept, and logged as a "reverified" run. Exit 77 (skipped) when there is no GPU.
+# kept, and logged as a "reverified" run. A config with a small stack frame is timed unless
+# --max-local 0. Exit 77 (skipped) when there is no GPU.
 set -u
 bin=$1
 dir=$(mktemp -d)
@@ -67,6 +68,25 @@ expect "$dir/sms" "the copy floor too" "--sms 96"
 rc=$?
 [ $rc -eq 2 ] || { echo "FAIL: --sms 4 exited $rc"; fail=1; }
 expect "$dir/sms_bad" "bad --sms 4" "--sms 4"
+
+# --max-local: a config whose kernel holds a stack frame of 1-128 bytes a thread (bf16 cross-entropy,
+# 16 rows of 13 packed vectors: 72 bytes on sm_90, NVRTC 13.0) is timed by default and refused
+# under --max-local 0, its reason in the log; skipped where this GPU's kernel has no such frame
+spill=threads=256,items=13,vec=8,reduce=shfl,passes=1,hold=packed,rows=16,split=1,xchg=none,hint=none
+arch=$(grep -o -m1 ', sm_[0-9]*,' "$dir/out1" | tr -dc '0-9')
+frame=$("$bin" compile --op cross_entropy --dtype bf16 --shape 4096x1600 --config "$spill" --arch "sm_$arch" \
+        -o "$dir/spill.cubin" 2>&1 | grep -o '[0-9]* bytes stack' | cut -d' ' -f1)
+if [ -n "$frame" ] && [ "$frame" -gt 0 ] && [ "$frame" -le 128 ]; then
+  ce=(--gpu 0 --op cross_entropy --dtype bf16 --shape 4096x1600 --config "$spill")
+  "$bin" "${ce[@]}" --cache "$dir/local.db" >"$dir/local" 2>&1
+  grep -q '^winner' "$dir/local" || { cat "$dir/local"; echo "FAIL: a $frame-byte frame not timed by default"; fail=1; }
+  "$bin" "${ce[@]}" --max-local 0 --cache "$dir/local0.db" >"$dir/local0" 2>&1
+  grep -q '^winner' "$dir/local0" && { echo "FAIL: --max-local 0 timed a config with a $frame-byte frame"; fail=1; }
+  "$bin" log --cache "$dir/local0.db" >"$dir/local0.log" 2>&1
+  expect "$dir/local0.log" "spills: $frame bytes" "--max-local 0's log"
+else
+  echo "SKIP (the --max-local part): the config's kernel holds '${frame:-?}' bytes of stack on sm_$arch"
+fi
 
 # a winner made under another driver and NVRTC: verified again, not tuned again (the entry aged
 # by SQL: the sqlite3 command, else python3's sqlite3 module; GPU machines may lack the former)
