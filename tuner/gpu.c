@@ -404,7 +404,7 @@ static int gpu_load(void *ud, int slot, const gen_Kernel *k, const gen_Cubin *c,
   if (!bad && tune_workspace(&k->launch, s->resident) > WS_BYTES)
     bad = snprintf(t->reason, sizeof t->reason, "needs %zu bytes of workspace", tune_workspace(&k->launch, s->resident)) > 0;
   if (!bad && local > g->max_local && !g->ptx_arch)
-    bad = snprintf(t->reason, sizeof t->reason, "spills: %d bytes of local memory per thread (--max-local %d)", local,
+    bad = snprintf(t->reason, sizeof t->reason, "spills: %d bytes of local memory per thread (%d allowed)", local,
                    g->max_local) > 0;
   if (bad) {
     unload_slot(g, s);
