@@ -276,6 +276,9 @@ static void one_entry_rules(gen_State *g, const char *hash)
   static const char *SHORT4BW = ENTRY("bf16\tsoftmax_backward\t1048576\t8\t1.0\tthreads=128,items=1,vec=4,reduce=shfl,passes=1,hold=reg,rows=64,split=1,xchg=none,hint=none");
   static const char *DSMEM2 = ENTRY("f32\tsoftmax\t4096\t4096\t1.0\tthreads=128,items=4,vec=4,reduce=shfl,passes=1,hold=pipe,rows=1,split=2,xchg=dsmem,hint=none");
   static const char *STREAM = ENTRY("f32\tsoftmax\t65536\t128\t1.0\tthreads=128,items=1,vec=4,reduce=shfl,passes=1,hold=reg,rows=4,split=1,xchg=none,hint=stream");
+  static const char *CE1024 = ENTRY("bf16\tcross_entropy_loss\t8192\t1024\t1.0\tthreads=128,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=4,split=1,xchg=none,hint=stream");
+  static const char *SM1024 = ENTRY("bf16\tsoftmax\t8192\t1024\t1.0\tthreads=128,items=4,vec=8,reduce=shfl,passes=1,hold=packed,rows=4,split=1,xchg=none,hint=stream");
+  static const char *CE4096 = ENTRY("bf16\tcross_entropy_loss\t8192\t4096\t1.0\tthreads=128,items=16,vec=8,reduce=shfl,passes=1,hold=packed,rows=4,split=1,xchg=none,hint=stream");
 #undef ENTRY
   static const struct { const char **table; int64_t rows, cols; int dtype, op; const char *want[2]; } C[] = {
     /* a 16-bit log_softmax from a softmax entry of the split family through global memory holds
@@ -309,6 +312,12 @@ static void one_entry_rules(gen_State *g, const char *hash)
     { &STREAM, 246102, 99, GEN_F32, GEN_LOG_SOFTMAX, { "hint=none", "vec=4," } },
     { &STREAM, 246102, 120, GEN_F32, GEN_LOG_SOFTMAX, { "hint=none", "vec=4," } },
     { &STREAM, 246102, 64, GEN_F32, GEN_LOG_SOFTMAX, { "hint=stream", "vec=4," } },
+    /* a cross-entropy row a little past its entry's: the entry's group, a thread up to 1.5x its
+    ** vectors (176 of the class 1281..1408: 32 threads of 6, not 64 of 3); softmax doubles the
+    ** group; where the grown config is not valid (22 words a thread), the doubled group */
+    { &CE1024, 65536, 1400, GEN_BF16, GEN_CE_LOSS, { "threads=128,items=6,", "rows=4," } },
+    { &SM1024, 65536, 1400, GEN_BF16, GEN_SOFTMAX, { "threads=128,items=3,", "rows=2," } },
+    { &CE4096, 12458, 5292, GEN_BF16, GEN_CE_LOSS, { "threads=128,items=11,", "rows=2," } },
   };
   for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
     gen_Problem p = { .rows = C[i].rows, .cols = C[i].cols, .dtype = C[i].dtype, .op = C[i].op, .arch = 90, .sms = 132 };
