@@ -19,7 +19,7 @@ lists=("$@")
 [ ${#lists[@]} -gt 0 ] || lists=(attn-fwd-narrow-check-20261234.txt attn-bw-class8k-20261232.txt
   attn-decode-long-band-20261229.txt ce-loss-many-rows-check-20261240.txt ce-f32-softcap-check-20261242.txt
   attn-bw-softcap-decode-check-20261256.txt attn-bw-narrow-check-20261255.txt attn-bw-narrowest-check-20261303.txt
-  ce-mid-check-20261304.txt ce-adapt-grow-check-20261332.txt ce-spill-caps.txt attn-bias-fwd-check-20261307.txt
+  ce-mid-check-20261304.txt ce-adapt-grow-check-20261332.txt ce-middle-band-check-20261334.txt ce-spill-caps.txt attn-bias-fwd-check-20261307.txt
   ce-loss-softcap-cands.txt attn-packed-rules-20261129.txt attn-decode-band-check-20261213.txt
   attn-decode-fwd-check-20261208.txt ce-loss-middle.txt)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)

@@ -36,11 +36,16 @@ _Static_assert(sizeof(kset_Header) == 256, "a set's header is 256 bytes");
 ** where two reads of 512, the middle band's kernel before (chosen for 512 rows), ran 0.65-0.87
 ** (8 of 9 problems better, geomean 0.88 against 0.76); at 256-304 rows it lost 4% at one and won
 ** 3% at the other, a softcap's at 480 and 872 rows 0.94 and 0.93 against 0.85 and 0.91 (H200,
-** 2026-11-29, lab/shapes/attn-decode-long-band-20261229.txt). */
+** 2026-11-29, lab/shapes/attn-decode-long-band-20261229.txt).
+** Cross-entropy rows of 1025 classes to 64 KB without a softcap, both ops: 1024. At 1024-4095 rows the
+** many-row band's kernel (chosen for 16384 rows: the row in one block) ran 0.942 of a tune against
+** the middle band's 0.837 (a cluster of 2 or two reads, chosen for 512 rows), 12 problems out of
+** sample (H200, 2026-11-30, lab/shapes/ce-middle-band-check-20261334.txt; fitted on -20261333.txt). */
 static int64_t many_rows(int op, int dtype, int capped, int64_t hi)
 {
   const int64_t bytes = hi * gen_dtype_size(dtype);
   if (op == GEN_CE_LOSS && bytes >= 65536) return 1024;
+  if ((op == GEN_CE || op == GEN_CE_LOSS) && !capped && hi > 1024 && bytes < 65536) return 1024;
   if ((op == GEN_ATTN || (op == GEN_ATTN_BW && capped)) && gen_dtype_size(dtype) == 2 && bytes > 2048 && bytes <= 32768) {
     int64_t g = 128;   /* decode_fwd's group of bytes / 16 vectors (space_attn.lua decode_group) */
     while (g < 1024 && (bytes / 16 + g - 1) / g > 2) g *= 2;

@@ -147,7 +147,8 @@ static void test_exit_compiling(void)
 
 /* The kernel set's row bands (kset_band: 0 under 64 rows of 8 KB and more, 2 from many_rows).
 ** The attention forward's 16-bit rows of 129-2048 vectors and a softcap's backward end the middle
-** band at 163840 / G rows (G: decode_fwd's group); the plain backward at 4096. */
+** band at 163840 / G rows (G: decode_fwd's group); the plain backward at 4096; cross-entropy rows of
+** 1025 classes to 64 KB at 1024 rows (a softcap's and a row of 1024 classes at 4096). */
 static void test_bands(void)
 {
   static const struct { int op, capped; int64_t rows, hi; int band; } B[] = {
@@ -156,6 +157,8 @@ static void test_bands(void)
     { GEN_ATTN_BW, 0, 320, 6144, 1 }, { GEN_ATTN_BW, 0, 4096, 6144, 2 },
     { GEN_ATTN_BW, 1, 4095, 22528, 1 }, { GEN_ATTN_BW, 1, 63, 22528, 0 },
     { GEN_ATTN_BW, 1, 1279, 1536, 1 }, { GEN_ATTN_BW, 1, 1280, 1536, 2 },   /* 192 vectors: G 128 */
+    { GEN_CE, 0, 1023, 1152, 1 }, { GEN_CE, 0, 1024, 1152, 2 }, { GEN_CE_LOSS, 0, 1024, 32768, 2 },
+    { GEN_CE, 1, 1024, 1152, 1 }, { GEN_CE, 0, 1024, 1024, 1 }, { GEN_CE, 0, 1024, 32768, 1 },   /* 64 KB */
   };
   for (size_t i = 0; i < sizeof B / sizeof *B; i++)
     CHECK(kset_band(B[i].op, GEN_BF16, B[i].capped, B[i].rows, B[i].hi) == B[i].band, "%s%s bf16 %lld rows of %lld: band %d, want %d",

@@ -46,8 +46,13 @@ out=$("$bin" explain --arch sm_90 --shape 1000x151936 --op cross_entropy_loss 2>
 has "$out" "band     rows <1024: the untuned kernel is chosen for 512x163840"
 out=$("$bin" explain --arch sm_90 --shape 1451x151936 --op cross_entropy 2>&1) || bad "explain ce 1451: $?"
 has "$out" "band     rows <4096: the untuned kernel is chosen for 512x163840"
+# rows of 1025 classes to 64 KB, both ops: from 1024 rows; a softcap's and 1024 classes or fewer from 4096
 out=$("$bin" explain --arch sm_90 --shape 1451x15000 --op cross_entropy_loss 2>&1) || bad "explain loss 15000: $?"
+has "$out" "band     rows >=1024: the untuned kernel is chosen for 16384x15360"
+out=$("$bin" explain --arch sm_90 --shape 1451x15000 --op cross_entropy_loss --softcap 30 2>&1) || bad "explain softcap 15000: $?"
 has "$out" "band     rows <4096: the untuned kernel is chosen for 512x15360"
+out=$("$bin" explain --arch sm_90 --shape 1451x1000 --op cross_entropy 2>&1) || bad "explain ce 1000: $?"
+has "$out" "band     rows <4096: the untuned kernel is chosen for 512x1024"
 
 # the attention forward's 16-bit rows of 1025-16384 keys: the many-row band from 163840 / G rows
 # (decode_fwd's group G of 2 vectors a thread: 256 at 2994 keys, 640 rows); float32 and 1024 keys keep 4096
