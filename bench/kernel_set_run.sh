@@ -58,6 +58,9 @@ fused() {   # untuned, then tuned (split over calls: PHASES=untuned or tuned; th
   mkdir -p $c
   [ -f "$p" ] || PYTHONPATH=$PWD/python python3 bench/untuned_fused.py problems --seed "${SEED:-20261128}" --n "${N:-20}" --out "$p"
   cp "$p" "$out/"
+  # the C++ ops, as an install has them (the ctypes path's first backward costs 60-1900 ms: lab/NOTES.md)
+  ls python/softmax_tune/_C*.so >/dev/null 2>&1 || bash bench/host_run.sh build >"$out/build.txt" 2>&1
+  echo "fused: the C++ ops serve: $(PYTHONPATH=$PWD/python python3 -c 'import softmax_tune; print(softmax_tune.cpp_ops)')"
   [ "${PHASES:-untuned,tuned}" != tuned ] || { fused_tuned; return; }
   SOFTMAX_TUNE_CACHE=$c/c.db SOFTMAX_TUNE_CUBINS=none SOFTMAX_TUNE_MISS=heuristic PYTHONPATH=$PWD/python \
     python3 bench/untuned_fused.py phase untuned --problems "$p" --out "$out/untuned.tsv" >"$out/untuned.log" 2>&1
