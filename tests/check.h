@@ -8,8 +8,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static int check_failures, check_count;
+
+/* The heap kept between NVRTC's compiles, as the command keeps it (cli/main.c keep_heap): glibc
+** would return its free top and unmap large blocks after each compile, and the next one faults
+** them in again. test_compile --ce on 2 cores: 24.5 -> 21.3 s, system time 3.1 -> 0.3 s, the
+** same checks (2026-11-30). Before main, in every test program; the sanitizers' and valgrind's
+** allocators ignore it. */
+#ifdef __GLIBC__
+__attribute__((constructor)) static void check_keep_heap(void)
+{
+  (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+#endif
 
 #define CHECK(cond, ...)                                                        \
   do {                                                                          \
