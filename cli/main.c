@@ -325,14 +325,10 @@ static int parse_options(int argc, char **argv, cli_Options *o)
     case O_SMS:
       if ((o->sms = (int)parse_index(optarg)) <= 0) return usage_error("bad --sms '%s': expected a number of SMs such as 96", optarg);
       break;
-    case O_MAX_LOCAL: {
-      char *end;
-      long v = strtol(optarg, &end, 10);
-      if (end == optarg || *end || v < 0 || v > 65536)
+    case O_MAX_LOCAL:
+      if ((o->max_local = (int)parse_index(optarg)) < 0 || o->max_local > 65536)
         return usage_error("bad --max-local '%s': expected bytes of local memory a thread, 0 to 65536", optarg);
-      o->max_local = (int)v;
       break;
-    }
     case O_FORCE: o->force = 1; break;
     case O_QUIET: o->quiet = 1; break;
     case O_TEMPLATES: o->templates = optarg; break;

@@ -16,7 +16,7 @@ static int check_failures, check_count;
 
 /* The heap kept between NVRTC's compiles, as the command keeps it (cli/main.c keep_heap): glibc
 ** would return its free top and unmap large blocks after each compile, and the next one faults
-** them in again. test_compile --ce on 2 cores: 24.5 -> 21.3 s, system time 3.1 -> 0.3 s, the
+** them in again. test_compile --ce on 2 cores: 24.5 -> 17.6 s, system time 3.1 -> 0.3 s, the
 ** same checks (2026-11-30). Before main, in every test program; the sanitizers' and valgrind's
 ** allocators ignore it. */
 #ifdef __GLIBC__
